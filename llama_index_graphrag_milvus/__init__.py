@@ -1,0 +1,42 @@
+"""Graph RAG on Milvus for LlamaIndex: a multi-hop retriever and an LLM relation reranker.
+
+>>> from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
+"""
+
+from llama_index_graphrag_milvus.errors import (
+    EmbeddingDimensionError,
+    EmptyIndexError,
+    GraphRAGError,
+    InvalidInputError,
+    MilvusStoreError,
+)
+from llama_index_graphrag_milvus.extraction import TripletExtractor, parse_triplets
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.index import GraphRAGIndex
+from llama_index_graphrag_milvus.ingestion import IngestionStats
+from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
+from llama_index_graphrag_milvus.rerank import GraphRelationRerank
+from llama_index_graphrag_milvus.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.store import MilvusGraphStore
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CandidateRelation",
+    "EmbeddingDimensionError",
+    "EmptyIndexError",
+    "EntityRelationGraph",
+    "ExpansionConfig",
+    "GraphRAGError",
+    "GraphRAGIndex",
+    "GraphRAGRetriever",
+    "GraphRelationRerank",
+    "IngestionStats",
+    "InvalidInputError",
+    "MilvusGraphStore",
+    "MilvusStoreError",
+    "Triplet",
+    "TripletExtractor",
+    "__version__",
+    "parse_triplets",
+]

@@ -1,0 +1,40 @@
+"""Exceptions raised by llama_index_graphrag_milvus.
+
+Every error the package raises on purpose derives from :class:`GraphRAGError`, so a caller
+can catch them all with one ``except``. Errors about bad arguments or bad input data also
+derive from :class:`ValueError`.
+"""
+
+from __future__ import annotations
+
+
+class GraphRAGError(Exception):
+    """Base class of every error raised on purpose by this package."""
+
+
+class InvalidInputError(GraphRAGError, ValueError):
+    """Raised for a bad argument or bad input data, before anything is written.
+
+    Examples: an empty or whitespace query, a collection prefix Milvus cannot use as a
+    collection name, a passage longer than the Milvus VARCHAR limit.
+    """
+
+
+class EmptyIndexError(GraphRAGError):
+    """Raised when a query reaches an index that holds no relations yet.
+
+    Usually the ``uri`` or ``collection_prefix`` points at a different store than the one
+    that was ingested, or nothing was ingested.
+    """
+
+
+class EmbeddingDimensionError(GraphRAGError, ValueError):
+    """Raised when the embedding model's dimension differs from the stored collections'.
+
+    The collections were created with the embedding model used at ingestion; a reopened
+    index must use the same model (or a new ``collection_prefix``).
+    """
+
+
+class MilvusStoreError(GraphRAGError):
+    """Raised when a Milvus call fails; the pymilvus error is chained as ``__cause__``."""

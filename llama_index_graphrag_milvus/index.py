@@ -1,0 +1,207 @@
+"""GraphRAGIndex: the entry point that ingests, reopens and hands out retrievers."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.indices.vector_store import VectorStoreIndex
+from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
+from llama_index.core.ingestion import run_transformations
+from llama_index.core.llms.llm import LLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.schema import BaseNode, Document, TransformComponent
+from llama_index.core.settings import Settings
+
+from llama_index_graphrag_milvus.extraction import TripletExtractor
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.ingestion import (
+    IngestionStats,
+    PassageInput,
+    plan_from_nodes,
+    plan_ingestion,
+    write_plan,
+)
+from llama_index_graphrag_milvus.rerank import GraphRelationRerank
+from llama_index_graphrag_milvus.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.store import MilvusGraphStore
+
+
+class GraphRAGIndex:
+    """A knowledge graph of entities, relations and passages in three Milvus collections.
+
+    Open an existing index with the constructor (the graph is rebuilt from Milvus: no side
+    files), or build one with :meth:`from_triplets`, :meth:`from_nodes` or
+    :meth:`from_documents`.
+
+    The in-memory graph is a cache of the relation collection. It is built on the first
+    query, rebuilt after this object's own inserts, and rebuilt on :meth:`refresh` after
+    another process wrote to the same collections.
+
+    Args:
+        uri: Milvus Lite path (``"./graphrag.db"``) or server URL (``"http://host:19530"``).
+        token: credentials for a server or Zilliz Cloud (``"user:password"`` or an API key).
+        collection_prefix: names the three collections ``{prefix}_entities``,
+            ``{prefix}_relations``, ``{prefix}_passages``.
+        embed_model: the embedding model; defaults to ``Settings.embed_model``. A reopened
+            index must use the model it was built with.
+        consistency_level: Milvus consistency of the created collections (default
+            ``"Strong"``: a query sees every write that finished before it).
+        show_progress: progress bars while embedding and loading the graph.
+        milvus_client_kwargs: passed to ``pymilvus.MilvusClient`` (timeouts, TLS...).
+
+    Example:
+        >>> index = GraphRAGIndex.from_triplets(  # doctest: +SKIP
+        ...     [("Euler was a student of Johann Bernoulli.",
+        ...       [("Euler", "was a student of", "Johann Bernoulli")])],
+        ...     uri="./graphrag.db", embed_model=embed_model)
+        >>> nodes = index.as_retriever().retrieve("Who taught Euler?")  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        uri: str = "./graphrag.db",
+        token: str = "",
+        collection_prefix: str = "graphrag",
+        embed_model: BaseEmbedding | None = None,
+        consistency_level: str = "Strong",
+        show_progress: bool = False,
+        milvus_client_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
+                                      consistency_level=consistency_level,
+                                      client_kwargs=milvus_client_kwargs)
+        self.embed_model: BaseEmbedding = embed_model or Settings.embed_model
+        self.show_progress = show_progress
+        self._graph: EntityRelationGraph | None = None
+        self._graph_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ building
+
+    @classmethod
+    def from_triplets(
+        cls,
+        data: Iterable[tuple[PassageInput, Iterable[Any]]],
+        **kwargs: Any,
+    ) -> GraphRAGIndex:
+        """Build (or extend) an index from passages paired with their triplets.
+
+        Args:
+            data: ``(passage, [(subject, predicate, object), ...])`` pairs; a passage is a
+                string or a LlamaIndex node (its metadata and source document are kept).
+            **kwargs: the constructor's arguments (``uri``, ``embed_model``...).
+
+        Triplets that are not three non-empty strings are skipped and counted in the log.
+        Raises :class:`~llama_index_graphrag_milvus.errors.InvalidInputError` before writing
+        anything when a passage is empty or longer than Milvus allows.
+        """
+        index = cls(**kwargs)
+        index.insert_triplets(data)
+        return index
+
+    @classmethod
+    def from_nodes(cls, nodes: Sequence[BaseNode], **kwargs: Any) -> GraphRAGIndex:
+        """Build an index from nodes whose metadata carries triplets (see :meth:`insert_nodes`)."""
+        index = cls(**kwargs)
+        index.insert_nodes(nodes)
+        return index
+
+    @classmethod
+    def from_documents(
+        cls,
+        documents: Sequence[Document],
+        llm: LLM | None = None,
+        transformations: Sequence[TransformComponent] | None = None,
+        kg_extractor: TransformComponent | None = None,
+        **kwargs: Any,
+    ) -> GraphRAGIndex:
+        """Split documents into passages, extract triplets with an LLM, and ingest them.
+
+        Args:
+            documents: the documents to ingest.
+            llm: the extraction LLM (defaults to ``Settings.llm``) when ``kg_extractor`` is
+                not given.
+            transformations: node parsers run before extraction; defaults to
+                ``[Settings.node_parser]`` (a ``SentenceSplitter``).
+            kg_extractor: the extractor to use instead of :class:`TripletExtractor`: any
+                ``TransformComponent`` that leaves triplets in node metadata, core's
+                ``SimpleLLMPathExtractor`` and friends included.
+            **kwargs: the constructor's arguments.
+        """
+        index = cls(**kwargs)
+        extractor = kg_extractor or TripletExtractor(llm=llm)
+        pipeline = [*(transformations or [Settings.node_parser]), extractor]
+        nodes = run_transformations(list(documents), pipeline,
+                                    show_progress=index.show_progress)
+        index.insert_nodes(nodes)
+        return index
+
+    def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
+                        ) -> IngestionStats:
+        """Upsert passages with their triplets; see :meth:`from_triplets`."""
+        return self._write(plan_ingestion(data))
+
+    def insert_nodes(self, nodes: Sequence[BaseNode]) -> IngestionStats:
+        """Upsert nodes whose triplets are in metadata.
+
+        Read from ``metadata["graphrag_triplets"]`` (written by :class:`TripletExtractor`) or
+        from the ``nodes``/``relations`` keys written by core's path extractors. A node with
+        no triplets is stored as a passage (searchable by naive RAG) with no relations.
+        """
+        return self._write(plan_from_nodes(nodes))
+
+    def _write(self, plan: Any) -> IngestionStats:
+        stats = write_plan(plan, self.store, self.embed_model, self.show_progress)
+        self._graph = None
+        return stats
+
+    # ------------------------------------------------------------------ the graph cache
+
+    @property
+    def graph(self) -> EntityRelationGraph:
+        """The in-memory graph, built from the relation collection on first use."""
+        with self._graph_lock:
+            if self._graph is None:
+                self._graph = EntityRelationGraph.from_rows(
+                    self.store.iter_relations(), dim=self.store.dim or 0,
+                    show_progress=self.show_progress,
+                )
+            return self._graph
+
+    async def aget_graph(self) -> EntityRelationGraph:
+        """:attr:`graph` without blocking the event loop when it has to be built."""
+        graph = self._graph
+        return graph if graph is not None else await asyncio.to_thread(lambda: self.graph)
+
+    def refresh(self) -> EntityRelationGraph:
+        """Rebuild the in-memory graph from Milvus (after another process wrote to it)."""
+        with self._graph_lock:
+            self._graph = None
+        return self.graph
+
+    # ------------------------------------------------------------------ query side
+
+    def as_retriever(self, **kwargs: Any) -> GraphRAGRetriever:
+        """A :class:`GraphRAGRetriever` over this index; kwargs are its arguments."""
+        return GraphRAGRetriever(self, **kwargs)
+
+    def as_naive_retriever(self, similarity_top_k: int = 2, **kwargs: Any
+                           ) -> VectorIndexRetriever:
+        """Plain vector search over the passage collection, for comparison."""
+        vector_index = VectorStoreIndex.from_vector_store(self.store.passages,
+                                                          embed_model=self.embed_model)
+        return VectorIndexRetriever(vector_index, similarity_top_k=similarity_top_k, **kwargs)
+
+    def as_query_engine(self, llm: LLM | None = None, top_n: int = 2,
+                        **retriever_kwargs: Any) -> RetrieverQueryEngine:
+        """Graph retriever + :class:`GraphRelationRerank` + response synthesis in one engine.
+
+        ``llm`` (default ``Settings.llm``) does NER, rerank and the answer.
+        """
+        llm = llm or Settings.llm
+        retriever = self.as_retriever(llm=llm, **retriever_kwargs)
+        rerank = GraphRelationRerank(llm=llm, top_n=top_n)
+        return RetrieverQueryEngine.from_args(retriever, node_postprocessors=[rerank], llm=llm)

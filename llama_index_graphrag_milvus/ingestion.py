@@ -1,0 +1,219 @@
+"""Ingestion: passages with their triplets become passage, entity and relation rows.
+
+:func:`plan_ingestion` is pure: it validates every passage before anything is written and
+turns the input into one :class:`IngestionPlan`. :func:`write_plan` embeds what is new and
+writes passages first, then entities, then relations, so a relation never points at a row
+that is missing; an interrupted run is repaired by running it again (ids are deterministic,
+writes are upserts, a relation's passage links are merged with the stored ones).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Union
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
+from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction import to_triplets, triplets_from_node
+from llama_index_graphrag_milvus.records import (
+    PASSAGE_TEXT_MAX_BYTES,
+    RELATION_TEXT_MAX_BYTES,
+    TRIPLETS_KEY,
+    Triplet,
+    passage_id,
+)
+from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION, MilvusGraphStore
+
+logger = logging.getLogger(__name__)
+
+PassageInput = Union[str, BaseNode]
+"""A passage: its text, or a LlamaIndex node (metadata and source document are kept)."""
+TripletInput = Union[Sequence[str], Triplet]
+"""A ``(subject, predicate, object)`` tuple or a :class:`Triplet`."""
+
+
+@dataclass
+class PlannedRelation:
+    """A relation to write and the passages (ids) it was extracted from."""
+
+    triplet: Triplet
+    passage_ids: list[str] = field(default_factory=list)
+
+
+@dataclass
+class IngestionPlan:
+    """Everything one ingestion call writes, validated."""
+
+    passages: list[TextNode]
+    entities: dict[str, str]
+    relations: dict[str, PlannedRelation]
+    dropped_triplets: int = 0
+
+
+@dataclass(frozen=True)
+class IngestionStats:
+    """What one ingestion call wrote (counts of rows upserted, triplets skipped)."""
+
+    passages: int
+    new_entities: int
+    relations: int
+    dropped_triplets: int
+
+
+def _passage_node(position: int, passage: PassageInput) -> TextNode:
+    if isinstance(passage, str):
+        text, metadata, source = passage, {}, None
+        excluded_embed: list[str] = []
+        excluded_llm: list[str] = []
+    elif isinstance(passage, BaseNode):
+        text = passage.get_content(metadata_mode=MetadataMode.NONE)
+        metadata = {k: v for k, v in passage.metadata.items()
+                    if k not in (KG_NODES_KEY, KG_RELATIONS_KEY)}
+        source = (passage.as_related_node_info() if isinstance(passage, Document)
+                  else passage.source_node)
+        excluded_embed = list(passage.excluded_embed_metadata_keys)
+        excluded_llm = list(passage.excluded_llm_metadata_keys)
+    else:
+        raise InvalidInputError(
+            f"passage {position} is a {type(passage).__name__}; expected a str or a "
+            "LlamaIndex node (TextNode, Document)."
+        )
+    if not text.strip():
+        raise InvalidInputError(
+            f"passage {position} is empty or whitespace; remove it or give it text."
+        )
+    size = len(text.encode())
+    if size > PASSAGE_TEXT_MAX_BYTES:
+        raise InvalidInputError(
+            f"passage {position} is {size} bytes of UTF-8, more than the {PASSAGE_TEXT_MAX_BYTES} "
+            "a Milvus VARCHAR holds; split long documents first, for example with "
+            "SentenceSplitter(chunk_size=1024)."
+        )
+    node = TextNode(id_=passage_id(text), text=text, metadata=metadata,
+                    excluded_embed_metadata_keys=excluded_embed,
+                    excluded_llm_metadata_keys=excluded_llm)
+    if source is not None:
+        node.relationships[NodeRelationship.SOURCE] = source
+    return node
+
+
+def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]]) -> IngestionPlan:
+    """Validate ``(passage, triplets)`` pairs and group them into rows to write.
+
+    Raises:
+        InvalidInputError: a passage is not text, is empty, or is longer than Milvus allows.
+            Nothing has been written then.
+    """
+    passages: dict[str, TextNode] = {}
+    entities: dict[str, str] = {}
+    relations: dict[str, PlannedRelation] = {}
+    dropped = 0
+    for position, (passage, raw_triplets) in enumerate(items):
+        node = _passage_node(position, passage)
+        triplets, skipped = to_triplets(raw_triplets)
+        dropped += skipped
+        node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]
+        for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+            if TRIPLETS_KEY not in keys:
+                keys.append(TRIPLETS_KEY)
+        passages[node.node_id] = node
+        for triplet in triplets:
+            if len(triplet.text.encode()) > RELATION_TEXT_MAX_BYTES:
+                dropped += 1
+                continue
+            entities.setdefault(triplet.subject_id, triplet.subject)
+            entities.setdefault(triplet.object_id, triplet.object)
+            planned = relations.setdefault(triplet.id, PlannedRelation(triplet))
+            if node.node_id not in planned.passage_ids:
+                planned.passage_ids.append(node.node_id)
+    if dropped:
+        logger.warning(
+            "ingestion: skipped %d triplets that were not (subject, predicate, object) with "
+            "three non-empty parts within the size limits", dropped,
+        )
+    return IngestionPlan(list(passages.values()), entities, relations, dropped)
+
+
+def plan_from_nodes(nodes: Sequence[BaseNode]) -> IngestionPlan:
+    """:func:`plan_ingestion` for nodes that carry their triplets in metadata."""
+    pairs = []
+    dropped = 0
+    for node in nodes:
+        triplets, skipped = triplets_from_node(node)
+        dropped += skipped
+        pairs.append((node, triplets))
+    plan = plan_ingestion(pairs)
+    plan.dropped_triplets += dropped
+    return plan
+
+
+def _merge_passage_ids(stored: Sequence[str], new: Sequence[str], relation_id: str) -> list[str]:
+    merged = list(dict.fromkeys([*stored, *new]))
+    if len(merged) > MAX_PASSAGES_PER_RELATION:
+        logger.warning(
+            "relation %s is supported by %d passages; Milvus arrays hold %d, the rest are "
+            "not linked", relation_id, len(merged), MAX_PASSAGES_PER_RELATION,
+        )
+        merged = merged[:MAX_PASSAGES_PER_RELATION]
+    return merged
+
+
+def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
+           ) -> list[list[float]]:
+    return embed_model.get_text_embedding_batch(texts, show_progress=show_progress) if texts \
+        else []
+
+
+def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
+               show_progress: bool = False) -> IngestionStats:
+    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations)."""
+    passage_vectors = _embed(
+        embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED) for p in plan.passages],
+        show_progress,
+    )
+    if passage_vectors:
+        store.check_dimension(len(passage_vectors[0]), "the embedding model")
+    stored_entities: set[str] = set()
+    stored_relations: dict[str, dict[str, Any]] = {}
+    if store.dim is not None:
+        stored_entities = set(store.get_rows(store.entity_collection, list(plan.entities),
+                                             ["id"]))
+        stored_relations = store.get_rows(store.relation_collection, list(plan.relations),
+                                          ["passage_ids", "embedding"])
+    new_entities = [eid for eid in plan.entities if eid not in stored_entities]
+    entity_vectors = _embed(embed_model, [plan.entities[e] for e in new_entities],
+                            show_progress)
+    new_relations = [rid for rid in plan.relations if rid not in stored_relations]
+    relation_vectors = dict(zip(new_relations, _embed(
+        embed_model, [plan.relations[r].triplet.text for r in new_relations], show_progress)))
+    if store.dim is None and passage_vectors:
+        store.create(len(passage_vectors[0]))
+
+    for node, vector in zip(plan.passages, passage_vectors):
+        node.embedding = vector
+    store.upsert_passages(plan.passages)
+    store.upsert_rows(store.entity_collection, [
+        {"id": eid, "name": plan.entities[eid], "embedding": vector}
+        for eid, vector in zip(new_entities, entity_vectors)
+    ])
+    relation_rows = []
+    for rid, planned in plan.relations.items():
+        stored = stored_relations.get(rid)
+        relation_rows.append({
+            "id": rid,
+            "text": planned.triplet.text,
+            "subject_id": planned.triplet.subject_id,
+            "object_id": planned.triplet.object_id,
+            "passage_ids": _merge_passage_ids(stored["passage_ids"] if stored else [],
+                                              planned.passage_ids, rid),
+            "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
+        })
+    store.upsert_rows(store.relation_collection, relation_rows)
+    store.flush()
+    return IngestionStats(len(plan.passages), len(new_entities), len(relation_rows),
+                          plan.dropped_triplets)

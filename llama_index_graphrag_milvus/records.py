@@ -1,0 +1,144 @@
+"""Small typed records passed between the stages, and the id and name rules.
+
+Ids are deterministic: a hash of the normalized text. Re-ingesting the same input is an
+upsert, never a duplicate, and an interrupted ingestion can simply be run again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+# Metadata keys written on passage nodes. They are excluded from what an LLM or an embedding
+# model sees (see ``exclude_from_llm_and_embed``).
+TRIPLETS_KEY = "graphrag_triplets"
+"""Node metadata key holding the ``[[subject, predicate, object], ...]`` of a passage."""
+RELATIONS_KEY = "graphrag_relations"
+"""Node metadata key holding the candidate relations that brought a retrieved passage."""
+RERANK_KEY = "graphrag_rerank"
+"""Node metadata key holding what the reranker decided about a passage."""
+
+ENTITY_NAME_MAX_BYTES = 2048
+"""Longest entity name (UTF-8 bytes) the entity collection accepts."""
+RELATION_TEXT_MAX_BYTES = 8192
+"""Longest relation text (UTF-8 bytes) the relation collection accepts."""
+PASSAGE_TEXT_MAX_BYTES = 65535
+"""Longest passage text (UTF-8 bytes): the VARCHAR limit of the passage collection."""
+
+
+def clean_text(text: str) -> str:
+    """Collapse runs of whitespace and strip: the form an entity name is shown in."""
+    return " ".join(text.split())
+
+
+def normalize_name(text: str) -> str:
+    """The identity of an entity name: case-folded, whitespace collapsed.
+
+    >>> normalize_name("  Leonhard   EULER ")
+    'leonhard euler'
+    """
+    return clean_text(text).casefold()
+
+
+def stable_id(kind: str, key: str) -> str:
+    """A deterministic 32-hex-digit id for ``key`` in the namespace ``kind``."""
+    return hashlib.sha256(f"{kind}\x1f{key}".encode()).hexdigest()[:32]
+
+
+@dataclass(frozen=True)
+class Triplet:
+    """A (subject, predicate, object) statement, parts shown as written.
+
+    >>> Triplet("Euler", "was a student of", "Johann Bernoulli").text
+    'Euler was a student of Johann Bernoulli'
+    """
+
+    subject: str
+    predicate: str
+    object: str
+
+    @property
+    def text(self) -> str:
+        """The relation as one sentence: ``"subject predicate object"``."""
+        return f"{self.subject} {self.predicate} {self.object}"
+
+    @property
+    def id(self) -> str:
+        """Relation id: the same for triplets that differ only in case or whitespace."""
+        key = "\x1f".join(normalize_name(p) for p in (self.subject, self.predicate, self.object))
+        return stable_id("relation", key)
+
+    @property
+    def subject_id(self) -> str:
+        return entity_id(self.subject)
+
+    @property
+    def object_id(self) -> str:
+        return entity_id(self.object)
+
+
+def entity_id(name: str) -> str:
+    """Entity id of a name: names equal after :func:`normalize_name` share it."""
+    return stable_id("entity", normalize_name(name))
+
+
+def passage_id(text: str) -> str:
+    """Passage id: a hash of the passage text with whitespace collapsed."""
+    return stable_id("passage", clean_text(text))
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    """One row of the entity collection."""
+
+    id: str
+    name: str
+
+
+@dataclass(frozen=True)
+class RelationRecord:
+    """One row of the relation collection (without its vector)."""
+
+    id: str
+    text: str
+    subject_id: str
+    object_id: str
+    passage_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EntityHit:
+    """An entity found by a vector search, for one searched name (or the query)."""
+
+    id: str
+    name: str
+    score: float
+    searched: str
+
+
+@dataclass(frozen=True)
+class RelationHit:
+    """A relation found by the vector search of the whole query."""
+
+    id: str
+    text: str
+    score: float
+
+
+@dataclass(frozen=True)
+class CandidateRelation:
+    """A relation in the candidate pool: its similarity to the query and the hop it came at.
+
+    ``hop`` is 0 for relations that touch a seed entity or were found by the relation search;
+    ``n`` for relations reached after ``n`` expansion steps.
+    """
+
+    id: str
+    score: float
+    hop: int
+    text: str = ""
+    passage_ids: tuple[str, ...] = ()
+
+    def as_metadata(self) -> dict[str, object]:
+        """The JSON-safe form stored in passage node metadata."""
+        return {"id": self.id, "text": self.text, "score": round(self.score, 6), "hop": self.hop}

@@ -1,0 +1,256 @@
+"""LLM rerank of graph-retrieved passages through their candidate relations.
+
+The LLM reads the question and the numbered candidate relations carried by the incoming nodes
+(one-shot chain-of-thought prompt, JSON answer) and picks the useful ones in order; passages
+are re-ordered by the rank of their best chosen relation, then by the incoming order. Any
+failure of the LLM (an exception, a timeout, an answer with no usable JSON) keeps the
+incoming order and logs a warning: the reranker never raises because of its LLM.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index.core.bridge.pydantic import Field, SerializeAsAny
+from llama_index.core.instrumentation import get_dispatcher
+from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
+from llama_index.core.llms.llm import LLM
+from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.settings import Settings
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.records import RELATIONS_KEY, RERANK_KEY
+
+logger = logging.getLogger(__name__)
+dispatcher = get_dispatcher(__name__)
+
+DEFAULT_RERANK_PROMPT = PromptTemplate(
+    "I will give you a question and a numbered list of relationship descriptions. Select "
+    "up to {max_relations} relationships that are useful to answer the question. Return a "
+    "JSON object with your thought process and the selected relationships, most relevant "
+    "first, each starting with its number in brackets.\n\n"
+    "Example\n"
+    "Question:\nWhen was the mother of the leader of the Third Crusade born?\n\n"
+    "Relationship descriptions:\n"
+    "[1] Eleanor was born in 1122.\n"
+    "[2] Eleanor married King Louis VII of France.\n"
+    "[3] Eleanor was the Duchess of Aquitaine.\n"
+    "[4] Eleanor participated in the Second Crusade.\n"
+    "[5] Eleanor had eight children.\n"
+    "[6] Eleanor was married to Henry II of England.\n"
+    "[7] Eleanor was the mother of Richard the Lionheart.\n"
+    "[8] Richard the Lionheart was the King of England.\n"
+    "[9] Henry II was the father of Richard the Lionheart.\n"
+    "[10] Henry II was the King of England.\n"
+    "[11] Richard the Lionheart led the Third Crusade.\n\n"
+    'Answer: {{"thought_process": "To answer the question about the birth of the mother of '
+    "the leader of the Third Crusade, I first need to identify who led the Third Crusade, "
+    "then who his mother was, then the relationship that mentions her birth.\", "
+    '"useful_relationships": ["[11] Richard the Lionheart led the Third Crusade", '
+    '"[7] Eleanor was the mother of Richard the Lionheart", "[1] Eleanor was born in 1122"]}}'
+    "\n\nNow your turn\n"
+    "Question:\n{query_str}\n\n"
+    "Relationship descriptions:\n{relations_str}\n\n"
+    "Answer:"
+)
+"""Default rerank prompt; variables ``{query_str}``, ``{relations_str}``, ``{max_relations}``."""
+
+_NUMBER = re.compile(r"^\s*\[?\s*(\d+)\s*\]?")
+
+
+@dataclass(frozen=True)
+class CandidateList:
+    """The union of the candidate relations on the incoming nodes, numbered from 1."""
+
+    ids: tuple[str, ...]
+    texts: tuple[str, ...]
+
+    @classmethod
+    def from_nodes(cls, nodes: Sequence[NodeWithScore]) -> CandidateList:
+        seen: dict[str, str] = {}
+        for node in nodes:
+            for relation in node.node.metadata.get(RELATIONS_KEY) or []:
+                if isinstance(relation, dict) and "id" in relation:
+                    seen.setdefault(str(relation["id"]), str(relation.get("text", "")))
+        return cls(tuple(seen), tuple(seen.values()))
+
+    def render(self) -> str:
+        return "\n".join(f"[{i}] {text}" for i, text in enumerate(self.texts, start=1))
+
+
+def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
+    """Chosen relation numbers (1-based, in order, deduplicated) from the LLM answer.
+
+    Numbers outside ``1..num_candidates`` (invented ids) are ignored. Returns ``None`` when
+    the answer holds no JSON ``useful_relationships`` list.
+
+    >>> parse_selection('{"useful_relationships": ["[2] b", "[9] made up", 1]}', 3)
+    [2, 1]
+    """
+    value = find_json(raw)
+    if isinstance(value, dict):
+        value = value.get("useful_relationships")
+    if not isinstance(value, list):
+        return None
+    chosen: list[int] = []
+    for item in value:
+        number = item if isinstance(item, int) and not isinstance(item, bool) else None
+        if isinstance(item, str) and (match := _NUMBER.match(item)):
+            number = int(match.group(1))
+        if number is not None and 1 <= number <= num_candidates and number not in chosen:
+            chosen.append(number)
+    return chosen
+
+
+class GraphRelationRerank(BaseNodePostprocessor):
+    """Rerank graph-retrieved passages with an LLM that picks useful relations.
+
+    Works on the nodes of :class:`GraphRAGRetriever` (it reads
+    ``metadata["graphrag_relations"]``); nodes without relations keep their place after the
+    chosen ones. Each returned node gets ``metadata["graphrag_rerank"]`` with the rank of
+    its best chosen relation (``None`` if none was chosen) and its retrieval score.
+
+    Example:
+        >>> rerank = GraphRelationRerank(llm=llm, top_n=2)  # doctest: +SKIP
+        >>> engine = RetrieverQueryEngine.from_args(  # doctest: +SKIP
+        ...     index.as_retriever(), node_postprocessors=[rerank], llm=llm)
+    """
+
+    llm: SerializeAsAny[LLM] = Field(description="The LLM that chooses relations.")
+    top_n: int = Field(default=2, gt=0, description="Passages returned after rerank.")
+    max_selected_relations: int = Field(
+        default=3, gt=0, description="How many relations the LLM is asked to choose."
+    )
+    timeout: float | None = Field(
+        default=120.0,
+        description="Seconds to wait for the LLM before keeping the incoming order; None "
+        "waits as long as the LLM client does.",
+    )
+    rerank_prompt: SerializeAsAny[BasePromptTemplate] = Field(
+        default=DEFAULT_RERANK_PROMPT,
+        description="Prompt with {query_str}, {relations_str} and {max_relations}.",
+    )
+
+    def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
+        super().__init__(llm=llm or Settings.llm, **kwargs)
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "GraphRelationRerank"
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"rerank_prompt": self.rerank_prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "rerank_prompt" in prompts:
+            self.rerank_prompt = prompts["rerank_prompt"]
+
+    # ------------------------------------------------------------------ pure steps
+
+    def _prompt_kwargs(self, query: str, candidates: CandidateList) -> dict[str, Any]:
+        return {"query_str": query, "relations_str": candidates.render(),
+                "max_relations": self.max_selected_relations}
+
+    def _selection(self, raw: str | BaseException, candidates: CandidateList) -> list[int]:
+        """The chosen relation numbers, or ``[]`` (and a warning) when the LLM failed."""
+        if isinstance(raw, BaseException):
+            logger.warning("GraphRelationRerank: the LLM failed (%r); keeping the retriever "
+                           "order", raw)
+            return []
+        chosen = parse_selection(raw, len(candidates.ids))
+        if chosen is None:
+            logger.warning("GraphRelationRerank: no JSON useful_relationships list in the "
+                           "LLM answer (%.200r); keeping the retriever order", raw)
+        elif not chosen:
+            logger.warning("GraphRelationRerank: the LLM chose no known relation; keeping "
+                           "the retriever order")
+        return chosen or []
+
+    def _reorder(self, nodes: list[NodeWithScore], candidates: CandidateList,
+                 chosen: list[int]) -> list[NodeWithScore]:
+        rank_of = {candidates.ids[n - 1]: rank for rank, n in enumerate(chosen)}
+
+        def best_rank(node: NodeWithScore) -> int | None:
+            ranks = [rank_of[str(r.get("id"))] for r in node.node.metadata.get(RELATIONS_KEY)
+                     or [] if isinstance(r, dict) and str(r.get("id")) in rank_of]
+            return min(ranks) if ranks else None
+
+        ranked = []
+        for position, node in enumerate(nodes):
+            rank = best_rank(node)
+            ranked.append((rank if rank is not None else len(rank_of), position, rank, node))
+        ranked.sort(key=lambda item: (item[0], item[1]))
+        results = []
+        for _, _, rank, node in ranked[: self.top_n]:
+            node.node.metadata[RERANK_KEY] = {"relation_rank": rank,
+                                              "retrieval_score": node.score}
+            for keys in (node.node.excluded_embed_metadata_keys,
+                         node.node.excluded_llm_metadata_keys):
+                if RERANK_KEY not in keys:
+                    keys.append(RERANK_KEY)
+            score = node.score if not rank_of else (1.0 / (1 + rank) if rank is not None
+                                                    else 0.0)
+            results.append(NodeWithScore(node=node.node, score=score))
+        return results
+
+    def _start(self, nodes: list[NodeWithScore], query_bundle: QueryBundle | None
+               ) -> tuple[str, CandidateList]:
+        if query_bundle is None:
+            raise InvalidInputError("GraphRelationRerank needs the query: pass query_bundle "
+                                    "or query_str to postprocess_nodes.")
+        dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
+                                          model_name=self.llm.metadata.model_name))
+        return query_bundle.query_str, CandidateList.from_nodes(nodes)
+
+    def _end(self, results: list[NodeWithScore]) -> list[NodeWithScore]:
+        dispatcher.event(ReRankEndEvent(nodes=results))
+        return results
+
+    # ------------------------------------------------------------------ sync / async
+
+    def _postprocess_nodes(self, nodes: list[NodeWithScore],
+                           query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
+        query, candidates = self._start(nodes, query_bundle)
+        if not candidates.ids:
+            return self._end(self._reorder(nodes, candidates, []))
+        kwargs = self._prompt_kwargs(query, candidates)
+        executor = ThreadPoolExecutor(max_workers=1)
+        try:
+            raw: str | BaseException = executor.submit(
+                self.llm.predict, self.rerank_prompt, **kwargs).result(timeout=self.timeout)
+        except FutureTimeout:
+            raw = TimeoutError(f"no answer within {self.timeout} s")
+        except Exception as exc:  # the LLM's failure must not fail the query
+            raw = exc
+        finally:
+            executor.shutdown(wait=False)
+        return self._end(self._reorder(nodes, candidates,
+                                        self._selection(raw, candidates)))
+
+    async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
+                                  query_bundle: QueryBundle | None = None
+                                  ) -> list[NodeWithScore]:
+        query, candidates = self._start(nodes, query_bundle)
+        if not candidates.ids:
+            return self._end(self._reorder(nodes, candidates, []))
+        kwargs = self._prompt_kwargs(query, candidates)
+        try:
+            raw: str | BaseException = await asyncio.wait_for(
+                self.llm.apredict(self.rerank_prompt, **kwargs), timeout=self.timeout)
+        except asyncio.TimeoutError:
+            raw = TimeoutError(f"no answer within {self.timeout} s")
+        except Exception as exc:  # the LLM's failure must not fail the query
+            raw = exc
+        return self._end(self._reorder(nodes, candidates,
+                                        self._selection(raw, candidates)))

@@ -1,0 +1,375 @@
+"""The Milvus side: three linked collections per graph. The only module that imports pymilvus.
+
+``{prefix}_entities``   one row per normalized entity name: ``id``, ``name``, ``embedding``.
+``{prefix}_relations``  one row per (subject, predicate, object): ``id``, ``text``,
+                        ``subject_id``, ``object_id`` (entity ids), ``passage_ids``, ``embedding``.
+``{prefix}_passages``   a :class:`~llama_index.vector_stores.milvus.MilvusVectorStore`, so that
+                        naive vector RAG and any LlamaIndex tool can read the passages.
+
+An entity's relations are found through the relation rows' ``subject_id`` / ``object_id``;
+nothing is stored twice. Sync and async methods share the request builders and the result
+parsers; only the client call differs.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from llama_index.core.schema import BaseNode
+from llama_index.core.vector_stores.utils import metadata_dict_to_node
+from llama_index.vector_stores.milvus import MilvusVectorStore
+from pymilvus import AsyncMilvusClient, DataType, MilvusClient, MilvusException
+
+from llama_index_graphrag_milvus.errors import (
+    EmbeddingDimensionError,
+    InvalidInputError,
+    MilvusStoreError,
+)
+from llama_index_graphrag_milvus.records import (
+    ENTITY_NAME_MAX_BYTES,
+    RELATION_TEXT_MAX_BYTES,
+    EntityHit,
+    RelationHit,
+)
+
+logger = logging.getLogger(__name__)
+
+ID_MAX_LENGTH = 64
+MAX_PASSAGES_PER_RELATION = 4096
+"""Milvus' largest ARRAY capacity: a relation links to at most this many passages."""
+WRITE_BATCH_SIZE = 1000
+METRIC = "COSINE"
+_PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
+_PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
+_RELATION_GRAPH_FIELDS = ["id", "subject_id", "object_id", "passage_ids", "embedding"]
+
+
+def validate_collection_prefix(prefix: str) -> str:
+    """Return ``prefix`` if Milvus can use ``{prefix}_entities`` as a collection name."""
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+        raise InvalidInputError(
+            f"collection_prefix={prefix!r} cannot name a Milvus collection: use a letter or "
+            "underscore followed by letters, digits or underscores (at most 201 characters), "
+            "for example 'graphrag' or 'wiki_2024'."
+        )
+    return prefix
+
+
+@contextmanager
+def _milvus_errors(action: str) -> Iterator[None]:
+    """Turn pymilvus errors into :class:`MilvusStoreError` with what we were doing."""
+    try:
+        yield
+    except MilvusException as exc:
+        raise MilvusStoreError(f"Milvus failed to {action}: {exc}") from exc
+
+
+def _search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: int,
+                   output_fields: list[str]) -> dict[str, Any]:
+    return {
+        "collection_name": collection,
+        "data": [list(v) for v in vectors],
+        "limit": limit,
+        "output_fields": output_fields,
+        "search_params": {"metric_type": METRIC},
+    }
+
+
+def _parse_entity_hits(result: Any, searched: Sequence[str],
+                       threshold: float | None) -> list[list[EntityHit]]:
+    return [
+        [
+            EntityHit(id=h["id"], name=h["entity"]["name"], score=float(h["distance"]),
+                      searched=name)
+            for h in hits
+            if threshold is None or float(h["distance"]) >= threshold
+        ]
+        for name, hits in zip(searched, result)
+    ]
+
+
+def _parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHit]:
+    return [
+        RelationHit(id=h["id"], text=h["entity"]["text"], score=float(h["distance"]))
+        for h in result[0]
+        if threshold is None or float(h["distance"]) >= threshold
+    ]
+
+
+def _rows_to_passages(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> list[BaseNode]:
+    by_id = {row["id"]: metadata_dict_to_node(row, text=row.get("text")) for row in rows}
+    return [by_id[i] for i in ids if i in by_id]
+
+
+class MilvusGraphStore:
+    """Entities, relations and passages of one graph in Milvus (Lite, server or Zilliz Cloud).
+
+    Args:
+        uri: a local path for Milvus Lite (``"./graphrag.db"``) or a server URL
+            (``"http://localhost:19530"``, a Zilliz Cloud endpoint).
+        token: ``"user:password"`` or an API key for a server; empty for Lite.
+        collection_prefix: several graphs can share one Milvus under different prefixes.
+        consistency_level: Milvus consistency for the collections this store creates.
+        client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...).
+
+    Example:
+        >>> store = MilvusGraphStore("./graphrag.db", collection_prefix="demo")  # doctest: +SKIP
+        >>> store.dim is None  # nothing ingested yet  # doctest: +SKIP
+        True
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        token: str = "",
+        collection_prefix: str = "graphrag",
+        consistency_level: str = "Strong",
+        client_kwargs: dict[str, Any] | None = None,
+    ) -> None:
+        self.prefix = validate_collection_prefix(collection_prefix)
+        self.uri = uri
+        self._token = token
+        self._client_kwargs = dict(client_kwargs or {})
+        self.consistency_level = consistency_level
+        self.entity_collection = f"{self.prefix}_entities"
+        self.relation_collection = f"{self.prefix}_relations"
+        self.passage_collection = f"{self.prefix}_passages"
+        with _milvus_errors(f"connect to {uri!r}"):
+            self.client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
+        self._async_clients: dict[int, AsyncMilvusClient] = {}
+        self._passages: MilvusVectorStore | None = None
+        self.dim: int | None = self._read_dim()
+        if self.dim is not None:
+            self._open(self.dim)
+
+    # ------------------------------------------------------------------ set-up
+
+    def _read_dim(self) -> int | None:
+        with _milvus_errors("list collections"):
+            existing = set(self.client.list_collections())
+        if self.relation_collection not in existing:
+            return None
+        with _milvus_errors(f"describe {self.relation_collection}"):
+            info = self.client.describe_collection(self.relation_collection)
+        for field in info["fields"]:
+            if field["name"] == "embedding":
+                return int(field["params"]["dim"])
+        raise MilvusStoreError(
+            f"collection {self.relation_collection!r} has no 'embedding' field: it was not "
+            "created by llama_index_graphrag_milvus; choose another collection_prefix."
+        )
+
+    def _open(self, dim: int) -> None:
+        with _milvus_errors("load the graph collections"):
+            for name in (self.entity_collection, self.relation_collection):
+                self.client.load_collection(name)
+            self._passages = MilvusVectorStore(
+                uri=self.uri,
+                token=self._token,
+                collection_name=self.passage_collection,
+                dim=dim,
+                similarity_metric="cosine",
+                upsert_mode=True,
+                consistency_level=self.consistency_level,
+                use_async_client=False,
+                **self._client_kwargs,
+            )
+            self.client.load_collection(self.passage_collection)
+
+    def create(self, dim: int) -> None:
+        """Create the three collections for vectors of ``dim`` (no-op when they exist)."""
+        if self.dim is not None:
+            self.check_dimension(dim, "the embedding model")
+            return
+        with _milvus_errors("create the graph collections"):
+            self._create_collection(
+                self.entity_collection, dim, [("name", ENTITY_NAME_MAX_BYTES)], arrays=False
+            )
+            self._create_collection(
+                self.relation_collection,
+                dim,
+                [("text", RELATION_TEXT_MAX_BYTES), ("subject_id", ID_MAX_LENGTH),
+                 ("object_id", ID_MAX_LENGTH)],
+                arrays=True,
+            )
+        self.dim = dim
+        self._open(dim)
+
+    def _create_collection(self, name: str, dim: int, varchars: list[tuple[str, int]],
+                           arrays: bool) -> None:
+        schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
+        schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX_LENGTH)
+        for field, max_length in varchars:
+            schema.add_field(field, DataType.VARCHAR, max_length=max_length)
+        if arrays:
+            schema.add_field("passage_ids", DataType.ARRAY, element_type=DataType.VARCHAR,
+                             max_capacity=MAX_PASSAGES_PER_RELATION, max_length=ID_MAX_LENGTH)
+        schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
+        index_params = self.client.prepare_index_params()
+        index_params.add_index("embedding", index_type="AUTOINDEX", metric_type=METRIC)
+        self.client.create_collection(name, schema=schema, index_params=index_params,
+                                      consistency_level=self.consistency_level)
+
+    def check_dimension(self, dim: int, source: str) -> None:
+        """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one."""
+        if self.dim is not None and dim != self.dim:
+            raise EmbeddingDimensionError(
+                f"{source} gives {dim}-dimensional vectors, but the collections under prefix "
+                f"{self.prefix!r} at {self.uri!r} hold {self.dim}-dimensional ones. Use the "
+                "embedding model the index was built with, or a new collection_prefix."
+            )
+
+    @property
+    def passages(self) -> MilvusVectorStore:
+        """The passage collection as a LlamaIndex vector store (exists after ingestion)."""
+        if self._passages is None:
+            raise MilvusStoreError(
+                f"the passage collection {self.passage_collection!r} does not exist yet: "
+                "ingest passages first."
+            )
+        return self._passages
+
+    def _aclient(self) -> AsyncMilvusClient:
+        """One async client per running event loop (a gRPC channel is bound to its loop)."""
+        loop_id = id(asyncio.get_running_loop())
+        client = self._async_clients.get(loop_id)
+        if client is None:
+            with _milvus_errors(f"connect to {self.uri!r}"):
+                client = AsyncMilvusClient(uri=self.uri, token=self._token,
+                                           **self._client_kwargs)
+            self._async_clients = {loop_id: client}
+        return client
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert_passages(self, nodes: Sequence[BaseNode]) -> None:
+        """Upsert passage nodes (with embeddings) into the passage collection."""
+        with _milvus_errors(f"upsert into {self.passage_collection}"):
+            for start in range(0, len(nodes), WRITE_BATCH_SIZE):
+                self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
+
+    def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Upsert rows into the entity or relation collection, in batches."""
+        with _milvus_errors(f"upsert into {collection}"):
+            for start in range(0, len(rows), WRITE_BATCH_SIZE):
+                self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
+
+    def flush(self) -> None:
+        """Seal what was written, so that searches run on indexed segments."""
+        with _milvus_errors("flush the graph collections"):
+            for name in (self.entity_collection, self.relation_collection,
+                         self.passage_collection):
+                self.client.flush(name)
+
+    # ------------------------------------------------------------------ reads
+
+    def get_rows(self, collection: str, ids: Sequence[str],
+                 output_fields: list[str]) -> dict[str, dict[str, Any]]:
+        """Rows of ``collection`` by primary key (missing ids are absent from the result)."""
+        found: dict[str, dict[str, Any]] = {}
+        with _milvus_errors(f"read {collection}"):
+            for start in range(0, len(ids), WRITE_BATCH_SIZE):
+                batch = list(ids[start:start + WRITE_BATCH_SIZE])
+                for row in self.client.get(collection, ids=batch, output_fields=output_fields):
+                    found[row["id"]] = row
+        return found
+
+    def count(self, collection: str) -> int:
+        """Exact number of rows in ``collection`` (0 when it does not exist)."""
+        if self.dim is None:
+            return 0
+        with _milvus_errors(f"count {collection}"):
+            rows = self.client.query(collection, filter="", output_fields=["count(*)"])
+        return int(rows[0]["count(*)"])
+
+    def iter_relations(self, batch_size: int = 5000) -> Iterator[list[dict[str, Any]]]:
+        """Every relation row (ids, passage ids, vector) in batches, through a query iterator."""
+        if self.dim is None:
+            return
+        with _milvus_errors(f"iterate over {self.relation_collection}"):
+            iterator = self.client.query_iterator(
+                self.relation_collection, batch_size=batch_size,
+                output_fields=_RELATION_GRAPH_FIELDS,
+            )
+            try:
+                while batch := iterator.next():
+                    yield batch
+            finally:
+                iterator.close()
+
+    def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
+                        top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+        """All entity searches of one query in one batched call: hits per searched name."""
+        if not vectors:
+            return []
+        kwargs = _search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        with _milvus_errors(f"search {self.entity_collection}"):
+            result = self.client.search(**kwargs)
+        return _parse_entity_hits(result, names, threshold)
+
+    async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
+                               top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+        """Async twin of :meth:`search_entities`."""
+        if not vectors:
+            return []
+        kwargs = _search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        with _milvus_errors(f"search {self.entity_collection}"):
+            result = await self._aclient().search(**kwargs)
+        return _parse_entity_hits(result, names, threshold)
+
+    def search_relations(self, vector: Sequence[float], top_k: int,
+                         threshold: float | None) -> list[RelationHit]:
+        """The relations most similar to the query vector."""
+        kwargs = _search_kwargs(self.relation_collection, [vector], top_k, ["text"])
+        with _milvus_errors(f"search {self.relation_collection}"):
+            result = self.client.search(**kwargs)
+        return _parse_relation_hits(result, threshold)
+
+    async def asearch_relations(self, vector: Sequence[float], top_k: int,
+                                threshold: float | None) -> list[RelationHit]:
+        """Async twin of :meth:`search_relations`."""
+        kwargs = _search_kwargs(self.relation_collection, [vector], top_k, ["text"])
+        with _milvus_errors(f"search {self.relation_collection}"):
+            result = await self._aclient().search(**kwargs)
+        return _parse_relation_hits(result, threshold)
+
+    def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Relation texts by id, in one call."""
+        if not ids:
+            return {}
+        with _milvus_errors(f"read {self.relation_collection}"):
+            rows = self.client.get(self.relation_collection, ids=list(ids),
+                                   output_fields=["text"])
+        return {row["id"]: row["text"] for row in rows}
+
+    async def aget_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Async twin of :meth:`get_relation_texts`."""
+        if not ids:
+            return {}
+        with _milvus_errors(f"read {self.relation_collection}"):
+            rows = await self._aclient().get(self.relation_collection, ids=list(ids),
+                                             output_fields=["text"])
+        return {row["id"]: row["text"] for row in rows}
+
+    def get_passages(self, ids: Sequence[str]) -> list[BaseNode]:
+        """Passage nodes by id, in the order of ``ids`` (unknown ids are left out)."""
+        if not ids:
+            return []
+        with _milvus_errors(f"read {self.passage_collection}"):
+            rows = self.client.get(self.passage_collection, ids=list(ids),
+                                   output_fields=_PASSAGE_FIELDS)
+        return _rows_to_passages(rows, ids)
+
+    async def aget_passages(self, ids: Sequence[str]) -> list[BaseNode]:
+        """Async twin of :meth:`get_passages`."""
+        if not ids:
+            return []
+        with _milvus_errors(f"read {self.passage_collection}"):
+            rows = await self._aclient().get(self.passage_collection, ids=list(ids),
+                                             output_fields=_PASSAGE_FIELDS)
+        return _rows_to_passages(rows, ids)

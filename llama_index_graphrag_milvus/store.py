@@ -205,7 +205,7 @@ class MilvusGraphStore:
                     similarity_metric="cosine",
                     upsert_mode=True,
                     consistency_level=self.consistency_level,
-                    use_async_client=False,
+                    use_async_client=True,
                     **self._client_kwargs,
                 )
             self.client.load_collection(self.passage_collection)

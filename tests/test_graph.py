@@ -1,0 +1,148 @@
+"""k-hop expansion and pruning on hand-built graphs (no Milvus)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from llama_index_graphrag_milvus import EntityRelationGraph, ExpansionConfig
+
+
+def rel(rid: str, subject: str, obj: str, vector: list[float],
+        passages: tuple[str, ...] = ()) -> dict:
+    return {"id": rid, "subject_id": subject, "object_id": obj,
+            "passage_ids": list(passages) or [f"p_{rid}"], "embedding": vector}
+
+
+# A chain a - b - c - d - e with relations r_ab, r_bc, r_cd, r_de, and a side branch b - x.
+CHAIN = [
+    rel("r_ab", "a", "b", [1.0, 0.0, 0.0]),
+    rel("r_bc", "b", "c", [0.9, 0.1, 0.0]),
+    rel("r_cd", "c", "d", [0.5, 0.5, 0.0]),
+    rel("r_de", "d", "e", [0.0, 1.0, 0.0]),
+    rel("r_bx", "b", "x", [0.0, 0.0, 1.0]),
+]
+
+
+def chain_graph() -> EntityRelationGraph:
+    return EntityRelationGraph.from_rows([CHAIN[:2], CHAIN[2:]], dim=3)
+
+
+def ids(candidates: list) -> set[str]:
+    return {c.id for c in candidates}
+
+
+def test_hop_zero_is_the_relations_touching_seed_entities_plus_seed_relations() -> None:
+    graph = chain_graph()
+    found = graph.expand([1, 0, 0], ["a"], ["r_de"], ExpansionConfig(hops=0))
+    assert ids(found) == {"r_ab", "r_de"}
+    assert all(c.hop == 0 for c in found)
+
+
+def test_one_hop_adds_relations_sharing_an_entity() -> None:
+    found = chain_graph().expand([1, 0, 0], ["a"], [], ExpansionConfig(hops=1))
+    assert ids(found) == {"r_ab", "r_bc", "r_bx"}
+    assert {c.id: c.hop for c in found} == {"r_ab": 0, "r_bc": 1, "r_bx": 1}
+
+
+def test_two_hops_reach_two_steps_further() -> None:
+    found = chain_graph().expand([1, 0, 0], ["a"], [], ExpansionConfig(hops=2))
+    assert ids(found) == {"r_ab", "r_bc", "r_bx", "r_cd"}
+    assert {c.id: c.hop for c in found}["r_cd"] == 2
+
+
+def test_candidates_are_sorted_by_similarity_and_carry_passages() -> None:
+    found = chain_graph().expand([1, 0, 0], ["a"], [], ExpansionConfig(hops=2))
+    scores = [c.score for c in found]
+    assert scores == sorted(scores, reverse=True)
+    assert found[0].id == "r_ab" and found[0].score == pytest.approx(1.0)
+    assert found[0].passage_ids == ("p_r_ab",)
+
+
+def test_pool_is_pruned_to_max_candidates_by_similarity() -> None:
+    found = chain_graph().expand([0.2, 0.3, 1.0], ["a"], [],
+                                 ExpansionConfig(hops=2, max_candidate_relations=2))
+    assert [c.id for c in found] == ["r_bx", "r_cd"]
+
+
+def test_unknown_seeds_give_an_empty_pool() -> None:
+    assert chain_graph().expand([1, 0, 0], ["nobody"], ["r_none"], ExpansionConfig()) == []
+
+
+def hub_graph(spokes: int) -> EntityRelationGraph:
+    """A hub entity with many relations; spoke i points a little more towards the query
+    (axis 0) the larger i is; one far entity hangs off the best spoke's leaf."""
+    rows = []
+    for i in range(spokes):
+        weight = i / spokes
+        rows.append(rel(f"hub_{i}", "hub", f"leaf_{i}", [weight, 1.0 - weight, 0.0]))
+    rows.append(rel("far", f"leaf_{spokes - 1}", "far_entity", [0.0, 0.0, 1.0]))
+    rows.append(rel("seed", "seed_entity", "hub", [1.0, 0.0, 0.0]))
+    return EntityRelationGraph.from_rows([rows], dim=3)
+
+
+def test_hub_relations_are_capped_per_hop_by_similarity_before_the_next_hop() -> None:
+    graph = hub_graph(5000)
+    config = ExpansionConfig(hops=2, per_hop_max_relations=10, max_candidate_relations=100)
+    found = graph.expand([1, 0, 0], ["seed_entity"], [], config)
+    hop1 = [c for c in found if c.hop == 1]
+    assert len(hop1) == 10
+    # the ten spokes most similar to the query survive the cap
+    assert {c.id for c in hop1} == {f"hub_{i}" for i in range(4990, 5000)}
+    # the next hop starts only from the survivors: the best spoke's leaf reaches "far"
+    assert [c.id for c in found if c.hop == 2] == ["far"]
+    assert len(found) <= 1 + 10 + 10
+
+
+def test_pruned_hub_spokes_do_not_seed_the_next_hop() -> None:
+    graph = hub_graph(100)
+    # 'far' hangs off leaf_99. With a cap of 2, a query towards axis 0 keeps 'seed' and
+    # hub_99, so 'far' is reached; a query towards axis 1 keeps hub_0 and hub_1: hub_99 is
+    # pruned before the next hop and 'far' is not reached.
+    config = ExpansionConfig(hops=1, per_hop_max_relations=2)
+    found = graph.expand([0.0, 1.0, 0.0], ["hub"], [], config)
+    assert "far" not in ids(found)
+    assert {c.id for c in found if c.hop == 0} == {"hub_0", "hub_1"}
+    found = graph.expand([1.0, 0.0, 0.0], ["hub"], [], config)
+    assert "far" in ids(found)
+
+
+def test_expansion_never_builds_a_relation_by_relation_matrix(monkeypatch) -> None:
+    """Only row slices of the incidence matrix are taken: no A^T A, no dense graph rows."""
+    graph = hub_graph(2000)
+    touched: list[int] = []
+    original = graph.relations_of_entities
+
+    def spy(rows: np.ndarray) -> np.ndarray:
+        result = original(rows)
+        touched.append(result.size)
+        return result
+
+    monkeypatch.setattr(graph, "relations_of_entities", spy)
+    graph.expand([1, 0, 0], ["seed_entity"], [], ExpansionConfig(hops=1, per_hop_max_relations=5))
+    # hop 0 touches the seed's single relation; hop 1 the hub's relations (the hub is expanded
+    # once; the 5 kept leaves add nothing new but 'far')
+    assert touched[0] == 1
+    assert sum(touched) <= 1 + 2001 + 5 + 1
+
+
+def test_self_loop_and_duplicate_passages() -> None:
+    rows = [rel("loop", "a", "a", [1.0, 0.0], ("p1", "p2")), rel("ab", "a", "b", [0.0, 1.0])]
+    graph = EntityRelationGraph.from_rows([rows], dim=2)
+    assert graph.num_entities == 2
+    found = graph.expand([1, 0], ["a"], [], ExpansionConfig(hops=1))
+    assert ids(found) == {"loop", "ab"}
+    assert found[0].passage_ids == ("p1", "p2")
+
+
+def test_empty_graph() -> None:
+    graph = EntityRelationGraph.from_rows([], dim=4)
+    assert graph.num_relations == 0
+    assert graph.expand([1, 0, 0, 0], ["a"], [], ExpansionConfig()) == []
+
+
+@pytest.mark.parametrize("kwargs", [{"hops": -1}, {"per_hop_max_relations": 0},
+                                    {"max_candidate_relations": 0}])
+def test_bad_expansion_config(kwargs: dict) -> None:
+    with pytest.raises(ValueError, match="must be"):
+        ExpansionConfig(**kwargs)

@@ -1,0 +1,259 @@
+"""Ingestion both ways, reopen from Milvus, idempotent upserts and bad input (Milvus Lite)."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+
+import pytest
+from llama_index.core import Document
+from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import NodeRelationship, TextNode
+
+from llama_index_graphrag_milvus import (
+    EmbeddingDimensionError,
+    EmptyIndexError,
+    GraphRAGIndex,
+    InvalidInputError,
+    MilvusGraphStore,
+)
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY, entity_id, passage_id
+from tests.conftest import FAMILY
+from tests.fakes import HashEmbedding, ScriptedLLM
+
+MakeIndex = Callable[..., GraphRAGIndex]
+
+
+def counts(index: GraphRAGIndex) -> tuple[int, int, int]:
+    store = index.store
+    return (store.count(store.entity_collection), store.count(store.relation_collection),
+            store.count(store.passage_collection))
+
+
+def retrieved(index: GraphRAGIndex, query: str = "Who was the son of Euler's teacher?"
+              ) -> list[tuple[str, float]]:
+    return [(n.node.node_id, round(n.score or 0.0, 5))
+            for n in index.as_retriever(hops=1).retrieve(query)]
+
+
+def test_from_triplets_writes_three_linked_collections(family_index: GraphRAGIndex) -> None:
+    # 7 triplets over 8 distinct entities, 4 passages
+    assert counts(family_index) == (8, 7, 4)
+    store = family_index.store
+    daniel = passage_id(FAMILY[1][0])
+    rows = store.get_rows(store.relation_collection, [], ["id"])
+    assert rows == {}
+    graph = family_index.graph
+    assert graph.num_relations == 7 and graph.num_entities == 8
+    johann = entity_id("Johann Bernoulli")
+    son_rows = store.client.query(store.relation_collection,
+                                  filter=f'object_id == "{johann}"',
+                                  output_fields=["text", "subject_id", "passage_ids"])
+    by_text = {r["text"]: r for r in son_rows}
+    son = by_text["Daniel Bernoulli was the son of Johann Bernoulli"]
+    assert son["subject_id"] == entity_id("Daniel Bernoulli")
+    assert list(son["passage_ids"]) == [daniel]
+    assert len(by_text) == 3  # Euler, Daniel and Jakob point at Johann
+
+
+def test_reingesting_the_same_input_duplicates_nothing(make_index: MakeIndex) -> None:
+    index = make_index()
+    before = counts(index)
+    first = retrieved(index)
+    stats = index.insert_triplets(FAMILY)
+    assert stats.new_entities == 0
+    assert counts(index) == before
+    assert retrieved(index) == first
+
+
+def test_entity_names_are_normalized_for_identity_but_shown_as_written(
+        make_index: MakeIndex) -> None:
+    index = make_index([
+        ("Euler was born in Basel.", [("Leonhard Euler", "was born in", "Basel")]),
+        ("EULER lived in  basel.", [("  leonhard   EULER ", "lived in", "BASEL")]),
+    ])
+    store = index.store
+    assert store.count(store.entity_collection) == 2
+    row = store.get_rows(store.entity_collection, [entity_id("LEONHARD euler")], ["name"])
+    assert [r["name"] for r in row.values()] == ["Leonhard Euler"]
+
+
+def test_a_relation_found_in_two_passages_links_both_across_inserts(
+        make_index: MakeIndex) -> None:
+    triplet = ("Euler", "was a student of", "Johann Bernoulli")
+    index = make_index([("Euler studied with Johann Bernoulli.", [triplet])])
+    index.insert_triplets([("As a young man, EULER learned from Johann.",
+                            [("euler", "was a student of", "johann bernoulli")])])
+    store = index.store
+    rows = store.client.query(store.relation_collection, filter="", limit=10,
+                              output_fields=["passage_ids", "text"])
+    assert len(rows) == 1
+    assert set(rows[0]["passage_ids"]) == {passage_id("Euler studied with Johann Bernoulli."),
+                                           passage_id("As a young man, EULER learned from Johann.")}
+    assert rows[0]["text"] == "euler was a student of johann bernoulli"
+    hits = index.as_retriever().retrieve("Euler's teacher")
+    assert len(hits) == 2
+
+
+def test_reopen_in_a_fresh_object_rebuilds_the_graph_from_milvus(
+        family_index: GraphRAGIndex, lite_uri: str) -> None:
+    expected = retrieved(family_index)
+    reopened = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=64))
+    assert reopened.graph.num_relations == family_index.graph.num_relations
+    assert retrieved(reopened) == expected
+    assert counts(reopened) == counts(family_index)
+
+
+def test_refresh_sees_another_writer(family_index: GraphRAGIndex, lite_uri: str) -> None:
+    reader = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=64))
+    assert reader.graph.num_relations == 7
+    family_index.insert_triplets([("Basel is a city in Switzerland.",
+                                   [("Basel", "is a city in", "Switzerland")])])
+    assert reader.graph.num_relations == 7  # a cache until refreshed
+    assert reader.refresh().num_relations == 8
+
+
+def test_collection_prefixes_keep_graphs_apart(make_index: MakeIndex, lite_uri: str) -> None:
+    make_index(collection_prefix="first")
+    other = make_index(FAMILY[:1], collection_prefix="second")
+    assert counts(other) == (3, 2, 1)
+    assert counts(GraphRAGIndex(uri=lite_uri, collection_prefix="first",
+                                embed_model=HashEmbedding(dim=64))) == (8, 7, 4)
+
+
+def test_passage_nodes_keep_metadata_and_source_document(make_index: MakeIndex) -> None:
+    document = Document(text="Euler was born in Basel.", doc_id="doc-euler",
+                        metadata={"title": "Euler"})
+    node = TextNode(text="Euler was born in Basel in 1707.", metadata={"title": "Euler"})
+    node.relationships[NodeRelationship.SOURCE] = document.as_related_node_info()
+    index = make_index([(node, [("Euler", "was born in", "Basel")])])
+    hit = index.as_retriever().retrieve("Where was Euler born?")[0]
+    assert hit.node.metadata["title"] == "Euler"
+    assert hit.node.ref_doc_id == "doc-euler"
+    assert hit.node.metadata[TRIPLETS_KEY] == [["Euler", "was born in", "Basel"]]
+
+
+def extraction_script(prompt: str) -> str:
+    """A realistic extraction LLM: fenced JSON, one malformed 2-tuple, trailing prose."""
+    passage = prompt.rsplit("Passage:", 1)[-1]
+    if "son of Johann" in passage:
+        return ('```json\n{"triplets": [["Daniel Bernoulli", "was the son of", '
+                '"Johann Bernoulli"], ["Daniel Bernoulli", "fluid dynamics"]]}\n```\nDone.')
+    if "student of Johann" in passage:
+        return '{"triplets": [["Leonhard Euler", "was a student of", "Johann Bernoulli"]]}'
+    return "I could not find any triplets."
+
+
+def test_from_documents_extracts_triplets_with_an_llm(lite_uri: str, caplog) -> None:
+    documents = [Document(text="Leonhard Euler was a student of Johann Bernoulli."),
+                 Document(text="Daniel Bernoulli was the son of Johann Bernoulli."),
+                 Document(text="Basel is on the Rhine.")]
+    llm = ScriptedLLM(extraction_script)
+    with caplog.at_level(logging.INFO):
+        index = GraphRAGIndex.from_documents(
+            documents, llm=llm, uri=lite_uri, embed_model=HashEmbedding(dim=64),
+            transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0)])
+    assert len(llm.prompts) == 3
+    assert counts(index) == (3, 2, 3)
+    assert "dropped 1 malformed triplets" in caplog.text
+    assert "no JSON list of triplets" in caplog.text
+    texts = {n.node.get_content() for n in index.as_retriever().retrieve("Euler's teacher's son")}
+    assert "Daniel Bernoulli was the son of Johann Bernoulli." in texts
+
+
+def test_from_documents_accepts_core_path_extractors(lite_uri: str) -> None:
+    llm = ScriptedLLM(lambda prompt: "(Leonhard Euler, was a student of, Johann Bernoulli)\n"
+                                     "(Leonhard Euler, was born in, Basel)")
+    extractor = SimpleLLMPathExtractor(llm=llm, num_workers=1)
+    index = GraphRAGIndex.from_documents(
+        [Document(text="Leonhard Euler was a student of Johann Bernoulli, born in Basel.")],
+        kg_extractor=extractor, uri=lite_uri, embed_model=HashEmbedding(dim=64))
+    assert counts(index) == (3, 2, 1)
+    hit = index.as_retriever().retrieve("Euler")[0]
+    # core's parser capitalizes each part ("Leonhard euler"); names are shown as it wrote them
+    relation_texts = {r["text"].lower() for r in hit.node.metadata["graphrag_relations"]}
+    assert "leonhard euler was a student of johann bernoulli" in relation_texts
+    # core's EntityNode/Relation objects are not copied into the stored metadata
+    assert "nodes" not in hit.node.metadata and "relations" not in hit.node.metadata
+
+
+def test_nodes_without_triplets_are_still_stored_as_passages(make_index: MakeIndex) -> None:
+    index = make_index([*FAMILY, ("A passage with no triplets at all.", [])])
+    assert counts(index)[2] == 5
+    naive = index.as_naive_retriever(similarity_top_k=1).retrieve("passage with no triplets")
+    assert naive[0].node.get_content() == "A passage with no triplets at all."
+
+
+# ---------------------------------------------------------------------- bad input
+
+
+def test_triplets_with_empty_or_wrong_parts_are_skipped_and_counted(
+        make_index: MakeIndex, caplog) -> None:
+    with caplog.at_level(logging.WARNING):
+        index = make_index([("Euler was born in Basel.", [
+            ("Euler", "was born in", "Basel"), ("Euler", "", "Basel"), ("Euler", "Basel"),
+            ("a", "b", "c", "d"), (None, "x", "y"), ("x" * 5000, "is", "long")])])
+    assert counts(index) == (2, 1, 1)
+    assert "skipped 5 triplets" in caplog.text
+
+
+@pytest.mark.parametrize("passage, match", [
+    ("   ", "empty or whitespace"),
+    ("x" * 70000, "70000 bytes"),
+    (42, "expected a str or a LlamaIndex node"),
+])
+def test_bad_passages_raise_before_anything_is_written(
+        family_index: GraphRAGIndex, passage: object, match: str) -> None:
+    before = counts(family_index)
+    expected = retrieved(family_index)
+    with pytest.raises(InvalidInputError, match=match):
+        family_index.insert_triplets([("A good passage about Basel.", [("Basel", "is", "a city")]),
+                                      (passage, [("a", "b", "c")])])
+    assert counts(family_index) == before
+    assert retrieved(family_index) == expected
+
+
+def test_bad_passage_in_a_fresh_store_creates_nothing(lite_uri: str) -> None:
+    with pytest.raises(InvalidInputError, match="empty"):
+        GraphRAGIndex.from_triplets([("", [])], uri=lite_uri, embed_model=HashEmbedding())
+    assert GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding()).store.dim is None
+
+
+@pytest.mark.parametrize("prefix", ["bad-prefix", "1abc", "has space", "", "x;drop"])
+def test_illegal_collection_prefix(lite_uri: str, prefix: str) -> None:
+    with pytest.raises(InvalidInputError, match="cannot name a Milvus collection"):
+        GraphRAGIndex(uri=lite_uri, collection_prefix=prefix, embed_model=HashEmbedding())
+
+
+def test_dimension_mismatch_on_reopen_is_caught_before_any_write(
+        family_index: GraphRAGIndex, lite_uri: str) -> None:
+    wrong = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=32))
+    with pytest.raises(EmbeddingDimensionError, match="32-dimensional.*64-dimensional"):
+        wrong.as_retriever().retrieve("Euler")
+    with pytest.raises(EmbeddingDimensionError, match="same embedding model|collection_prefix"):
+        wrong.insert_triplets([("Basel is a city.", [("Basel", "is", "a city")])])
+    assert counts(family_index) == (8, 7, 4)
+
+
+def test_query_on_an_empty_index(lite_uri: str) -> None:
+    index = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding())
+    with pytest.raises(EmptyIndexError, match="ingest passages first"):
+        index.as_retriever().retrieve("Euler")
+
+
+def test_query_on_passages_without_relations(make_index: MakeIndex) -> None:
+    index = make_index([("Only a passage.", [])])
+    with pytest.raises(EmptyIndexError, match="no relations"):
+        index.as_retriever().retrieve("passage")
+
+
+def test_store_wraps_milvus_errors(lite_uri: str) -> None:
+    from llama_index_graphrag_milvus import MilvusStoreError
+
+    store = MilvusGraphStore(lite_uri)
+    with pytest.raises(MilvusStoreError, match="passage collection .* does not exist"):
+        _ = store.passages
+    with pytest.raises(MilvusStoreError, match="Milvus failed to read") as info:
+        store.get_rows("no_such_collection", ["x"], ["id"])
+    assert info.value.__cause__ is not None

@@ -1,0 +1,227 @@
+"""GraphRAGRetriever on Milvus Lite: NER, batched entity search, expansion, sync == async."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from typing import Any
+
+import pytest
+from llama_index.core import Settings
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.schema import MetadataMode, QueryBundle
+
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
+from llama_index_graphrag_milvus.records import RELATIONS_KEY
+from tests.conftest import FAMILY
+from tests.fakes import ScriptedLLM
+
+QUESTION = "What did the son of Euler's teacher contribute?"
+EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
+
+
+def texts(hits: list) -> list[str]:
+    return [h.node.get_content() for h in hits]
+
+
+class SearchSpy:
+    """Counts Milvus search calls per collection on the real client (Milvus still answers)."""
+
+    def __init__(self, index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, int]] = []
+        original = index.store.client.search
+
+        def search(collection_name: str, data: list, **kwargs: Any) -> Any:
+            self.calls.append((collection_name, len(data)))
+            return original(collection_name=collection_name, data=data, **kwargs)
+
+        monkeypatch.setattr(index.store.client, "search", search)
+
+
+def ner(names: list[str]) -> ScriptedLLM:
+    return ScriptedLLM(lambda prompt: '{"named_entities": %s}' % str(names).replace("'", '"'))
+
+
+def test_without_llm_the_query_vector_searches_entities(family_index: GraphRAGIndex,
+                                                        monkeypatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    hits = family_index.as_retriever(hops=1).retrieve(QUESTION)
+    assert spy.calls == [("graphrag_entities", 1), ("graphrag_relations", 1)]
+    assert DANIEL in texts(hits)
+    for hit in hits:
+        relations = hit.node.metadata[RELATIONS_KEY]
+        assert relations and {"id", "text", "score", "hop"} <= set(relations[0])
+        assert hit.score == pytest.approx(relations[0]["score"], abs=1e-5)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+def test_relations_metadata_is_kept_out_of_llm_and_embedding_text(
+        family_index: GraphRAGIndex) -> None:
+    hit = family_index.as_retriever().retrieve(QUESTION)[0]
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        content = hit.node.get_content(metadata_mode=mode)
+        assert "graphrag_relations" not in content and "graphrag_triplets" not in content
+    assert "graphrag_relations" in hit.node.get_content(metadata_mode=MetadataMode.ALL)
+
+
+def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
+                                                    monkeypatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    llm = ner(["Euler", "Johann Bernoulli", "Basel"])
+    retriever = family_index.as_retriever(llm=llm, entity_top_k=1,
+                                          relation_similarity_threshold=1.01)
+    hits = retriever.retrieve(QUESTION)
+    assert ("graphrag_entities", 3) in spy.calls
+    assert sum(1 for c, _ in spy.calls if c == "graphrag_entities") == 1
+    assert QUESTION in llm.prompts[0]
+    assert EULER in texts(hits)
+
+
+def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
+    # relation seeds off: only the NER entity 'Leonhard Euler' seeds the expansion
+    common: dict[str, Any] = {"llm": ner(["Leonhard Euler"]), "entity_top_k": 1,
+                              "relation_similarity_threshold": 1.01}
+    zero = texts(family_index.as_retriever(hops=0, **common).retrieve(QUESTION))
+    one = texts(family_index.as_retriever(hops=1, **common).retrieve(QUESTION))
+    two = family_index.as_retriever(hops=2, **common).retrieve(QUESTION)
+    three = texts(family_index.as_retriever(hops=3, **common).retrieve(QUESTION))
+    assert zero == [EULER]
+    assert set(one) == {EULER, DANIEL, JAKOB}
+    assert set(texts(two)) == {EULER, DANIEL, JAKOB}
+    daniel_relations = {r["text"]: r["hop"] for h in two if h.node.get_content() == DANIEL
+                        for r in h.node.metadata[RELATIONS_KEY]}
+    assert daniel_relations == {"Daniel Bernoulli was the son of Johann Bernoulli": 1,
+                                "Daniel Bernoulli made contributions to fluid dynamics": 2}
+    assert set(three) == {EULER, DANIEL, JAKOB, FLUID}
+    daniel = family_index.as_retriever(hops=1, **common).retrieve(QUESTION)[1:]
+    assert all(r["hop"] == 1 for h in daniel for r in h.node.metadata[RELATIONS_KEY])
+
+
+@pytest.mark.parametrize("answer", [
+    "Sorry, I cannot help with that.",
+    '{"entities": ["Euler"]}',
+    '{"named_entities": "Euler"',
+    RuntimeError("rate limited"),
+])
+def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex, caplog,
+                                                     answer: object) -> None:
+    expected = texts(family_index.as_retriever().retrieve(QUESTION))
+    with caplog.at_level(logging.WARNING):
+        hits = family_index.as_retriever(llm=ScriptedLLM([answer])).retrieve(QUESTION)
+    assert texts(hits) == expected
+    assert "searching entities with the query vector" in caplog.text
+
+
+def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkeypatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    llm = ScriptedLLM(['```json\n{"named_entities": ["Euler", "Euler", "Basel"]}\n``` ok'])
+    family_index.as_retriever(llm=llm).retrieve(QUESTION)
+    assert ("graphrag_entities", 2) in spy.calls
+
+
+def test_retriever_never_reaches_for_settings_llm(family_index: GraphRAGIndex,
+                                                  monkeypatch) -> None:
+    trap = ScriptedLLM(lambda prompt: pytest.fail("Settings.llm was called"))
+    monkeypatch.setattr(Settings, "_llm", trap)
+    assert family_index.as_retriever().retrieve(QUESTION)
+    assert trap.prompts == []
+
+
+def test_thresholds_drop_weak_hits(family_index: GraphRAGIndex) -> None:
+    none = family_index.as_retriever(entity_similarity_threshold=1.01,
+                                     relation_similarity_threshold=1.01).retrieve(QUESTION)
+    assert none == []
+    loose = family_index.as_retriever(entity_similarity_threshold=-1.0,
+                                      relation_similarity_threshold=-1.0).retrieve(QUESTION)
+    assert loose
+
+
+def test_similarity_top_k_and_pool_size(family_index: GraphRAGIndex) -> None:
+    assert len(family_index.as_retriever(hops=2, similarity_top_k=2).retrieve(QUESTION)) == 2
+    hits = family_index.as_retriever(hops=2, max_candidate_relations=1).retrieve(QUESTION)
+    assert len(hits) == 1 and len(hits[0].node.metadata[RELATIONS_KEY]) == 1
+
+
+def test_query_bundle_embedding_is_used(family_index: GraphRAGIndex) -> None:
+    vector = family_index.embed_model.get_query_embedding("Daniel Bernoulli son")
+    bundle = QueryBundle(query_str="anything at all", embedding=vector)
+    by_vector = texts(family_index.as_retriever().retrieve(bundle))
+    by_text = texts(family_index.as_retriever().retrieve("Daniel Bernoulli son"))
+    assert by_vector == by_text
+
+
+@pytest.mark.parametrize("query", ["", "   \n\t"])
+def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
+    with pytest.raises(InvalidInputError, match="empty or whitespace"):
+        family_index.as_retriever().retrieve(query)
+    with pytest.raises(InvalidInputError, match="empty or whitespace"):
+        asyncio.run(family_index.as_retriever().aretrieve(query))
+
+
+@pytest.mark.parametrize("kwargs, match", [
+    ({"hops": -1}, "hops must be 0 or more"),
+    ({"entity_top_k": 0}, "entity_top_k must be a positive integer"),
+    ({"similarity_top_k": "5"}, "similarity_top_k must be a positive integer"),
+    ({"max_candidate_relations": 0}, "must be at least 1"),
+])
+def test_bad_retriever_arguments(family_index: GraphRAGIndex, kwargs: dict, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        family_index.as_retriever(**kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"hops": 2}, {"llm": "ner"}])
+async def test_sync_and_async_give_the_same_answers(family_index: GraphRAGIndex,
+                                                    kwargs: dict) -> None:
+    if kwargs.get("llm") == "ner":
+        kwargs = {"llm": ner(["Euler", "fluid dynamics"])}
+    retriever = family_index.as_retriever(**kwargs)
+    for query in (QUESTION, "fluid dynamics", "Who studied probability?"):
+        sync = retriever.retrieve(query)
+        concurrent = await asyncio.gather(*(retriever.aretrieve(query) for _ in range(8)))
+        for hits in concurrent:
+            assert [(h.node.node_id, round(h.score or 0, 6)) for h in hits] == \
+                   [(h.node.node_id, round(h.score or 0, 6)) for h in sync]
+            assert [h.node.metadata[RELATIONS_KEY] for h in hits] == \
+                   [h.node.metadata[RELATIONS_KEY] for h in sync]
+
+
+def test_async_on_a_reopened_index_builds_the_graph(family_index: GraphRAGIndex,
+                                                    lite_uri: str) -> None:
+    reopened = GraphRAGIndex(uri=lite_uri, embed_model=family_index.embed_model)
+    hits = asyncio.run(reopened.as_retriever().aretrieve(QUESTION))
+    assert texts(hits) == texts(family_index.as_retriever().retrieve(QUESTION))
+
+
+def test_prompts_are_customizable(family_index: GraphRAGIndex) -> None:
+    from llama_index.core.prompts import PromptTemplate
+
+    retriever = family_index.as_retriever(llm=ner(["Euler"]))
+    assert "ner_prompt" in retriever.get_prompts()
+    retriever.update_prompts({"ner_prompt": PromptTemplate("ENTITIES OF: {query_str}")})
+    retriever.retrieve(QUESTION)
+    assert retriever._llm.prompts[-1] == f"ENTITIES OF: {QUESTION}"  # type: ignore[union-attr]
+
+
+def test_composes_with_fusion_retriever(family_index: GraphRAGIndex) -> None:
+    fusion = QueryFusionRetriever(
+        [family_index.as_retriever(), family_index.as_naive_retriever(similarity_top_k=2)],
+        num_queries=1, mode="reciprocal_rerank", similarity_top_k=3, use_async=False,
+        llm=ScriptedLLM([]))
+    hits = fusion.retrieve(QUESTION)
+    graph = [h.node.node_id for h in family_index.as_retriever().retrieve(QUESTION)]
+    naive = [h.node.node_id for h in
+             family_index.as_naive_retriever(similarity_top_k=2).retrieve(QUESTION)]
+    fused = [h.node.node_id for h in hits]
+    assert fused and set(fused) <= set(graph) | set(naive)
+    # reciprocal rank fusion puts first what both retrievers rank high
+    assert set(fused[:2]) == set(graph[:2]) & set(naive)
+    assert isinstance(family_index.as_retriever(), GraphRAGRetriever)
+
+
+def test_naive_retriever_reads_the_passage_collection(family_index: GraphRAGIndex) -> None:
+    hits = family_index.as_naive_retriever(similarity_top_k=2).retrieve("fluid dynamics wings")
+    assert len(hits) == 2
+    assert FLUID in texts(hits)
+    assert asyncio.run(family_index.as_naive_retriever(similarity_top_k=2)
+                       .aretrieve("fluid dynamics wings"))[0].node.get_content() == texts(hits)[0]

@@ -216,9 +216,9 @@ class EntityRelationGraph:
         indices, scores = _top(np.concatenate(kept_indices), np.concatenate(kept_scores),
                                config.max_candidate_relations)
         hop_of = dict(zip(np.concatenate(kept_indices).tolist(),
-                          np.concatenate(kept_hops).tolist()))
+                          np.concatenate(kept_hops).tolist(), strict=True))
         return [
             CandidateRelation(id=self.relation_ids[i], score=float(s), hop=int(hop_of[i]),
                               passage_ids=self.passages_of(i))
-            for i, s in zip(indices.tolist(), scores.tolist())
+            for i, s in zip(indices.tolist(), scores.tolist(), strict=True)
         ]

@@ -12,7 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Union
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
@@ -31,9 +31,9 @@ from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION, MilvusG
 
 logger = logging.getLogger(__name__)
 
-PassageInput = Union[str, BaseNode]
+PassageInput = str | BaseNode
 """A passage: its text, or a LlamaIndex node (metadata and source document are kept)."""
-TripletInput = Union[Sequence[str], Triplet]
+TripletInput = Sequence[str] | Triplet
 """A ``(subject, predicate, object)`` tuple or a :class:`Triplet`."""
 
 
@@ -190,16 +190,17 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
                             show_progress)
     new_relations = [rid for rid in plan.relations if rid not in stored_relations]
     relation_vectors = dict(zip(new_relations, _embed(
-        embed_model, [plan.relations[r].triplet.text for r in new_relations], show_progress)))
+        embed_model, [plan.relations[r].triplet.text for r in new_relations], show_progress),
+        strict=True))
     if store.dim is None and passage_vectors:
         store.create(len(passage_vectors[0]))
 
-    for node, vector in zip(plan.passages, passage_vectors):
+    for node, vector in zip(plan.passages, passage_vectors, strict=True):
         node.embedding = vector
     store.upsert_passages(plan.passages)
     store.upsert_rows(store.entity_collection, [
         {"id": eid, "name": plan.entities[eid], "embedding": vector}
-        for eid, vector in zip(new_entities, entity_vectors)
+        for eid, vector in zip(new_entities, entity_vectors, strict=True)
     ])
     relation_rows = []
     for rid, planned in plan.relations.items():

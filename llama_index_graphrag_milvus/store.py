@@ -117,7 +117,7 @@ def _parse_entity_hits(result: Any, searched: Sequence[str],
             for h in hits
             if threshold is None or float(h["distance"]) >= threshold
         ]
-        for name, hits in zip(searched, result)
+        for name, hits in zip(searched, result, strict=True)
     ]
 
 

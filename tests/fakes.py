@@ -11,7 +11,7 @@ from typing import Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import Field, PrivateAttr
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen, CustomLLM, LLMMetadata
 
 _TOKEN = re.compile(r"[a-z0-9]+")
@@ -62,7 +62,7 @@ class ScriptedLLM(CustomLLM):
     _answers: list[Any] = PrivateAttr(default_factory=list)
     _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
     delay: float = 0.0
-    prompts: list[str] = []
+    prompts: list[str] = Field(default_factory=list)
 
     def __init__(self, script: Script | list[Any], delay: float = 0.0) -> None:
         super().__init__(delay=delay, prompts=[])

@@ -229,9 +229,9 @@ def test_illegal_collection_prefix(lite_uri: str, prefix: str) -> None:
 def test_dimension_mismatch_on_reopen_is_caught_before_any_write(
         family_index: GraphRAGIndex, lite_uri: str) -> None:
     wrong = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=32))
-    with pytest.raises(EmbeddingDimensionError, match="32-dimensional.*64-dimensional"):
+    with pytest.raises(EmbeddingDimensionError, match=r"32-dimensional.*64-dimensional"):
         wrong.as_retriever().retrieve("Euler")
-    with pytest.raises(EmbeddingDimensionError, match="same embedding model|collection_prefix"):
+    with pytest.raises(EmbeddingDimensionError, match=r"same embedding model|collection_prefix"):
         wrong.insert_triplets([("Basel is a city.", [("Basel", "is", "a city")])])
     assert counts(family_index) == (8, 7, 4)
 
@@ -252,7 +252,7 @@ def test_store_wraps_milvus_errors(lite_uri: str) -> None:
     from llama_index_graphrag_milvus import MilvusStoreError
 
     store = MilvusGraphStore(lite_uri)
-    with pytest.raises(MilvusStoreError, match="passage collection .* does not exist"):
+    with pytest.raises(MilvusStoreError, match=r"passage collection .* does not exist"):
         _ = store.passages
     with pytest.raises(MilvusStoreError, match="Milvus failed to read") as info:
         store.get_rows("no_such_collection", ["x"], ["id"])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 from typing import Any
 
@@ -39,7 +40,7 @@ class SearchSpy:
 
 
 def ner(names: list[str]) -> ScriptedLLM:
-    return ScriptedLLM(lambda prompt: '{"named_entities": %s}' % str(names).replace("'", '"'))
+    return ScriptedLLM(lambda prompt: json.dumps({"named_entities": names}))
 
 
 def test_without_llm_the_query_vector_searches_entities(family_index: GraphRAGIndex,

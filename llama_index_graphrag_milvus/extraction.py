@@ -49,6 +49,15 @@ DEFAULT_TRIPLET_EXTRACT_PROMPT = PromptTemplate(
 """The default extraction prompt; variables ``{text}`` and ``{max_triplets}``."""
 
 
+def _part_text(part: Any) -> str | None:
+    """A triplet part as text: strings, and numbers (years, counts) written as text."""
+    if isinstance(part, str):
+        return part
+    if isinstance(part, (int, float)) and not isinstance(part, bool):
+        return str(part)
+    return None
+
+
 def _triplet_parts(item: Any) -> Sequence[Any] | None:
     if isinstance(item, Triplet):
         return (item.subject, item.predicate, item.object)
@@ -64,9 +73,11 @@ def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
     """Clean ``items`` into :class:`Triplet` objects; returns them and how many were dropped.
 
     Accepted items: 3-sequences of strings, ``{"subject", "predicate", "object"}`` dicts and
-    :class:`Triplet`. Dropped: other lengths (2- or 4-tuples), non-string or empty parts,
-    and names longer than the entity collection allows. Whitespace is collapsed; the text is
-    otherwise kept as written. Duplicates (same relation id) are kept once.
+    :class:`Triplet`; a number part (``["Eleanor", "was born in", 1122]``) is kept as its
+    text. Dropped: other lengths (2- or 4-tuples), empty parts or parts that are neither
+    text nor numbers, and names longer than the entity collection allows. Whitespace is
+    collapsed; the text is otherwise kept as written. Duplicates (same relation id) are kept
+    once and not counted as dropped.
 
     >>> to_triplets([["Euler", "born in", "Basel"], ["Euler", "Basel"], ["", "x", "y"]])
     ([Triplet(subject='Euler', predicate='born in', object='Basel')], 2)
@@ -75,10 +86,11 @@ def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
     dropped = 0
     for item in items:
         parts = _triplet_parts(item)
-        if parts is None or len(parts) != 3 or not all(isinstance(p, str) for p in parts):
+        texts = [_part_text(p) for p in parts] if parts is not None else []
+        if len(texts) != 3 or any(t is None for t in texts):
             dropped += 1
             continue
-        subject, predicate, obj = (clean_text(p) for p in parts)
+        subject, predicate, obj = (clean_text(t or "") for t in texts)
         too_long = any(len(p.encode()) > ENTITY_NAME_MAX_BYTES for p in (subject, predicate, obj))
         if not subject or not predicate or not obj or too_long:
             dropped += 1
@@ -91,33 +103,47 @@ def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
 def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
     """Triplets from an LLM answer (JSON, possibly fenced or wrapped in prose).
 
-    Returns the triplets and the number of items dropped; an answer with no JSON at all
-    yields ``([], 0)`` and a warning.
+    The answer is ``{"triplets": [...]}`` (an object with that key wins over a bracketed
+    aside before it), a bare list of triplets, or one bare triplet. Returns the triplets and
+    the number of items dropped; an answer with no JSON list at all yields ``([], 0)`` and a
+    warning.
+
+    >>> parse_triplets('From [1]: {"triplets": [["Euler", "born in", "Basel"]]}')
+    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 0)
     """
-    value = find_json(raw)
+    value = find_json(raw, key="triplets")
     if isinstance(value, dict):
         value = value.get("triplets")
     if not isinstance(value, list):
         logger.warning("triplet extraction: no JSON list of triplets in the answer %.200r", raw)
         return [], 0
+    if len(value) == 3 and all(isinstance(part, str) for part in value):
+        value = [value]  # one triplet, not a list of them: strings are never triplets
     return to_triplets(value)
 
 
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
 def _core_kg_triplets(metadata: dict[str, Any]) -> list[Any]:
-    """(subject, label, object) from the ``nodes``/``relations`` core's extractors write."""
+    """(subject, label, object) from the ``nodes``/``relations`` core's extractors write.
+
+    Entries are core's ``EntityNode``/``Relation`` objects or their dict dumps (metadata read
+    back from JSON, where an entity has no ``id``: core's id is the name with ``"`` replaced
+    by a space). An unreadable entry becomes an item that :func:`to_triplets` drops.
+    """
     names: dict[str, str] = {}
     for node in metadata.get(KG_NODES_KEY) or []:
-        name = getattr(node, "name", None) or (node.get("name") if isinstance(node, dict)
-                                               else None)
-        node_id = getattr(node, "id", None) or (node.get("id") if isinstance(node, dict)
-                                                else None)
+        name, node_id = _field(node, "name"), _field(node, "id")
         if isinstance(name, str):
-            names[str(node_id or name)] = name
+            names[str(node_id or name.replace('"', " "))] = name
     items = []
     for rel in metadata.get(KG_RELATIONS_KEY) or []:
-        fields = rel if isinstance(rel, dict) else vars(rel)
-        source, target = fields.get("source_id"), fields.get("target_id")
-        items.append([names.get(source, source), fields.get("label"), names.get(target, target)])
+        source, target = _field(rel, "source_id"), _field(rel, "target_id")
+        items.append([names.get(source, source) if isinstance(source, str) else source,
+                      _field(rel, "label"),
+                      names.get(target, target) if isinstance(target, str) else target])
     return items
 
 
@@ -148,13 +174,14 @@ class TripletExtractor(TransformComponent, PromptMixin):
     no usable JSON leaves the node with no triplets and a warning in the log; the passage is
     still stored and searchable.
 
-    Example:
-        >>> from llama_index.core.ingestion import IngestionPipeline  # doctest: +SKIP
-        >>> from llama_index.core.node_parser import SentenceSplitter  # doctest: +SKIP
-        >>> pipeline = IngestionPipeline(  # doctest: +SKIP
-        ...     transformations=[SentenceSplitter(), TripletExtractor(llm=llm)])
-        >>> nodes = pipeline.run(documents=documents)  # doctest: +SKIP
-        >>> index = GraphRAGIndex.from_nodes(nodes, uri="./graphrag.db")  # doctest: +SKIP
+    Example::
+
+        from llama_index.core.ingestion import IngestionPipeline
+        from llama_index.core.node_parser import SentenceSplitter
+        pipeline = IngestionPipeline(
+            transformations=[SentenceSplitter(), TripletExtractor(llm=llm)])
+        nodes = pipeline.run(documents=documents)
+        index = GraphRAGIndex.from_nodes(nodes, uri="./graphrag.db")
     """
 
     llm: SerializeAsAny[LLM] = Field(description="The LLM that extracts triplets.")
@@ -170,7 +197,8 @@ class TripletExtractor(TransformComponent, PromptMixin):
     )
 
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
-        super().__init__(llm=llm or Settings.llm, **kwargs)
+        kwargs["llm"] = llm or Settings.llm
+        super().__init__(**kwargs)
 
     @classmethod
     def class_name(cls) -> str:
@@ -222,6 +250,6 @@ class TripletExtractor(TransformComponent, PromptMixin):
 
         answers = await run_jobs([extract(n) for n in nodes], show_progress=show_progress,
                                  workers=self.num_workers, desc="Extracting triplets")
-        for node, raw in zip(nodes, answers):
+        for node, raw in zip(nodes, answers, strict=True):
             self._apply(node, raw)
         return nodes

@@ -8,27 +8,45 @@ from typing import Any
 _DECODER = json.JSONDecoder()
 
 
-def find_json(raw: str) -> Any | None:
+def find_json(raw: str, key: str | None = None) -> Any | None:
     """The first JSON object or array in ``raw``, or ``None`` when there is none.
 
-    Code fences and text before or after the JSON are ignored.
+    Code fences and text before or after the JSON are ignored. With ``key``, the first JSON
+    object holding ``key`` wins over anything before it (prose such as "relation [4] is
+    irrelevant" holds the JSON array ``[4]``); when no object holds ``key``, the first JSON
+    value is returned as without ``key``.
 
     >>> find_json('Sure! ```json\\n{"named_entities": ["Euler"]}\\n``` Hope it helps.')
     {'named_entities': ['Euler']}
+    >>> find_json('See [2]: {"picked": [1]}', key="picked")
+    {'picked': [1]}
     >>> find_json("no json here") is None
     True
     """
     if not isinstance(raw, str):
         return None
-    for start, char in enumerate(raw):
-        if char not in "{[":
-            continue
+    first: Any | None = None
+    start = 0
+    while (start := _next_opening(raw, start)) >= 0:
         try:
-            value, _ = _DECODER.raw_decode(raw, start)
+            value, end = _DECODER.raw_decode(raw, start)
         except json.JSONDecodeError:
+            start += 1
             continue
-        return value
-    return None
+        if key is None or (isinstance(value, dict) and key in value):
+            return value
+        if first is None:
+            first = value
+        start = end
+    return first
+
+
+def _next_opening(raw: str, start: int) -> int:
+    """Index of the next ``{`` or ``[`` at or after ``start``, or -1."""
+    brace, bracket = raw.find("{", start), raw.find("[", start)
+    if brace < 0 or bracket < 0:
+        return max(brace, bracket)
+    return min(brace, bracket)
 
 
 def string_list(value: Any, key: str) -> list[str] | None:

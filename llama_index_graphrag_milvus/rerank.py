@@ -10,12 +10,14 @@ incoming order and logs a warning: the reranker never raises because of its LLM.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import logging
 import re
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from llama_index.core.bridge.pydantic import Field, SerializeAsAny
@@ -24,13 +26,13 @@ from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRan
 from llama_index.core.llms.llm import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
-from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.prompts.mixin import PromptDictType, PromptMixin
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import RELATIONS_KEY, RERANK_KEY
+from llama_index_graphrag_milvus.records import RELATIONS_KEY, RERANK_KEY, clean_text
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
@@ -82,7 +84,9 @@ class CandidateList:
         for node in nodes:
             for relation in node.node.metadata.get(RELATIONS_KEY) or []:
                 if isinstance(relation, dict) and "id" in relation:
-                    seen.setdefault(str(relation["id"]), str(relation.get("text", "")))
+                    # one line per relation: a newline in a text cannot fake a number
+                    text = clean_text(str(relation.get("text", "")))
+                    seen.setdefault(str(relation["id"]), text)
         return cls(tuple(seen), tuple(seen.values()))
 
     def render(self) -> str:
@@ -98,7 +102,7 @@ def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
     >>> parse_selection('{"useful_relationships": ["[2] b", "[9] made up", 1]}', 3)
     [2, 1]
     """
-    value = find_json(raw)
+    value = find_json(raw, key="useful_relationships")
     if isinstance(value, dict):
         value = value.get("useful_relationships")
     if not isinstance(value, list):
@@ -113,7 +117,7 @@ def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
     return chosen
 
 
-class GraphRelationRerank(BaseNodePostprocessor):
+class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
     """Rerank graph-retrieved passages with an LLM that picks useful relations.
 
     Works on the nodes of :class:`GraphRAGRetriever` (it reads
@@ -121,10 +125,11 @@ class GraphRelationRerank(BaseNodePostprocessor):
     chosen ones. Each returned node gets ``metadata["graphrag_rerank"]`` with the rank of
     its best chosen relation (``None`` if none was chosen) and its retrieval score.
 
-    Example:
-        >>> rerank = GraphRelationRerank(llm=llm, top_n=2)  # doctest: +SKIP
-        >>> engine = RetrieverQueryEngine.from_args(  # doctest: +SKIP
-        ...     index.as_retriever(), node_postprocessors=[rerank], llm=llm)
+    Example::
+
+        rerank = GraphRelationRerank(llm=llm, top_n=2)
+        engine = RetrieverQueryEngine.from_args(
+            index.as_retriever(), node_postprocessors=[rerank], llm=llm)
     """
 
     llm: SerializeAsAny[LLM] = Field(description="The LLM that chooses relations.")
@@ -134,6 +139,7 @@ class GraphRelationRerank(BaseNodePostprocessor):
     )
     timeout: float | None = Field(
         default=120.0,
+        gt=0,
         description="Seconds to wait for the LLM before keeping the incoming order; None "
         "waits as long as the LLM client does.",
     )
@@ -143,7 +149,8 @@ class GraphRelationRerank(BaseNodePostprocessor):
     )
 
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
-        super().__init__(llm=llm or Settings.llm, **kwargs)
+        kwargs["llm"] = llm or Settings.llm
+        super().__init__(**kwargs)
 
     @classmethod
     def class_name(cls) -> str:
@@ -225,12 +232,21 @@ class GraphRelationRerank(BaseNodePostprocessor):
         if not candidates.ids:
             return self._end(self._reorder(nodes, candidates, []))
         kwargs = self._prompt_kwargs(query, candidates)
+        # A worker thread makes the timeout possible; the copied context keeps the LLM call
+        # inside the caller's instrumentation span and tags.
+        context = contextvars.copy_context()
         executor = ThreadPoolExecutor(max_workers=1)
+        future = executor.submit(context.run, partial(self.llm.predict, self.rerank_prompt,
+                                                      **kwargs))
         try:
-            raw: str | BaseException = executor.submit(
-                self.llm.predict, self.rerank_prompt, **kwargs).result(timeout=self.timeout)
-        except FutureTimeout:
-            raw = TimeoutError(f"no answer within {self.timeout} s")
+            raw: str | BaseException = future.result(timeout=self.timeout)
+        except FutureTimeout:  # ours, unless the LLM raised a TimeoutError itself
+            if not future.done():
+                raw = TimeoutError(f"no answer within {self.timeout} s")
+            elif isinstance(error := future.exception(), Exception):
+                raw = error
+            else:  # finished right after the deadline
+                raw = future.result()
         except Exception as exc:  # the LLM's failure must not fail the query
             raw = exc
         finally:
@@ -245,12 +261,20 @@ class GraphRelationRerank(BaseNodePostprocessor):
         if not candidates.ids:
             return self._end(self._reorder(nodes, candidates, []))
         kwargs = self._prompt_kwargs(query, candidates)
+        task = asyncio.ensure_future(self.llm.apredict(self.rerank_prompt, **kwargs))
         try:
-            raw: str | BaseException = await asyncio.wait_for(
-                self.llm.apredict(self.rerank_prompt, **kwargs), timeout=self.timeout)
-        except asyncio.TimeoutError:
+            done, _ = await asyncio.wait({task}, timeout=self.timeout)
+        except asyncio.CancelledError:  # the caller gave up: so does the LLM call
+            task.cancel()
+            raise
+        raw: str | BaseException
+        if not done:  # ours, told apart from a TimeoutError the LLM raises itself
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
             raw = TimeoutError(f"no answer within {self.timeout} s")
-        except Exception as exc:  # the LLM's failure must not fail the query
-            raw = exc
+        elif isinstance(error := task.exception(), Exception):  # must not fail the query
+            raw = error
+        else:
+            raw = task.result()  # re-raises a BaseException such as KeyboardInterrupt
         return self._end(self._reorder(nodes, candidates,
                                         self._selection(raw, candidates)))

@@ -53,12 +53,13 @@ class GraphRAGIndex:
         show_progress: progress bars while embedding and loading the graph.
         milvus_client_kwargs: passed to ``pymilvus.MilvusClient`` (timeouts, TLS...).
 
-    Example:
-        >>> index = GraphRAGIndex.from_triplets(  # doctest: +SKIP
-        ...     [("Euler was a student of Johann Bernoulli.",
-        ...       [("Euler", "was a student of", "Johann Bernoulli")])],
-        ...     uri="./graphrag.db", embed_model=embed_model)
-        >>> nodes = index.as_retriever().retrieve("Who taught Euler?")  # doctest: +SKIP
+    Example::
+
+        index = GraphRAGIndex.from_triplets(
+            [("Euler was a student of Johann Bernoulli.",
+              [("Euler", "was a student of", "Johann Bernoulli")])],
+            uri="./graphrag.db", embed_model=embed_model)
+        nodes = index.as_retriever().retrieve("Who taught Euler?")
     """
 
     def __init__(

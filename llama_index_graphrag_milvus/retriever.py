@@ -76,7 +76,7 @@ def _parse_ner(raw: str | BaseException) -> list[str]:
     if isinstance(raw, BaseException):
         logger.warning("query NER failed (%r); searching entities with the query vector", raw)
         return []
-    names = string_list(find_json(raw), "named_entities")
+    names = string_list(find_json(raw, key="named_entities"), "named_entities")
     if names is None:
         logger.warning("query NER answer has no JSON named_entities list (%.200r); searching "
                        "entities with the query vector", raw)
@@ -141,10 +141,11 @@ class GraphRAGRetriever(BaseRetriever):
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
 
-    Example:
-        >>> retriever = index.as_retriever(hops=1, similarity_top_k=10)  # doctest: +SKIP
-        >>> for hit in retriever.retrieve("What did the son of Euler's teacher do?"):
-        ...     print(hit.score, hit.node.metadata["graphrag_relations"][0]["text"])
+    Example::
+
+        retriever = index.as_retriever(hops=1, similarity_top_k=10)
+        for hit in retriever.retrieve("Who is the son of Euler's teacher?"):
+            print(hit.score, hit.node.metadata["graphrag_relations"][0]["text"])
     """
 
     def __init__(

@@ -145,10 +145,10 @@ class MilvusGraphStore:
         consistency_level: Milvus consistency for the collections this store creates.
         client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...).
 
-    Example:
-        >>> store = MilvusGraphStore("./graphrag.db", collection_prefix="demo")  # doctest: +SKIP
-        >>> store.dim is None  # nothing ingested yet  # doctest: +SKIP
-        True
+    Example::
+
+        store = MilvusGraphStore("./graphrag.db", collection_prefix="demo")
+        print(store.dim)  # None until something is ingested
     """
 
     def __init__(

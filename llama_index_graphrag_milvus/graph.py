@@ -67,11 +67,69 @@ class ExpansionConfig:
             )
 
 
+class IdTable:
+    """Sorted, unique ids; an id's row is its position.
+
+    The package's ids (32 hex digits) are kept as 16 raw bytes each, with no per-id Python
+    object and no dict: a lookup is a binary search. Other ids (hand-built graphs) are kept
+    as a numpy unicode array with the same interface.
+    """
+
+    def __init__(self, sorted_keys: np.ndarray) -> None:
+        self.keys = sorted_keys
+
+    @staticmethod
+    def encode(ids: Sequence[str]) -> np.ndarray:
+        """Ids as a numpy array of keys (16-byte ``V16`` when they are 32 hex digits)."""
+        if ids and all(len(i) == 32 for i in ids):
+            try:
+                return np.frombuffer(bytes.fromhex("".join(ids)), dtype="V16")
+            except ValueError:
+                pass
+        return np.asarray(list(ids), dtype=str)
+
+    @classmethod
+    def build(cls, ids: Sequence[str]) -> tuple[IdTable, np.ndarray]:
+        """The table of the distinct ``ids`` and the row of each input id."""
+        keys, rows = np.unique(cls.encode(ids), return_inverse=True)
+        return cls(keys), rows.astype(np.int32).ravel()
+
+    def lookup(self, ids: Iterable[str]) -> np.ndarray:
+        """Rows of the known ``ids`` (sorted, unique); unknown ids are left out."""
+        wanted = list(ids)
+        if not wanted or self.keys.size == 0:
+            return _EMPTY
+        queries = self.encode(wanted)
+        if queries.dtype != self.keys.dtype and (queries.dtype.kind == "V"
+                                                 or self.keys.dtype.kind == "V"):
+            return _EMPTY
+        rows = np.searchsorted(self.keys, queries)
+        rows = np.minimum(rows, self.keys.size - 1)
+        return np.unique(rows[self.keys[rows] == queries]).astype(np.int64)
+
+    def __getitem__(self, row: int) -> str:
+        key = self.keys[row]
+        return key.tobytes().hex() if self.keys.dtype.kind == "V" else str(key)
+
+    def __len__(self) -> int:
+        return int(self.keys.size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes)
+
+
+def _csr_nbytes(matrix: sp.csr_matrix) -> int:
+    return int(matrix.data.nbytes + matrix.indices.nbytes + matrix.indptr.nbytes)
+
+
 class EntityRelationGraph:
     """Entities, relations and their passages as sparse matrices, plus relation vectors.
 
     Build it with :meth:`from_rows` (rows of the relation collection); the index does that
-    from Milvus on first use and after its own writes.
+    from Milvus on first use and after its own writes. Memory: about 40 to 60 bytes per
+    relation for the structure (see :meth:`memory`), plus ``4 * dim`` bytes per relation for
+    the vectors used to prune candidates by similarity.
 
     Example:
         >>> rows = [
@@ -87,11 +145,11 @@ class EntityRelationGraph:
 
     def __init__(
         self,
-        relation_ids: list[str],
+        relation_ids: IdTable,
         endpoints: np.ndarray,
-        entity_ids: list[str],
+        entity_ids: IdTable,
         relation_passages: sp.csr_matrix,
-        passage_ids: list[str],
+        passage_ids: IdTable,
         vectors: np.ndarray,
     ) -> None:
         self.relation_ids = relation_ids
@@ -100,13 +158,11 @@ class EntityRelationGraph:
         self.endpoints = endpoints
         self.vectors = vectors
         self.relation_passages = relation_passages
-        self._relation_index = {rid: i for i, rid in enumerate(relation_ids)}
-        self._entity_index = {eid: i for i, eid in enumerate(entity_ids)}
         num_relations = len(relation_ids)
         rows = endpoints.T.ravel()
         cols = np.tile(np.arange(num_relations, dtype=np.int32), 2)
         incidence = sp.csr_matrix(
-            (np.ones(rows.size, dtype=np.int8), (rows, cols)),
+            (np.ones(rows.size, dtype=np.bool_), (rows, cols)),
             shape=(len(entity_ids), num_relations),
         )
         incidence.sum_duplicates()
@@ -114,41 +170,40 @@ class EntityRelationGraph:
 
     @classmethod
     def from_rows(cls, batches: Iterable[Sequence[dict[str, Any]]], dim: int,
-                  show_progress: bool = False, total: int | None = None
-                  ) -> EntityRelationGraph:
+                  show_progress: bool = False) -> EntityRelationGraph:
         """Build the graph from batches of relation rows (``id``, ``subject_id``,
-        ``object_id``, ``passage_ids``, ``embedding``)."""
+        ``object_id``, ``passage_ids``, ``embedding``), in any order."""
         relation_ids: list[str] = []
-        entity_index: dict[str, int] = {}
-        passage_index: dict[str, int] = {}
-        endpoint_list: list[tuple[int, int]] = []
-        passage_ptr = [0]
-        passage_cols: list[int] = []
+        endpoint_ids: tuple[list[str], list[str]] = ([], [])
+        passage_counts: list[int] = []
+        passage_flat: list[str] = []
         vector_chunks: list[np.ndarray] = []
         progress = get_tqdm_iterable(batches, show_progress, "Loading graph from Milvus")
         for batch in progress:
             for row in batch:
                 relation_ids.append(row["id"])
-                subject = entity_index.setdefault(row["subject_id"], len(entity_index))
-                obj = entity_index.setdefault(row["object_id"], len(entity_index))
-                endpoint_list.append((subject, obj))
-                for pid in row["passage_ids"]:
-                    passage_cols.append(passage_index.setdefault(pid, len(passage_index)))
-                passage_ptr.append(len(passage_cols))
+                endpoint_ids[0].append(row["subject_id"])
+                endpoint_ids[1].append(row["object_id"])
+                passage_counts.append(len(row["passage_ids"]))
+                passage_flat.extend(row["passage_ids"])
             if batch:
                 vector_chunks.append(np.asarray([r["embedding"] for r in batch], np.float32))
-        vectors = np.concatenate(vector_chunks) if vector_chunks else np.zeros((0, dim),
-                                                                               np.float32)
+        relation_keys = IdTable.encode(relation_ids)
+        order = np.argsort(relation_keys, kind="stable")
+        entities, endpoint_rows = IdTable.build(endpoint_ids[0] + endpoint_ids[1])
+        endpoints = np.ascontiguousarray(endpoint_rows.reshape(2, -1).T[order])
+        passages, passage_rows = IdTable.build(passage_flat)
+        indptr = np.concatenate([[0], np.cumsum(passage_counts, dtype=np.int64)])
+        relation_passages = sp.csr_matrix(
+            (np.ones(passage_rows.size, dtype=np.bool_), passage_rows, indptr),
+            shape=(len(relation_ids), len(passages)),
+        )[order]
+        vectors = (np.concatenate(vector_chunks)[order] if vector_chunks
+                   else np.zeros((0, dim), np.float32))
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors /= np.where(norms > 0, norms, 1.0)
-        relation_passages = sp.csr_matrix(
-            (np.ones(len(passage_cols), dtype=np.int8), np.asarray(passage_cols, np.int32),
-             np.asarray(passage_ptr, np.int64)),
-            shape=(len(relation_ids), len(passage_index)),
-        )
-        endpoints = (np.asarray(endpoint_list, dtype=np.int32).reshape(-1, 2))
-        return cls(relation_ids, endpoints, list(entity_index), relation_passages,
-                   list(passage_index), vectors)
+        return cls(IdTable(relation_keys[order]), endpoints, entities, relation_passages,
+                   passages, vectors)
 
     @property
     def num_relations(self) -> int:
@@ -158,9 +213,12 @@ class EntityRelationGraph:
     def num_entities(self) -> int:
         return len(self.entity_ids)
 
-    def _indices(self, index: dict[str, int], ids: Iterable[str]) -> np.ndarray:
-        found = [index[i] for i in ids if i in index]
-        return np.unique(np.asarray(found, dtype=np.int64)) if found else _EMPTY
+    def memory(self) -> dict[str, int]:
+        """Bytes held: ``structure`` (CSR matrices, endpoints, id tables) and ``vectors``."""
+        structure = (self.relation_ids.nbytes + self.entity_ids.nbytes
+                     + self.passage_ids.nbytes + int(self.endpoints.nbytes)
+                     + _csr_nbytes(self.incidence) + _csr_nbytes(self.relation_passages))
+        return {"structure": structure, "vectors": int(self.vectors.nbytes)}
 
     def relations_of_entities(self, entity_rows: np.ndarray) -> np.ndarray:
         """Relations touching any of ``entity_rows``: the sparse frontier times the matrix."""
@@ -189,9 +247,9 @@ class EntityRelationGraph:
         next one starts; the union is cut to ``config.max_candidate_relations``.
         """
         query = _unit(query_vector)
-        seed_entities = self._indices(self._entity_index, seed_entity_ids)
+        seed_entities = self.entity_ids.lookup(seed_entity_ids)
         frontier = np.union1d(self.relations_of_entities(seed_entities),
-                              self._indices(self._relation_index, seed_relation_ids))
+                              self.relation_ids.lookup(seed_relation_ids))
         seen = frontier
         expanded = seed_entities
         kept_indices: list[np.ndarray] = []

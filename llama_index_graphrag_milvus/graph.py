@@ -27,6 +27,9 @@ logger = logging.getLogger(__name__)
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
+DEFAULT_HUB_DEGREE = 500
+"""Entities with more relations than this are hubs: expansion probes their closest clusters."""
+
 
 def _unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:
     v = np.asarray(vector, dtype=np.float32)
@@ -34,8 +37,21 @@ def _unit(vector: Sequence[float] | np.ndarray) -> np.ndarray:
     return v / norm if norm > 0 else v
 
 
+def _unique(values: np.ndarray) -> np.ndarray:
+    """Sorted distinct values (sort-based: faster than numpy's hash path on int arrays)."""
+    if values.size == 0:
+        return values.astype(np.int64)
+    ordered = np.sort(values)
+    return ordered[np.concatenate(([True], ordered[1:] != ordered[:-1]))].astype(np.int64)
+
+
 def _top(indices: np.ndarray, scores: np.ndarray, limit: int) -> tuple[np.ndarray, np.ndarray]:
     """The ``limit`` best-scoring ``indices`` (ties broken by index), best first."""
+    if indices.size > 2 * limit:
+        # keep everything that scores at least the limit-th best, ties included
+        threshold = np.partition(scores, indices.size - limit)[indices.size - limit]
+        keep = scores >= threshold
+        indices, scores = indices[keep], scores[keep]
     order = np.lexsort((indices, -scores))[:limit]
     return indices[order], scores[order]
 
@@ -51,20 +67,22 @@ class ExpansionConfig:
         per_hop_max_relations: at most this many new relations survive each hop (by
             similarity to the query) and seed the next one.
         max_candidate_relations: size of the final pool, by similarity to the query.
+        per_hop_max_entities: at most this many entities are expanded per hop, those
+            reached by the most similar relations first.
     """
 
     hops: int = 1
-    per_hop_max_relations: int = 1000
+    per_hop_max_relations: int = 200
     max_candidate_relations: int = 100
+    per_hop_max_entities: int = 50
 
     def __post_init__(self) -> None:
         if self.hops < 0:
             raise ValueError(f"hops must be 0 or more, got {self.hops}")
-        if self.per_hop_max_relations < 1 or self.max_candidate_relations < 1:
-            raise ValueError(
-                "per_hop_max_relations and max_candidate_relations must be at least 1, got "
-                f"{self.per_hop_max_relations} and {self.max_candidate_relations}"
-            )
+        for name in ("per_hop_max_relations", "max_candidate_relations",
+                     "per_hop_max_entities"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
 
 
 class IdTable:
@@ -107,6 +125,13 @@ class IdTable:
         rows = np.minimum(rows, self.keys.size - 1)
         return np.unique(rows[self.keys[rows] == queries]).astype(np.int64)
 
+    def ids(self, rows: np.ndarray) -> list[str]:
+        """The ids at ``rows``, converted in one pass."""
+        if self.keys.dtype.kind != "V":
+            return [str(k) for k in self.keys[rows]]
+        text = self.keys[rows].tobytes().hex()
+        return [text[i:i + 32] for i in range(0, len(text), 32)]
+
     def __getitem__(self, row: int) -> str:
         key = self.keys[row]
         return key.tobytes().hex() if self.keys.dtype.kind == "V" else str(key)
@@ -117,6 +142,88 @@ class IdTable:
     @property
     def nbytes(self) -> int:
         return int(self.keys.nbytes)
+
+
+class HubIndex:
+    """The relations of hub entities, grouped into clusters of similar vectors.
+
+    An entity with more than ``hub_degree`` relations is a hub. Expansion does not walk all
+    of a hub's relations: it scores the hub's cluster centroids against the query and takes
+    the relations of the best clusters until about ``hub_degree`` relations are reached, so
+    one hub costs about ``hub_degree`` relations per query whatever its size. Clusters come
+    from centroids sampled among the hub's relation vectors (seeded), one assignment pass,
+    then the centroids are moved to their members' mean direction.
+    """
+
+    def __init__(self, hub_rows: np.ndarray, centroid_ptr: np.ndarray, centroids: np.ndarray,
+                 cluster_ptr: np.ndarray, members: np.ndarray, hub_degree: int) -> None:
+        self.hub_rows = hub_rows
+        self.centroid_ptr = centroid_ptr
+        self.centroids = centroids
+        self.cluster_ptr = cluster_ptr
+        self.members = members
+        self.hub_degree = hub_degree
+
+    @classmethod
+    def build(cls, incidence: sp.csr_matrix, vectors: np.ndarray, hub_degree: int,
+              cluster_size: int = 64, seed: int = 0) -> HubIndex:
+        degrees = np.diff(incidence.indptr)
+        hub_rows = np.flatnonzero(degrees > hub_degree).astype(np.int64)
+        rng = np.random.default_rng(seed)
+        centroid_ptr = [0]
+        cluster_ptr = [0]
+        centroid_chunks: list[np.ndarray] = []
+        member_chunks: list[np.ndarray] = []
+        for hub in hub_rows.tolist():
+            relations = incidence.indices[incidence.indptr[hub]:incidence.indptr[hub + 1]]
+            count = -(-relations.size // cluster_size)
+            seeds = vectors[rng.choice(relations, count, replace=False)]
+            labels = np.concatenate([
+                np.argmax(vectors[relations[i:i + 16384]] @ seeds.T, axis=1)
+                for i in range(0, relations.size, 16384)
+            ])
+            order = np.argsort(labels, kind="stable")
+            sizes = np.bincount(labels, minlength=count)
+            keep = sizes > 0
+            starts = np.concatenate([[0], np.cumsum(sizes[keep])[:-1]])
+            means = np.add.reduceat(vectors[relations[order]], starts, axis=0)
+            centroid_chunks.append(means / np.linalg.norm(means, axis=1, keepdims=True))
+            member_chunks.append(relations[order].astype(np.int32))
+            cluster_ptr.extend((cluster_ptr[-1] + np.cumsum(sizes[keep])).tolist())
+            centroid_ptr.append(centroid_ptr[-1] + int(keep.sum()))
+        dim = vectors.shape[1] if vectors.ndim == 2 else 0
+        return cls(
+            hub_rows,
+            np.asarray(centroid_ptr, np.int64),
+            np.concatenate(centroid_chunks) if centroid_chunks else np.zeros((0, dim),
+                                                                             np.float32),
+            np.asarray(cluster_ptr, np.int64),
+            np.concatenate(member_chunks) if member_chunks else np.zeros(0, np.int32),
+            hub_degree,
+        )
+
+    def split(self, entity_rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """``(ordinary rows, positions of the hub rows in this index)``."""
+        if self.hub_rows.size == 0 or entity_rows.size == 0:
+            return entity_rows, _EMPTY
+        positions = np.minimum(np.searchsorted(self.hub_rows, entity_rows),
+                               self.hub_rows.size - 1)
+        is_hub = self.hub_rows[positions] == entity_rows
+        return entity_rows[~is_hub], positions[is_hub]
+
+    def probe(self, hub: int, query: np.ndarray) -> np.ndarray:
+        """About ``hub_degree`` relations of hub ``hub`` (a position), closest clusters first."""
+        first, last = self.centroid_ptr[hub], self.centroid_ptr[hub + 1]
+        order = first + np.argsort(-(self.centroids[first:last] @ query), kind="stable")
+        sizes = self.cluster_ptr[order + 1] - self.cluster_ptr[order]
+        taken = int(np.searchsorted(np.cumsum(sizes), self.hub_degree)) + 1
+        return np.concatenate([self.members[self.cluster_ptr[c]:self.cluster_ptr[c + 1]]
+                               for c in order[:taken].tolist()])
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.hub_rows.nbytes + self.centroid_ptr.nbytes + self.cluster_ptr.nbytes
+                   + self.members.nbytes)
 
 
 def _csr_nbytes(matrix: sp.csr_matrix) -> int:
@@ -151,6 +258,7 @@ class EntityRelationGraph:
         relation_passages: sp.csr_matrix,
         passage_ids: IdTable,
         vectors: np.ndarray,
+        hub_degree: int = DEFAULT_HUB_DEGREE,
     ) -> None:
         self.relation_ids = relation_ids
         self.entity_ids = entity_ids
@@ -167,10 +275,12 @@ class EntityRelationGraph:
         )
         incidence.sum_duplicates()
         self.incidence = incidence
+        self.hubs = HubIndex.build(incidence, vectors, hub_degree)
 
     @classmethod
     def from_rows(cls, batches: Iterable[Sequence[dict[str, Any]]], dim: int,
-                  show_progress: bool = False) -> EntityRelationGraph:
+                  show_progress: bool = False, hub_degree: int = DEFAULT_HUB_DEGREE
+                  ) -> EntityRelationGraph:
         """Build the graph from batches of relation rows (``id``, ``subject_id``,
         ``object_id``, ``passage_ids``, ``embedding``), in any order."""
         relation_ids: list[str] = []
@@ -203,7 +313,7 @@ class EntityRelationGraph:
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors /= np.where(norms > 0, norms, 1.0)
         return cls(IdTable(relation_keys[order]), endpoints, entities, relation_passages,
-                   passages, vectors)
+                   passages, vectors, hub_degree)
 
     @property
     def num_relations(self) -> int:
@@ -214,22 +324,41 @@ class EntityRelationGraph:
         return len(self.entity_ids)
 
     def memory(self) -> dict[str, int]:
-        """Bytes held: ``structure`` (CSR matrices, endpoints, id tables) and ``vectors``."""
-        structure = (self.relation_ids.nbytes + self.entity_ids.nbytes
+        """Bytes held: ``structure`` (CSR matrices, endpoints, id tables, hub clusters) and
+        ``vectors`` (relation vectors and hub centroids)."""
+        structure = (self.relation_ids.nbytes + self.entity_ids.nbytes + self.hubs.nbytes
                      + self.passage_ids.nbytes + int(self.endpoints.nbytes)
                      + _csr_nbytes(self.incidence) + _csr_nbytes(self.relation_passages))
-        return {"structure": structure, "vectors": int(self.vectors.nbytes)}
+        return {"structure": structure,
+                "vectors": int(self.vectors.nbytes + self.hubs.centroids.nbytes)}
 
-    def relations_of_entities(self, entity_rows: np.ndarray) -> np.ndarray:
-        """Relations touching any of ``entity_rows``: the sparse frontier times the matrix."""
+    def relations_of_entities(self, entity_rows: np.ndarray, query: np.ndarray
+                              ) -> np.ndarray:
+        """Relations touching any of ``entity_rows``: the sparse frontier times the matrix
+        for ordinary entities, the clusters closest to ``query`` for hubs."""
         if entity_rows.size == 0:
             return _EMPTY
-        return np.unique(self.incidence[entity_rows].indices).astype(np.int64)
+        ordinary, hubs = self.hubs.split(entity_rows)
+        parts = [self.incidence[ordinary].indices] if ordinary.size else []
+        parts.extend(self.hubs.probe(h, query) for h in hubs.tolist())
+        return _unique(np.concatenate(parts)) if parts else _EMPTY
 
-    def passages_of(self, relation: int) -> tuple[str, ...]:
-        """The passage ids a relation (by row) was extracted from."""
-        start, end = self.relation_passages.indptr[relation:relation + 2]
-        return tuple(self.passage_ids[j] for j in self.relation_passages.indices[start:end])
+    def passages_of(self, relations: np.ndarray) -> list[tuple[str, ...]]:
+        """The passage ids each relation (by row) was extracted from."""
+        links = self.relation_passages[relations]
+        ids = self.passage_ids.ids(links.indices)
+        return [tuple(ids[links.indptr[i]:links.indptr[i + 1]]) for i in range(relations.size)]
+
+    def _next_entities(self, relations: np.ndarray, expanded: np.ndarray, limit: int
+                       ) -> np.ndarray:
+        """Endpoints of ``relations`` (best first) not expanded yet, at most ``limit``, in the
+        order of the best relation that reaches them."""
+        candidates = self.endpoints[relations].ravel().astype(np.int64)
+        order = np.argsort(candidates, kind="stable")
+        ordered = candidates[order]
+        first_seen = np.sort(order[np.concatenate(([True], ordered[1:] != ordered[:-1]))])
+        entities = candidates[first_seen]
+        return entities[~np.isin(entities, expanded, kind="sort")][:limit]
 
     def expand(
         self,
@@ -242,14 +371,17 @@ class EntityRelationGraph:
 
         Hop 0 holds the relations that touch a seed entity plus the seed relations. Each
         further hop takes the entities of the previous hop's surviving relations that were
-        not expanded yet, and the relations they touch that were not seen yet. Every hop is
-        cut to ``config.per_hop_max_relations`` by cosine similarity to the query before the
-        next one starts; the union is cut to ``config.max_candidate_relations``.
+        not expanded yet (at most ``config.per_hop_max_entities``, those reached by the best
+        relations first), and the relations they touch that were not seen yet (for a hub, its
+        clusters closest to the query). Every hop is cut to ``config.per_hop_max_relations``
+        by cosine similarity to the query before the next one starts; the union is cut to
+        ``config.max_candidate_relations``. The work per hop is bounded by the caps, not by
+        the size of the graph.
         """
         query = _unit(query_vector)
         seed_entities = self.entity_ids.lookup(seed_entity_ids)
-        frontier = np.union1d(self.relations_of_entities(seed_entities),
-                              self.relation_ids.lookup(seed_relation_ids))
+        frontier = _unique(np.concatenate([self.relations_of_entities(seed_entities, query),
+                                           self.relation_ids.lookup(seed_relation_ids)]))
         seen = frontier
         expanded = seed_entities
         kept_indices: list[np.ndarray] = []
@@ -257,11 +389,11 @@ class EntityRelationGraph:
         kept_hops: list[np.ndarray] = []
         for hop in range(config.hops + 1):
             if hop > 0:
-                entities = np.setdiff1d(np.unique(self.endpoints[frontier]), expanded)
-                expanded = np.union1d(expanded, entities)
-                touched = self.relations_of_entities(entities)
-                frontier = np.setdiff1d(touched, seen, assume_unique=True)
-                seen = np.union1d(seen, frontier)
+                entities = self._next_entities(frontier, expanded, config.per_hop_max_entities)
+                expanded = _unique(np.concatenate([expanded, entities]))
+                touched = self.relations_of_entities(entities, query)
+                frontier = touched[~np.isin(touched, seen, assume_unique=True, kind="sort")]
+                seen = _unique(np.concatenate([seen, frontier]))
             if frontier.size == 0:
                 break
             frontier, scores = _top(frontier, self.vectors[frontier] @ query,
@@ -276,7 +408,8 @@ class EntityRelationGraph:
         hop_of = dict(zip(np.concatenate(kept_indices).tolist(),
                           np.concatenate(kept_hops).tolist(), strict=True))
         return [
-            CandidateRelation(id=self.relation_ids[i], score=float(s), hop=int(hop_of[i]),
-                              passage_ids=self.passages_of(i))
-            for i, s in zip(indices.tolist(), scores.tolist(), strict=True)
+            CandidateRelation(id=rid, score=float(s), hop=int(hop_of[i]), passage_ids=passages)
+            for rid, i, s, passages in zip(self.relation_ids.ids(indices), indices.tolist(),
+                                           scores.tolist(), self.passages_of(indices),
+                                           strict=True)
         ]

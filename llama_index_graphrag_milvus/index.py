@@ -17,7 +17,7 @@ from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.extraction import TripletExtractor
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.ingestion import (
     IngestionStats,
     PassageInput,
@@ -52,6 +52,9 @@ class GraphRAGIndex:
             ``"Strong"``: a query sees every write that finished before it).
         show_progress: progress bars while embedding and loading the graph.
         milvus_client_kwargs: passed to ``pymilvus.MilvusClient`` (timeouts, TLS...).
+        hub_degree: entities with more relations are hubs; expansion probes only the
+            clusters of a hub's relations closest to the query (about ``hub_degree``
+            relations), so one hub costs the same per query whatever its size.
 
     Example::
 
@@ -71,12 +74,14 @@ class GraphRAGIndex:
         consistency_level: str = "Strong",
         show_progress: bool = False,
         milvus_client_kwargs: dict[str, Any] | None = None,
+        hub_degree: int = DEFAULT_HUB_DEGREE,
     ) -> None:
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs)
         self.embed_model: BaseEmbedding = embed_model or Settings.embed_model
         self.show_progress = show_progress
+        self.hub_degree = hub_degree
         self._graph: EntityRelationGraph | None = None
         self._graph_lock = threading.Lock()
 
@@ -168,7 +173,7 @@ class GraphRAGIndex:
             if self._graph is None:
                 self._graph = EntityRelationGraph.from_rows(
                     self.store.iter_relations(), dim=self.store.dim or 0,
-                    show_progress=self.show_progress,
+                    show_progress=self.show_progress, hub_degree=self.hub_degree,
                 )
             return self._graph
 

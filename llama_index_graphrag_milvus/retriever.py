@@ -135,8 +135,10 @@ class GraphRAGRetriever(BaseRetriever):
         entity_similarity_threshold: drop entity hits with a lower cosine similarity.
         relation_similarity_threshold: drop relation hits with a lower cosine similarity.
         max_candidate_relations: size of the candidate pool handed on. Default 100.
-        per_hop_max_relations: new relations kept per hop, so a hub cannot flood the next
-            hop. Default 1000.
+        per_hop_max_relations: new relations kept per hop (by similarity), before the next
+            hop starts. Default 200.
+        per_hop_max_entities: entities expanded per hop, those reached by the most similar
+            relations first. Default 50.
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -158,7 +160,8 @@ class GraphRAGRetriever(BaseRetriever):
         entity_similarity_threshold: float | None = None,
         relation_similarity_threshold: float | None = None,
         max_candidate_relations: int = 100,
-        per_hop_max_relations: int = 1000,
+        per_hop_max_relations: int = 200,
+        per_hop_max_entities: int = 50,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         callback_manager: CallbackManager | None = None,
@@ -170,7 +173,7 @@ class GraphRAGRetriever(BaseRetriever):
                 raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
         try:
             self._expansion = ExpansionConfig(hops, per_hop_max_relations,
-                                              max_candidate_relations)
+                                              max_candidate_relations, per_hop_max_entities)
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
         self._index = index
@@ -300,6 +303,7 @@ class GraphRAGRetriever(BaseRetriever):
             "relation_similarity_threshold": self._relation_threshold,
             "max_candidate_relations": self._expansion.max_candidate_relations,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,
+            "per_hop_max_entities": self._expansion.per_hop_max_entities,
             "similarity_top_k": self._similarity_top_k,
             "ner": self._llm is not None,
         }

@@ -113,8 +113,8 @@ def test_expansion_never_builds_a_relation_by_relation_matrix(monkeypatch) -> No
     touched: list[int] = []
     original = graph.relations_of_entities
 
-    def spy(rows: np.ndarray) -> np.ndarray:
-        result = original(rows)
+    def spy(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        result = original(rows, query)
         touched.append(result.size)
         return result
 
@@ -146,3 +146,82 @@ def test_empty_graph() -> None:
 def test_bad_expansion_config(kwargs: dict) -> None:
     with pytest.raises(ValueError, match="must be"):
         ExpansionConfig(**kwargs)
+
+
+def random_hub(spokes: int, dim: int = 16, seed: int = 3, topics: int = 0
+               ) -> tuple[list[dict], np.ndarray]:
+    """A hub with ``spokes`` relations: random unit vectors, or (``topics`` > 0) vectors
+    scattered around that many topic directions, as real embeddings are."""
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((spokes, dim)).astype(np.float32)
+    if topics:
+        centers = rng.standard_normal((topics, dim)).astype(np.float32) * 3
+        vectors = vectors + centers[rng.integers(0, topics, spokes)]
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    rows = [rel(f"s{i:05d}", "hub", f"leaf{i}", vectors[i].tolist()) for i in range(spokes)]
+    return rows, vectors
+
+
+@pytest.mark.parametrize("topics, min_recall", [(0, 0.4), (50, 0.9)])
+def test_a_hub_costs_about_hub_degree_relations_and_keeps_the_most_similar(
+        topics: int, min_recall: float) -> None:
+    rows, vectors = random_hub(20000, topics=topics)
+    graph = EntityRelationGraph.from_rows([rows], dim=16, hub_degree=400)
+    assert graph.hubs.hub_rows.size == 1
+    rng = np.random.default_rng(11)
+    recalls = []
+    for _ in range(20):
+        query = vectors[rng.integers(0, len(vectors))] if topics else \
+            rng.standard_normal(16).astype(np.float32)
+        query /= np.linalg.norm(query)
+        probed = graph.relations_of_entities(graph.entity_ids.lookup(["hub"]), query)
+        assert 400 <= probed.size <= 1200
+        found = graph.expand(query, ["hub"], [], ExpansionConfig(hops=0,
+                                                                  max_candidate_relations=10))
+        exact = {f"s{i:05d}" for i in np.argsort(-(vectors @ query))[:10]}
+        recalls.append(len(ids(found) & exact) / 10)
+    # The clusters closest to the query hold most of the truly closest relations. Random
+    # vectors are the worst case (no cluster structure); probing 2% of the hub at random
+    # would find 2% of them.
+    assert np.mean(recalls) >= min_recall
+
+
+def test_entities_below_the_hub_degree_are_walked_exactly() -> None:
+    rows, vectors = random_hub(300)
+    graph = EntityRelationGraph.from_rows([rows], dim=16, hub_degree=300)
+    assert graph.hubs.hub_rows.size == 0
+    query = vectors[7]
+    found = graph.expand(query, ["hub"], [], ExpansionConfig(hops=0,
+                                                              max_candidate_relations=5))
+    assert [c.id for c in found] == [f"s{i:05d}" for i in np.argsort(-(vectors @ query))[:5]]
+
+
+def test_entities_expanded_per_hop_are_capped_best_first(monkeypatch) -> None:
+    # a star of 30 leaves around "center"; every leaf has one more relation further out
+    rows = [rel(f"c{i}", "center", f"leaf{i}", [1.0, i / 30, 0.0]) for i in range(30)]
+    rows += [rel(f"o{i}", f"leaf{i}", f"out{i}", [0.0, 0.0, 1.0]) for i in range(30)]
+    graph = EntityRelationGraph.from_rows([rows], dim=3)
+    expanded: list[np.ndarray] = []
+    original = graph.relations_of_entities
+
+    def spy(entity_rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        expanded.append(entity_rows)
+        return original(entity_rows, query)
+
+    monkeypatch.setattr(graph, "relations_of_entities", spy)
+    found = graph.expand([0.0, 1.0, 0.0], ["center"], [],
+                         ExpansionConfig(hops=1, per_hop_max_entities=4))
+    assert expanded[1].size == 4
+    # the four leaves reached by the relations most similar to the query (largest i)
+    assert {c.id for c in found if c.hop == 1} == {"o29", "o28", "o27", "o26"}
+
+
+def test_structure_memory_per_relation_on_a_power_law_graph() -> None:
+    from llama_index_graphrag_milvus.bench.synthetic import generate
+
+    synthetic = generate(50_000, dim=8, seed=2)
+    graph = EntityRelationGraph.from_rows(synthetic.relation_batches(), dim=8)
+    memory = graph.memory()
+    assert graph.num_relations == 50_000
+    assert memory["structure"] / graph.num_relations <= 64
+    assert memory["vectors"] >= 50_000 * 8 * 4

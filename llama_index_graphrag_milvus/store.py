@@ -164,6 +164,8 @@ class MilvusGraphStore:
         self._token = token
         self._client_kwargs = dict(client_kwargs or {})
         self.consistency_level = consistency_level
+        self.is_lite = "://" not in uri
+        self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
         self.entity_collection = f"{self.prefix}_entities"
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
@@ -240,7 +242,7 @@ class MilvusGraphStore:
                              max_capacity=MAX_PASSAGES_PER_RELATION, max_length=ID_MAX_LENGTH)
         schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
         index_params = self.client.prepare_index_params()
-        index_params.add_index("embedding", index_type="AUTOINDEX", metric_type=METRIC)
+        index_params.add_index("embedding", index_type=self.index_type, metric_type=METRIC)
         self.client.create_collection(name, schema=schema,
                                       consistency_level=self.consistency_level)
         # sync=False: Milvus builds the index in the background and load waits for it; the

@@ -1,0 +1,293 @@
+"""Scale benchmark: graph build, memory and expansion latency versus graph size, in one run.
+
+For each size (synthetic power-law graphs, see :mod:`.synthetic`) it reports:
+
+- the time to build the in-memory graph from relation rows, and its memory per relation,
+- expansion + pruning latency (p50, p95) for 1 and 2 hops from seeds that include a hub,
+  with the number of relations each query touched,
+- for the sizes written to Milvus (``--milvus-max-size``): the time to rebuild the graph
+  from the relation collection (what reopening an index costs), and end-to-end ``retrieve``
+  latency of the graph retriever versus naive vector RAG, measured side by side.
+
+Run::
+
+    python -m llama_index_graphrag_milvus.bench.scale --sizes 10000 100000 1000000 \\
+        --embedded-server /tmp/milvus-bench --out bench_out/scale
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import hashlib
+import json
+import platform
+import shutil
+import tempfile
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import TextNode
+
+from llama_index_graphrag_milvus import GraphRAGIndex, __version__
+from llama_index_graphrag_milvus.bench.synthetic import (
+    SyntheticGraph,
+    entity_id,
+    generate,
+    passage_id,
+    relation_id,
+    unit_vectors,
+)
+from llama_index_graphrag_milvus.graph import (
+    DEFAULT_HUB_DEGREE,
+    EntityRelationGraph,
+    ExpansionConfig,
+)
+
+
+class HashedRandomEmbedding(BaseEmbedding):
+    """A random unit vector per text (seeded by its hash): embedding costs nothing, so the
+    end-to-end latencies measure retrieval, not the model."""
+
+    dim: int = 64
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "HashedRandomEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        seed = int.from_bytes(hashlib.sha256(text.encode()).digest()[:8], "little")
+        return unit_vectors(np.random.default_rng(seed), 1, self.dim)[0].tolist()
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._vector(query)
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        return self._vector(text)
+
+
+@dataclass(frozen=True)
+class Percentiles:
+    p50_ms: float
+    p95_ms: float
+
+    @classmethod
+    def of(cls, seconds: list[float]) -> Percentiles:
+        values = np.asarray(seconds) * 1000
+        return cls(round(float(np.percentile(values, 50)), 3),
+                   round(float(np.percentile(values, 95)), 3))
+
+
+def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hops: int,
+                      queries: int, seed: int = 7) -> tuple[Percentiles, float]:
+    """Latency of ``expand`` and the mean relations touched, seeds = a hub + 2 random
+    entities + 3 random relations per query."""
+    rng = np.random.default_rng(seed)
+    hubs = synthetic.hubs(3)
+    touched: list[int] = []
+    original = graph.relations_of_entities
+
+    def counting(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+        result = original(rows, query)
+        touched[-1] += int(result.size)
+        return result
+
+    graph.relations_of_entities = counting  # type: ignore[method-assign,assignment]
+    config = ExpansionConfig(hops=hops)
+    times = []
+    try:
+        for number in range(queries):
+            query = unit_vectors(rng, 1, synthetic.dim)[0]
+            entities = [entity_id(hubs[number % len(hubs)])] + [
+                entity_id(int(e)) for e in rng.integers(0, synthetic.num_entities, 2)]
+            relations = [relation_id(int(r)) for r in
+                         rng.integers(0, synthetic.num_relations, 3)]
+            touched.append(0)
+            start = time.perf_counter()
+            graph.expand(query, entities, relations, config)
+            times.append(time.perf_counter() - start)
+    finally:
+        del graph.relations_of_entities
+    return Percentiles.of(times), float(np.mean(touched))
+
+
+def write_to_milvus(synthetic: SyntheticGraph, index: GraphRAGIndex, batch_size: int = 10_000
+                    ) -> float:
+    """Write the synthetic graph's three collections directly (vectors are given)."""
+    store = index.store
+    start = time.perf_counter()
+    store.create(synthetic.dim)
+    rng = np.random.default_rng(synthetic.seed + 2)
+    for first in range(0, synthetic.num_entities, batch_size):
+        numbers = range(first, min(first + batch_size, synthetic.num_entities))
+        vectors = unit_vectors(rng, len(numbers), synthetic.dim)
+        store.upsert_rows(store.entity_collection, [
+            {"id": entity_id(n), "name": f"entity {n}", "embedding": v.tolist()}
+            for n, v in zip(numbers, vectors, strict=True)])
+    for batch in synthetic.relation_batches(batch_size):
+        for row in batch:
+            row["embedding"] = row["embedding"].tolist()
+        store.upsert_rows(store.relation_collection, batch)
+    for first in range(0, synthetic.num_passages, batch_size):
+        numbers = range(first, min(first + batch_size, synthetic.num_passages))
+        vectors = unit_vectors(rng, len(numbers), synthetic.dim)
+        store.upsert_passages([
+            TextNode(id_=passage_id(n), text=f"passage {n}", embedding=v.tolist())
+            for n, v in zip(numbers, vectors, strict=True)])
+    store.flush()
+    return time.perf_counter() - start
+
+
+def retrieve_latency(index: GraphRAGIndex, queries: int) -> dict[str, Any]:
+    """Graph versus naive ``retrieve`` latency, alternating per query, one warm-up each."""
+    graph = index.as_retriever()
+    naive = index.as_naive_retriever(similarity_top_k=5)
+    texts = [f"synthetic question {i}" for i in range(queries + 1)]
+    graph.retrieve(texts[-1])
+    naive.retrieve(texts[-1])
+    graph_times, naive_times = [], []
+    for text in texts[:-1]:
+        start = time.perf_counter()
+        graph.retrieve(text)
+        graph_times.append(time.perf_counter() - start)
+        start = time.perf_counter()
+        naive.retrieve(text)
+        naive_times.append(time.perf_counter() - start)
+    graph_p, naive_p = Percentiles.of(graph_times), Percentiles.of(naive_times)
+    return {"graph": graph_p.__dict__, "naive": naive_p.__dict__,
+            "ratio_p50": round(graph_p.p50_ms / naive_p.p50_ms, 2)}
+
+
+@contextlib.contextmanager
+def milvus_target(uri: str | None, embedded_server: str | None,
+                  workdir: Path) -> Iterator[tuple[str, str]]:
+    """``(uri, kind)``: an embedded server, a given URI, or a Lite path in ``workdir``."""
+    if embedded_server:
+        from milvus import default_server
+
+        shutil.rmtree(embedded_server, ignore_errors=True)
+        default_server.set_base_dir(embedded_server)
+        default_server.start()
+        try:
+            yield f"http://127.0.0.1:{default_server.listen_port}", "server (embedded 2.3.5)"
+        finally:
+            default_server.stop()
+    elif uri:
+        yield uri, "server" if "://" in uri else "lite"
+    else:
+        yield str(workdir / "scale.db"), "lite"
+
+
+def run(sizes: list[int], queries: int, milvus_max_size: int, uri: str | None,
+        embedded_server: str | None, dim: int, out: Path) -> dict[str, Any]:
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, \
+            milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
+        for size in sizes:
+            print(f"size {size:,}: generating", flush=True)
+            synthetic = generate(size, dim=dim)
+            degrees = synthetic.entity_degrees()
+            row = {"relations": size, "entities": synthetic.num_entities,
+                   "passages": synthetic.num_passages,
+                   "top_hub_degrees": sorted(degrees.tolist())[-3:][::-1]}
+            batches = list(synthetic.relation_batches())
+            start = time.perf_counter()
+            graph = EntityRelationGraph.from_rows(batches, dim=dim)
+            row["build_from_rows_s"] = round(time.perf_counter() - start, 2)
+            del batches
+            memory = graph.memory()
+            row["structure_bytes_per_relation"] = round(memory["structure"] / size, 1)
+            row["vector_bytes_per_relation"] = round(memory["vectors"] / size, 1)
+            row["hubs"] = int(graph.hubs.hub_rows.size)
+            for hops in (1, 2):
+                latency, touched = expansion_latency(graph, synthetic, hops, queries)
+                row[f"expand_{hops}hop"] = latency.__dict__
+                row[f"touched_{hops}hop"] = round(touched)
+            del graph
+            if size <= milvus_max_size:
+                prefix = f"scale_{size}"
+                index = GraphRAGIndex(uri=target, collection_prefix=prefix,
+                                      embed_model=HashedRandomEmbedding(dim=dim))
+                print(f"size {size:,}: writing to Milvus ({kind})", flush=True)
+                row["milvus_write_s"] = round(write_to_milvus(synthetic, index), 1)
+                reopened = GraphRAGIndex(uri=target, collection_prefix=prefix,
+                                         embed_model=HashedRandomEmbedding(dim=dim))
+                start = time.perf_counter()
+                reopened.refresh()
+                row["rebuild_from_milvus_s"] = round(time.perf_counter() - start, 2)
+                row["retrieve"] = retrieve_latency(reopened, min(queries, 100))
+            results.append(row)
+            print(json.dumps(row), flush=True)
+    report = {
+        "config": {"sizes": sizes, "queries": queries, "dim": dim, "milvus": kind,
+                   "milvus_max_size": milvus_max_size, "hub_degree": DEFAULT_HUB_DEGREE,
+                   "expansion": ExpansionConfig().__dict__, "package": __version__,
+                   "python": platform.python_version(), "machine": platform.machine()},
+        "results": results,
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "scale.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def markdown(report: dict[str, Any]) -> str:
+    lines = [
+        "| relations | build from rows (s) | structure B/rel | vectors B/rel "
+        "| expand 1 hop p50/p95 (ms) | expand 2 hops p50/p95 (ms) | touched 1/2 hops | rebuild from Milvus (s) "
+        "| retrieve graph p50 (ms) | naive p50 (ms) | graph/naive |",
+        "|---|---|---|---|---|---|---|---|---|---|---|",
+    ]
+    for row in report["results"]:
+        retrieve = row.get("retrieve")
+        one, two = row["expand_1hop"], row["expand_2hop"]
+        lines.append(
+            f"| {row['relations']:,} | {row['build_from_rows_s']} | "
+            f"{row['structure_bytes_per_relation']} | {row['vector_bytes_per_relation']} | "
+            f"{one['p50_ms']} / {one['p95_ms']} | {two['p50_ms']} / {two['p95_ms']} | "
+            f"{row['touched_1hop']:,} / {row['touched_2hop']:,} | "
+            f"{row.get('rebuild_from_milvus_s', '-')} | "
+            f"{retrieve['graph']['p50_ms'] if retrieve else '-'} | "
+            f"{retrieve['naive']['p50_ms'] if retrieve else '-'} | "
+            f"{retrieve['ratio_p50'] if retrieve else '-'} |")
+    results = report["results"]
+    if len(results) > 1:
+        small, large = results[0], results[-1]
+        for hops in (1, 2):
+            ratio = large[f"expand_{hops}hop"]["p50_ms"] / small[f"expand_{hops}hop"]["p50_ms"]
+            lines.append(f"\n{hops}-hop expansion p50, {large['relations']:,} relations versus "
+                         f"{small['relations']:,}: {ratio:.1f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="Graph size versus build time, memory and "
+                                                 "expansion latency (synthetic graphs).")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[10_000, 100_000, 1_000_000])
+    parser.add_argument("--queries", type=int, default=200, help="queries per measurement")
+    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--milvus-max-size", type=int, default=100_000,
+                        help="largest size written to Milvus (rebuild and retrieve timings)")
+    parser.add_argument("--uri", help="Milvus Lite path or server URL (default: a Lite "
+                                      "path in a temporary directory)")
+    parser.add_argument("--embedded-server", metavar="DIR",
+                        help="start the embedded Milvus server (PyPI package 'milvus') with "
+                             "its data in DIR (wiped first), and use it")
+    parser.add_argument("--out", type=Path, default=Path("bench_out/scale"))
+    args = parser.parse_args(argv)
+    report = run(args.sizes, args.queries, args.milvus_max_size, args.uri,
+                 args.embedded_server, args.dim, args.out)
+    print()
+    print(markdown(report))
+    print(f"\nJSON: {args.out / 'scale.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,9 +1,28 @@
-"""Shared fixtures: Milvus Lite stores under tmp_path, a small hand-built graph."""
+"""Shared fixtures: Milvus stores on two backends, a small hand-built graph.
+
+The Milvus-backed fixtures (``milvus_uri``, ``make_index``, ``family_index``) are parametrized
+over two backends, so every test that uses them runs twice:
+
+- ``lite``: a Milvus Lite path under ``tmp_path``;
+- ``server``: a real Milvus standalone server (the ``milvus`` package, an embedded 2.3.5
+  server) on 127.0.0.1, started once per session with its data in a temporary directory and
+  stopped at the end. Each test starts from a server with no collections. These tests carry
+  the ``server`` mark: ``-m server`` selects them, ``-m "not server"`` deselects them (and the
+  server is then never started). If the server cannot start, they fail with the reason.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import os
+import socket
+import subprocess
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, NoReturn
 
 import pytest
 
@@ -25,21 +44,199 @@ FAMILY = [
      [("fluid dynamics", "explains", "the lift of aircraft wings")]),
 ]
 
+BACKENDS = [
+    pytest.param("lite", id="lite"),
+    pytest.param("server", id="server", marks=pytest.mark.server),
+]
+
+SERVER_START_TIMEOUT = 120.0
+"""Seconds to wait for the server's health check (it usually answers within 10-15 s)."""
+ETCD_PEER_PORT = 2380
+"""The embedded etcd of milvus 2.3.5 always listens on this peer port: one server at a time."""
+PID_FILE = Path("/run/milvus/standalone.pid")
+
 
 @pytest.fixture
 def embed_model() -> HashEmbedding:
     return HashEmbedding(dim=64)
 
 
-@pytest.fixture
-def lite_uri(tmp_path: Path) -> str:
-    return str(tmp_path / "graph.db")
+# ---------------------------------------------------------------------- the Milvus server
+
+
+@dataclass
+class MilvusServerHandle:
+    """The session's Milvus server: its URI and an admin client (to drop collections)."""
+
+    uri: str
+    client: Any  # pymilvus.MilvusClient
+    base_dir: Path
+
+    def drop_all_collections(self) -> None:
+        for name in self.client.list_collections():
+            self.client.drop_collection(name)
+
+
+def _server_failed(reason: str) -> NoReturn:
+    pytest.fail(f"Milvus server could not start: {reason}", pytrace=False)
+
+
+def _port_is_listening(port: int) -> bool:
+    """True when something listens on 127.0.0.1:``port`` (TIME_WAIT leftovers do not count)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            sock.bind(("127.0.0.1", port))
+        except OSError:
+            return True
+    return False
+
+
+def _free_port(start: int, avoid: set[int]) -> int:
+    """The first port from ``start`` that binds without SO_REUSEADDR (as the ``milvus``
+    package checks its ports), skipping ``avoid``."""
+    for port in range(start, start + 1000):
+        if port in avoid:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+        return port
+    _server_failed(f"no free port in {start}..{start + 999} for the embedded etcd")
+
+
+def _other_server() -> str:
+    """What the pid file says about another Milvus standalone (for the failure message)."""
+    try:
+        pid = int(PID_FILE.read_text().strip())
+    except (OSError, ValueError):
+        return f"{PID_FILE} names no process"
+    try:
+        command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+    except OSError:
+        return f"{PID_FILE} names pid {pid}, which is not running"
+    return f"{PID_FILE} names pid {pid}: {command.strip()}"
+
+
+def _log_excerpt(base_dir: Path, lines: int = 6) -> str:
+    """The error lines of the server's logs, for the failure message."""
+    found: list[str] = []
+    for name in ("milvus-stdout.log", "milvus-stderr.log"):
+        path = base_dir / "logs" / name
+        try:
+            text = path.read_text(errors="replace").splitlines()
+        except OSError:
+            continue
+        found += [f"  {name}: {line[:400]}" for line in text
+                  if "[ERROR]" in line or "[FATAL]" in line or line.startswith(("panic:", "fatal"))]
+    if not found:
+        return f"no error lines in {base_dir / 'logs'}"
+    return "\n".join(found[-lines:]) + f"\n(full logs in {base_dir / 'logs'})"
+
+
+def _wait_until_healthy(server: Any, base_dir: Path) -> None:
+    """Poll the server's health endpoint until it answers OK; fail if the process exits first
+    or the deadline passes. Between probes, wait on the process itself (returns at once if it
+    exits), so a crash is reported immediately."""
+    process: subprocess.Popen[bytes] = server.server_proc
+    url = f"http://127.0.0.1:{server.webservice_port}/healthz"
+    deadline = time.monotonic() + SERVER_START_TIMEOUT
+    last_error = "no answer yet"
+    while time.monotonic() < deadline:
+        try:
+            with urllib.request.urlopen(url, timeout=2) as response:
+                body = response.read().decode(errors="replace")
+            if "OK" in body:
+                return
+            last_error = f"health check answered {body[:200]!r}"
+        except (OSError, urllib.error.URLError) as exc:
+            last_error = f"health check: {exc}"
+        try:
+            code = process.wait(timeout=0.25)
+        except subprocess.TimeoutExpired:
+            continue
+        _server_failed(f"the milvus process exited with code {code} before it was ready\n"
+                       f"{_log_excerpt(base_dir)}")
+    _server_failed(f"not healthy after {SERVER_START_TIMEOUT:.0f} s ({last_error}) at {url}\n"
+                   f"{_log_excerpt(base_dir)}")
+
+
+@pytest.fixture(scope="session")
+def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServerHandle]:
+    """A Milvus standalone server on 127.0.0.1, for the whole session (started on first use).
+
+    Fails, never skips, when the server cannot start: the ``server`` tests are part of CI.
+    """
+    try:
+        from milvus import MilvusServer, MilvusServerConfig
+        from pymilvus import MilvusClient
+    except ImportError as exc:
+        _server_failed(f"{exc}; install the test extra: pip install -e '.[test]'")
+
+    if _port_is_listening(ETCD_PEER_PORT):
+        _server_failed(
+            f"port {ETCD_PEER_PORT} on 127.0.0.1 (the embedded etcd's fixed peer port) is in "
+            f"use, most likely by a Milvus server left over from an earlier run ({_other_server()})."
+            " Stop that process, or deselect these tests with -m 'not server'."
+        )
+    base_dir = tmp_path_factory.mktemp("milvus_server")
+    # The milvus package checks ports without SO_REUSEADDR: after a recent run, 2379 sits in
+    # TIME_WAIT and it would move the etcd client port onto the peer port 2380. Pin it.
+    etcd_port = _free_port(2379, avoid={ETCD_PEER_PORT})
+    server = MilvusServer(MilvusServerConfig(etcd_port=etcd_port), wait_for_started=False)
+    server.set_base_dir(str(base_dir))
+    client = None
+    cwd = os.getcwd()
+    try:
+        try:
+            server.start()
+        except Exception as exc:  # the reason goes into the failure message
+            _server_failed(f"{type(exc).__name__}: {exc}\n{_log_excerpt(base_dir)}")
+        finally:
+            os.chdir(cwd)  # start() changes directory and does not restore it on error
+        _wait_until_healthy(server, base_dir)
+        uri = f"http://127.0.0.1:{server.listen_port}"
+        try:
+            client = MilvusClient(uri=uri, timeout=30)
+            client.list_collections()
+        except Exception as exc:
+            _server_failed(f"the health check passed but {uri} does not answer: "
+                           f"{type(exc).__name__}: {exc}\n{_log_excerpt(base_dir)}")
+        yield MilvusServerHandle(uri=uri, client=client, base_dir=base_dir)
+    finally:
+        if client is not None:
+            client.close()
+        server.stop()
+
+
+# ---------------------------------------------------------------------- per-test stores
+
+
+@pytest.fixture(params=BACKENDS)
+def milvus_uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
+    """Where a test's graph lives: a Lite path under tmp_path, or the session server emptied
+    of all collections before (and after) the test."""
+    if request.param == "lite":
+        yield str(tmp_path / "graph.db")
+        return
+    server: MilvusServerHandle = request.getfixturevalue("milvus_server")
+    server.drop_all_collections()
+    yield server.uri
+    server.drop_all_collections()
 
 
 @pytest.fixture
-def make_index(lite_uri: str, embed_model: HashEmbedding) -> Callable[..., GraphRAGIndex]:
+def backend(milvus_uri: str) -> str:
+    """``"lite"`` or ``"server"``: the backend of this test's ``milvus_uri``."""
+    return "server" if milvus_uri.startswith("http") else "lite"
+
+
+@pytest.fixture
+def make_index(milvus_uri: str, embed_model: HashEmbedding) -> Callable[..., GraphRAGIndex]:
     def make(data: list | None = None, **kwargs: object) -> GraphRAGIndex:
-        kwargs.setdefault("uri", lite_uri)
+        kwargs.setdefault("uri", milvus_uri)
         kwargs.setdefault("embed_model", embed_model)
         return GraphRAGIndex.from_triplets(FAMILY if data is None else data, **kwargs)
 

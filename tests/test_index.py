@@ -1,4 +1,4 @@
-"""Ingestion both ways, reopen from Milvus, idempotent upserts and bad input (Milvus Lite)."""
+"""Ingestion both ways, reopen from Milvus, idempotent upserts and bad input (Lite and server)."""
 
 from __future__ import annotations
 
@@ -97,16 +97,16 @@ def test_a_relation_found_in_two_passages_links_both_across_inserts(
 
 
 def test_reopen_in_a_fresh_object_rebuilds_the_graph_from_milvus(
-        family_index: GraphRAGIndex, lite_uri: str) -> None:
+        family_index: GraphRAGIndex, milvus_uri: str) -> None:
     expected = retrieved(family_index)
-    reopened = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=64))
+    reopened = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64))
     assert reopened.graph.num_relations == family_index.graph.num_relations
     assert retrieved(reopened) == expected
     assert counts(reopened) == counts(family_index)
 
 
-def test_refresh_sees_another_writer(family_index: GraphRAGIndex, lite_uri: str) -> None:
-    reader = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=64))
+def test_refresh_sees_another_writer(family_index: GraphRAGIndex, milvus_uri: str) -> None:
+    reader = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64))
     assert reader.graph.num_relations == 7
     family_index.insert_triplets([("Basel is a city in Switzerland.",
                                    [("Basel", "is a city in", "Switzerland")])])
@@ -114,11 +114,11 @@ def test_refresh_sees_another_writer(family_index: GraphRAGIndex, lite_uri: str)
     assert reader.refresh().num_relations == 8
 
 
-def test_collection_prefixes_keep_graphs_apart(make_index: MakeIndex, lite_uri: str) -> None:
+def test_collection_prefixes_keep_graphs_apart(make_index: MakeIndex, milvus_uri: str) -> None:
     make_index(collection_prefix="first")
     other = make_index(FAMILY[:1], collection_prefix="second")
     assert counts(other) == (3, 2, 1)
-    assert counts(GraphRAGIndex(uri=lite_uri, collection_prefix="first",
+    assert counts(GraphRAGIndex(uri=milvus_uri, collection_prefix="first",
                                 embed_model=HashEmbedding(dim=64))) == (8, 7, 4)
 
 
@@ -145,14 +145,14 @@ def extraction_script(prompt: str) -> str:
     return "I could not find any triplets."
 
 
-def test_from_documents_extracts_triplets_with_an_llm(lite_uri: str, caplog) -> None:
+def test_from_documents_extracts_triplets_with_an_llm(milvus_uri: str, caplog) -> None:
     documents = [Document(text="Leonhard Euler was a student of Johann Bernoulli."),
                  Document(text="Daniel Bernoulli was the son of Johann Bernoulli."),
                  Document(text="Basel is on the Rhine.")]
     llm = ScriptedLLM(extraction_script)
     with caplog.at_level(logging.INFO):
         index = GraphRAGIndex.from_documents(
-            documents, llm=llm, uri=lite_uri, embed_model=HashEmbedding(dim=64),
+            documents, llm=llm, uri=milvus_uri, embed_model=HashEmbedding(dim=64),
             transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0)])
     assert len(llm.prompts) == 3
     assert counts(index) == (3, 2, 3)
@@ -162,13 +162,13 @@ def test_from_documents_extracts_triplets_with_an_llm(lite_uri: str, caplog) -> 
     assert "Daniel Bernoulli was the son of Johann Bernoulli." in texts
 
 
-def test_from_documents_accepts_core_path_extractors(lite_uri: str) -> None:
+def test_from_documents_accepts_core_path_extractors(milvus_uri: str) -> None:
     llm = ScriptedLLM(lambda prompt: "(Leonhard Euler, was a student of, Johann Bernoulli)\n"
                                      "(Leonhard Euler, was born in, Basel)")
     extractor = SimpleLLMPathExtractor(llm=llm, num_workers=1)
     index = GraphRAGIndex.from_documents(
         [Document(text="Leonhard Euler was a student of Johann Bernoulli, born in Basel.")],
-        kg_extractor=extractor, uri=lite_uri, embed_model=HashEmbedding(dim=64))
+        kg_extractor=extractor, uri=milvus_uri, embed_model=HashEmbedding(dim=64))
     assert counts(index) == (3, 2, 1)
     hit = index.as_retriever().retrieve("Euler")[0]
     # core's parser capitalizes each part ("Leonhard euler"); names are shown as it wrote them
@@ -214,21 +214,21 @@ def test_bad_passages_raise_before_anything_is_written(
     assert retrieved(family_index) == expected
 
 
-def test_bad_passage_in_a_fresh_store_creates_nothing(lite_uri: str) -> None:
+def test_bad_passage_in_a_fresh_store_creates_nothing(milvus_uri: str) -> None:
     with pytest.raises(InvalidInputError, match="empty"):
-        GraphRAGIndex.from_triplets([("", [])], uri=lite_uri, embed_model=HashEmbedding())
-    assert GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding()).store.dim is None
+        GraphRAGIndex.from_triplets([("", [])], uri=milvus_uri, embed_model=HashEmbedding())
+    assert GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding()).store.dim is None
 
 
 @pytest.mark.parametrize("prefix", ["bad-prefix", "1abc", "has space", "", "x;drop"])
-def test_illegal_collection_prefix(lite_uri: str, prefix: str) -> None:
+def test_illegal_collection_prefix(milvus_uri: str, prefix: str) -> None:
     with pytest.raises(InvalidInputError, match="cannot name a Milvus collection"):
-        GraphRAGIndex(uri=lite_uri, collection_prefix=prefix, embed_model=HashEmbedding())
+        GraphRAGIndex(uri=milvus_uri, collection_prefix=prefix, embed_model=HashEmbedding())
 
 
 def test_dimension_mismatch_on_reopen_is_caught_before_any_write(
-        family_index: GraphRAGIndex, lite_uri: str) -> None:
-    wrong = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding(dim=32))
+        family_index: GraphRAGIndex, milvus_uri: str) -> None:
+    wrong = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=32))
     with pytest.raises(EmbeddingDimensionError, match=r"32-dimensional.*64-dimensional"):
         wrong.as_retriever().retrieve("Euler")
     with pytest.raises(EmbeddingDimensionError, match=r"same embedding model|collection_prefix"):
@@ -236,8 +236,8 @@ def test_dimension_mismatch_on_reopen_is_caught_before_any_write(
     assert counts(family_index) == (8, 7, 4)
 
 
-def test_query_on_an_empty_index(lite_uri: str) -> None:
-    index = GraphRAGIndex(uri=lite_uri, embed_model=HashEmbedding())
+def test_query_on_an_empty_index(milvus_uri: str) -> None:
+    index = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding())
     with pytest.raises(EmptyIndexError, match="ingest passages first"):
         index.as_retriever().retrieve("Euler")
 
@@ -248,10 +248,10 @@ def test_query_on_passages_without_relations(make_index: MakeIndex) -> None:
         index.as_retriever().retrieve("passage")
 
 
-def test_store_wraps_milvus_errors(lite_uri: str) -> None:
+def test_store_wraps_milvus_errors(milvus_uri: str) -> None:
     from llama_index_graphrag_milvus import MilvusStoreError
 
-    store = MilvusGraphStore(lite_uri)
+    store = MilvusGraphStore(milvus_uri)
     with pytest.raises(MilvusStoreError, match=r"passage collection .* does not exist"):
         _ = store.passages
     with pytest.raises(MilvusStoreError, match="Milvus failed to read") as info:

@@ -1,4 +1,4 @@
-"""GraphRAGRetriever on Milvus Lite: NER, batched entity search, expansion, sync == async."""
+"""GraphRAGRetriever on Milvus (Lite and server): NER, batched entity search, expansion, sync == async."""
 
 from __future__ import annotations
 
@@ -188,8 +188,8 @@ async def test_sync_and_async_give_the_same_answers(family_index: GraphRAGIndex,
 
 
 def test_async_on_a_reopened_index_builds_the_graph(family_index: GraphRAGIndex,
-                                                    lite_uri: str) -> None:
-    reopened = GraphRAGIndex(uri=lite_uri, embed_model=family_index.embed_model)
+                                                    milvus_uri: str) -> None:
+    reopened = GraphRAGIndex(uri=milvus_uri, embed_model=family_index.embed_model)
     hits = asyncio.run(reopened.as_retriever().aretrieve(QUESTION))
     assert texts(hits) == texts(family_index.as_retriever().retrieve(QUESTION))
 

@@ -3,6 +3,7 @@
 >>> from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 """
 
+from llama_index_graphrag_milvus.deletion import DeletionStats
 from llama_index_graphrag_milvus.errors import (
     EmbeddingDimensionError,
     EmptyIndexError,
@@ -23,6 +24,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "CandidateRelation",
+    "DeletionStats",
     "EmbeddingDimensionError",
     "EmptyIndexError",
     "EntityRelationGraph",

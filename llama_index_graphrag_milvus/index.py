@@ -16,6 +16,7 @@ from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
 
+from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.ingestion import (
@@ -138,12 +139,56 @@ class GraphRAGIndex:
             **kwargs: the constructor's arguments.
         """
         index = cls(**kwargs)
+        index.insert_documents(documents, llm=llm, transformations=transformations,
+                               kg_extractor=kg_extractor)
+        return index
+
+    def _extract(self, documents: Sequence[Document], llm: LLM | None,
+                 transformations: Sequence[TransformComponent] | None,
+                 kg_extractor: TransformComponent | None) -> Sequence[BaseNode]:
         extractor = kg_extractor or TripletExtractor(llm=llm)
         pipeline = [*(transformations or [Settings.node_parser]), extractor]
-        nodes = run_transformations(list(documents), pipeline,
-                                    show_progress=index.show_progress)
-        index.insert_nodes(nodes)
-        return index
+        return run_transformations(list(documents), pipeline, show_progress=self.show_progress)
+
+    def insert_documents(
+        self,
+        documents: Sequence[Document],
+        llm: LLM | None = None,
+        transformations: Sequence[TransformComponent] | None = None,
+        kg_extractor: TransformComponent | None = None,
+    ) -> IngestionStats:
+        """Split, extract and upsert documents; the arguments are those of
+        :meth:`from_documents`. Give documents stable ids (``Document(doc_id=...)``,
+        ``SimpleDirectoryReader(filename_as_id=True)``): passage ids include them, so the
+        same document ingested twice is an upsert, and :meth:`delete` finds it."""
+        return self.insert_nodes(self._extract(documents, llm, transformations, kg_extractor))
+
+    def insert(self, document: Document, **kwargs: Any) -> IngestionStats:
+        """Upsert one document; kwargs as for :meth:`insert_documents`."""
+        return self.insert_documents([document], **kwargs)
+
+    def update(
+        self,
+        document: Document,
+        llm: LLM | None = None,
+        transformations: Sequence[TransformComponent] | None = None,
+        kg_extractor: TransformComponent | None = None,
+    ) -> IngestionStats:
+        """Replace what ``document.doc_id`` contributed with the document's new content.
+
+        Extraction runs first; then the old passages, the relations only they supported and
+        the entities left with no relation are deleted, and the new content is written.
+        """
+        nodes = self._extract([document], llm, transformations, kg_extractor)
+        self.delete(document.doc_id)
+        return self.insert_nodes(nodes)
+
+    def delete(self, ref_doc_id: str) -> DeletionStats:
+        """Delete a source document's passages, the relations only they supported (shared
+        relations just lose those passages) and the entities left with no relation."""
+        stats = delete_document(self.store, ref_doc_id)
+        self._graph = None
+        return stats
 
     def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
                         ) -> IngestionStats:

@@ -94,7 +94,8 @@ def _passage_node(position: int, passage: PassageInput) -> TextNode:
             "a Milvus VARCHAR holds; split long documents first, for example with "
             "SentenceSplitter(chunk_size=1024)."
         )
-    node = TextNode(id_=passage_id(text), text=text, metadata=metadata,
+    document_id = source.node_id if source is not None else None
+    node = TextNode(id_=passage_id(text, document_id), text=text, metadata=metadata,
                     excluded_embed_metadata_keys=excluded_embed,
                     excluded_llm_metadata_keys=excluded_llm)
     if source is not None:

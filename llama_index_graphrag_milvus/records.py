@@ -82,9 +82,12 @@ def entity_id(name: str) -> str:
     return stable_id("entity", normalize_name(name))
 
 
-def passage_id(text: str) -> str:
-    """Passage id: a hash of the passage text with whitespace collapsed."""
-    return stable_id("passage", clean_text(text))
+def passage_id(text: str, document_id: str | None = None) -> str:
+    """Passage id: a hash of the source document id (when there is one) and of the passage
+    text with whitespace collapsed. The same text in two documents gives two passages, so
+    that deleting one document never removes the other's passage."""
+    key = clean_text(text) if document_id is None else f"{document_id}\x1f{clean_text(text)}"
+    return stable_id("passage", key)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,152 @@
+"""Insert, update and delete by source document; the graph always matches a fresh reopen."""
+
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pytest
+from llama_index.core import Document
+from llama_index.core.node_parser import SentenceSplitter
+
+from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+from llama_index_graphrag_milvus.deletion import delete_document
+from llama_index_graphrag_milvus.records import entity_id
+from tests.fakes import HashEmbedding, ScriptedLLM
+
+TRIPLETS = {
+    "Euler was a student of Johann Bernoulli.": [
+        ["Leonhard Euler", "was a student of", "Johann Bernoulli"]],
+    "Euler was born in Basel.": [["Leonhard Euler", "was born in", "Basel"]],
+    "Daniel Bernoulli was the son of Johann Bernoulli.": [
+        ["Daniel Bernoulli", "was the son of", "Johann Bernoulli"]],
+    "Johann Bernoulli taught Leonhard Euler.": [
+        ["Leonhard Euler", "was a student of", "Johann Bernoulli"]],
+    "Daniel Bernoulli studied fluid dynamics.": [
+        ["Daniel Bernoulli", "studied", "fluid dynamics"]],
+}
+
+
+def extractor() -> ScriptedLLM:
+    def answer(prompt: str) -> str:
+        passage = prompt.rsplit("Passage:", 1)[1]
+        triplets = [t for text, ts in TRIPLETS.items() if text in passage for t in ts]
+        return json.dumps({"triplets": triplets})
+
+    return ScriptedLLM(answer)
+
+
+def doc(doc_id: str, *sentences: str) -> Document:
+    return Document(text="\n\n".join(sentences), doc_id=doc_id)
+
+
+SPLITTER = SentenceSplitter(chunk_size=15, chunk_overlap=0, paragraph_separator="\n\n")
+EULER = doc("euler", "Euler was a student of Johann Bernoulli.", "Euler was born in Basel.")
+DANIEL = doc("daniel", "Daniel Bernoulli was the son of Johann Bernoulli.",
+             "Johann Bernoulli taught Leonhard Euler.")
+
+
+@pytest.fixture
+def index(milvus_uri: str) -> GraphRAGIndex:
+    return GraphRAGIndex.from_documents([EULER, DANIEL], llm=extractor(), uri=milvus_uri,
+                                        embed_model=HashEmbedding(), transformations=[SPLITTER])
+
+
+def signature(index: GraphRAGIndex) -> set[tuple[str, str, str, tuple[str, ...]]]:
+    """Every relation with its endpoints and passages, as the in-memory graph holds them."""
+    graph = index.graph
+    passages = graph.passages_of(np.arange(graph.num_relations))
+    return {(graph.relation_ids[r], graph.entity_ids[int(graph.endpoints[r, 0])],
+             graph.entity_ids[int(graph.endpoints[r, 1])], tuple(sorted(passages[r])))
+            for r in range(graph.num_relations)}
+
+
+def fresh(index: GraphRAGIndex) -> GraphRAGIndex:
+    return GraphRAGIndex(uri=index.store.uri, embed_model=HashEmbedding())
+
+
+def counts(index: GraphRAGIndex) -> tuple[int, int, int]:
+    store = index.store
+    return (store.count(store.entity_collection), store.count(store.relation_collection),
+            store.count(store.passage_collection))
+
+
+def all_texts(index: GraphRAGIndex, query: str) -> set[str]:
+    hits = index.as_retriever(hops=2, similarity_top_k=50).retrieve(query)
+    hits += index.as_naive_retriever(similarity_top_k=10).retrieve(query)
+    return {h.node.get_content() for h in hits}
+
+
+def test_documents_are_split_and_linked(index: GraphRAGIndex) -> None:
+    # entities: Euler, Johann, Basel, Daniel; relations: student (in 2 passages), born, son
+    assert counts(index) == (4, 3, 4)
+    assert signature(index) == signature(fresh(index))
+    passages = {p.node_id for p in index.store.document_passages("euler")}
+    assert len(passages) == 2
+
+
+def test_delete_removes_what_only_the_document_supported(index: GraphRAGIndex) -> None:
+    stats = index.delete("euler")
+    assert (stats.passages, stats.relations_deleted, stats.relations_updated,
+            stats.entities_deleted) == (2, 1, 1, 1)
+    assert counts(index) == (3, 2, 2)  # Basel and "born in" are gone
+    store = index.store
+    assert store.get_rows(store.entity_collection, [entity_id("Basel")], ["id"]) == {}
+    # the shared relation stays, linked to DANIEL's passage only
+    student = [r for r in signature(index) if r[1] == entity_id("Leonhard Euler")]
+    assert len(student) == 1 and len(student[0][3]) == 1
+    texts = all_texts(index, "Where was Euler born? Who taught Euler?")
+    assert "Euler was born in Basel." not in texts
+    assert "Euler was a student of Johann Bernoulli." not in texts
+    assert "Johann Bernoulli taught Leonhard Euler." in texts
+    assert signature(index) == signature(fresh(index))
+
+
+def test_update_replaces_the_document(index: GraphRAGIndex) -> None:
+    before = signature(index)
+    index.update(doc("daniel", "Daniel Bernoulli studied fluid dynamics."), llm=extractor(),
+                 transformations=[SPLITTER])
+    after = signature(index)
+    assert after != before
+    assert signature(index) == signature(fresh(index))
+    # "son of" only DANIEL supported; the shared "student of" keeps EULER's passage only
+    assert counts(index) == (5, 3, 3)
+    texts = all_texts(index, "Daniel Bernoulli son fluid dynamics")
+    assert "Daniel Bernoulli studied fluid dynamics." in texts
+    assert not any("son of" in t for t in texts)
+
+
+def test_delete_then_reinsert_restores_the_same_store(index: GraphRAGIndex) -> None:
+    original = signature(index)
+    index.delete("daniel")
+    index.insert(DANIEL, llm=extractor(), transformations=[SPLITTER])
+    assert signature(index) == original
+    assert counts(index) == (4, 3, 4)
+
+
+def test_unknown_and_hostile_document_ids_delete_nothing(index: GraphRAGIndex) -> None:
+    before = (counts(index), signature(index))
+    for hostile in ["nope", 'euler" or doc_id != "', "euler\\", '" || true || "', "*"]:
+        stats = index.delete(hostile)
+        assert stats.passages == 0
+    assert (counts(index), signature(index)) == before
+
+
+def test_an_interrupted_delete_can_be_run_again(index: GraphRAGIndex,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    store = index.store
+    original = store.delete_rows
+
+    def fail_on_passages(collection: str, ids: list[str]) -> None:
+        if collection == store.passage_collection:
+            raise MilvusStoreError("simulated crash before the passages were deleted")
+        original(collection, ids)
+
+    monkeypatch.setattr(store, "delete_rows", fail_on_passages)
+    with pytest.raises(MilvusStoreError, match="simulated crash"):
+        delete_document(store, "euler")
+    monkeypatch.setattr(store, "delete_rows", original)
+    stats = index.delete("euler")
+    assert stats.passages == 2
+    assert counts(index) == (3, 2, 2)
+    assert signature(index) == signature(fresh(index))

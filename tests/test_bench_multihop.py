@@ -1,0 +1,229 @@
+"""The multi-hop benchmark on a tiny generated dataset, with a hashing embedding.
+
+The recall arithmetic is checked against values computed by hand from rankings that the test
+derives independently (brute-force cosine over the fake embedding, not through Milvus).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from llama_index_graphrag_milvus.bench.multihop import (
+    BenchmarkConfig,
+    QuestionResult,
+    SweepGrid,
+    load_dataset,
+    main,
+    passage_nodes,
+    question_group,
+    recall_at_k,
+    render_markdown,
+    run_benchmark,
+    summarize,
+)
+from tests.fakes import HashEmbedding, ScriptedLLM
+
+CORPUS = [
+    ("c0", "Acme", "Acme Corporation was founded by Bob Stone in Springfield."),
+    ("c1", "Bob Stone", "Bob Stone was born in Riverdale and studied chemistry."),
+    ("c2", "Riverdale", "Riverdale is a town on the Green River."),
+    ("c3", "Zeta Records", "Zeta Records signed the band Moonlight Echo."),
+    ("c4", "Moonlight Echo", "Moonlight Echo released the album Silver Dawn in 1999."),
+    ("c5", "Silver Dawn", "Silver Dawn was recorded in an old barn near Lakeside Lake."),
+]
+TRIPLETS = {
+    "c0": [["Acme Corporation", "founded by", "Bob Stone"],
+           ["Acme Corporation", "located in", "Springfield"]],
+    "c1": [["Bob Stone", "born in", "Riverdale"], ["Bob Stone", "studied", "chemistry"]],
+    "c2": [["Riverdale", "is on", "Green River"]],
+    "c3": [["Zeta Records", "signed", "Moonlight Echo"]],
+    "c4": [["Moonlight Echo", "released", "Silver Dawn"]],
+    # c5 has no triplets: no relation reaches it, so the graph pool can never cover it.
+}
+QUESTIONS = [
+    {"id": "2hop__1_2", "question": "Where was the founder of Acme Corporation born?",
+     "supporting_ids": ["c0", "c1"]},
+    {"id": "3hop__3_4_5",
+     "question": "Where was the album of the band that Zeta Records signed recorded?",
+     "supporting_ids": ["c3", "c4", "c5"]},
+]
+# Naive RAG order (the embedding text is "title: <title>\n\n<text>"), checked below against
+# brute-force cosine over HashEmbedding(dim=256):
+NAIVE_ORDER = {
+    "2hop__1_2": ["c0", "c3", "c1", "c2", "c4", "c5"],
+    "3hop__3_4_5": ["c3", "c4", "c2", "c1", "c5", "c0"],
+}
+# By hand from NAIVE_ORDER:
+#   2hop: top 2 = {c0, c3} holds 1 of the 2 gold {c0, c1} -> R@2 = 1/2;  top 5 -> R@5 = 1
+#   3hop: top 2 = {c3, c4} holds 2 of the 3 gold {c3, c4, c5} -> R@2 = 2/3; top 5 -> R@5 = 1
+NAIVE_RECALL = {2: {"all": (1 / 2 + 2 / 3) / 2, "2hop": 1 / 2, "3hop": 2 / 3},
+                5: {"all": 1.0, "2hop": 1.0, "3hop": 1.0}}
+# Every entity is a seed (entity_top_k >= number of entities) and the pool (100) is larger
+# than the 7 relations, so the pool reaches c0..c4 but never c5:
+#   2hop: {c0, c1} both reachable -> 1;  3hop: c3, c4 of {c3, c4, c5} -> 2/3
+POOL_COVERAGE = {"all": (1 + 2 / 3) / 2, "2hop": 1.0, "3hop": 2 / 3}
+
+
+def write_dataset(folder: Path, triplets: bool = True) -> Path:
+    """The tiny dataset as the three JSONL files of ``shared/benchmarks``."""
+    folder.mkdir(parents=True, exist_ok=True)
+    lines = [json.dumps({"id": i, "title": t, "text": x}) for i, t, x in CORPUS]
+    (folder / "corpus.jsonl").write_text("\n".join(lines) + "\n")
+    (folder / "questions.jsonl").write_text("\n".join(json.dumps(q) for q in QUESTIONS) + "\n")
+    if triplets:
+        (folder / "triplets.jsonl").write_text("\n".join(
+            json.dumps({"id": i, "triplets": t}) for i, t in TRIPLETS.items()) + "\n")
+    return folder
+
+
+def config(dataset: Path, out: Path, **kwargs: Any) -> BenchmarkConfig:
+    kwargs.setdefault("hops", (1,))
+    return BenchmarkConfig(dataset=dataset, out_dir=out, ks=(2, 5), entity_top_k=20,
+                           relation_top_k=20, warmup=1, show_progress=False,
+                           chart=kwargs.pop("chart", False), **kwargs)
+
+
+def method(report: dict[str, Any], kind: str) -> dict[str, Any]:
+    return next(m for m in report["methods"] if m["kind"] == kind)
+
+
+@pytest.fixture
+def embed_model() -> HashEmbedding:
+    return HashEmbedding(dim=256)
+
+
+def test_recall_arithmetic_on_hand_made_lists() -> None:
+    assert recall_at_k(["a", "b"], ["a", "x", "b"], 2) == pytest.approx(0.5)
+    assert recall_at_k(["a", "b"], ["a", "x", "b"], 5) == pytest.approx(1.0)
+    assert recall_at_k(["a", "b", "c"], [], 5) == 0.0
+    results = [
+        QuestionResult("2hop__a", "2hop", ("a", "b"), ("a", "x", "y", "z", "b"), 0.010,
+                       ("a", "b", "q")),
+        QuestionResult("3hop__b", "3hop", ("c", "d", "e"), ("x", "c", "d", "y", "z"), 0.030,
+                       ("c",)),
+    ]
+    summary = summarize(results, (2, 5))
+    assert summary["recall@2"] == pytest.approx({"all": (0.5 + 1 / 3) / 2, "2hop": 0.5,
+                                                 "3hop": 1 / 3})
+    assert summary["recall@5"] == pytest.approx({"all": (1 + 2 / 3) / 2, "2hop": 1.0,
+                                                 "3hop": 2 / 3})
+    assert summary["pool_coverage"] == pytest.approx({"all": (1 + 1 / 3) / 2, "2hop": 1.0,
+                                                      "3hop": 1 / 3})
+    assert summary["latency_s"]["p50"] == pytest.approx(0.020)
+    assert summary["latency_s"]["p95"] == pytest.approx(0.029)
+    assert question_group({"id": "4hop3__1"}) == "4hop"
+    assert question_group({"id": "5a7", "type": "comparison"}) == "comparison"
+
+
+def test_naive_order_precondition(tmp_path: Path, embed_model: HashEmbedding) -> None:
+    """The hand-computed naive recalls rest on this order; check it without Milvus."""
+    from llama_index.core.schema import MetadataMode
+
+    nodes = passage_nodes(load_dataset(write_dataset(tmp_path / "tiny")))
+    texts = [n.get_content(metadata_mode=MetadataMode.EMBED) for n in nodes]
+    assert texts[0].startswith("title: Acme\n\n")
+    passages = np.asarray(embed_model.get_text_embedding_batch(texts))
+    for question in QUESTIONS:
+        scores = passages @ np.asarray(embed_model.get_query_embedding(question["question"]))
+        order = [CORPUS[i][0] for i in np.argsort(-scores, kind="stable")]
+        assert order == NAIVE_ORDER[question["id"]]
+        assert len(set(np.round(scores, 6))) == len(scores)  # no ties: the order is exact
+
+
+def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> None:
+    pytest.importorskip("matplotlib")
+    dataset = write_dataset(tmp_path / "tiny")
+    grid = SweepGrid(hops=(1, 2), entity_top_k=(1, 20), relation_top_k=(20,),
+                     max_candidate_relations=(2, 100))
+    report = run_benchmark(config(dataset, tmp_path / "out", hops=(1, 2), sweep=True,
+                                  grid=grid, chart=True), embed_model)
+
+    naive = method(report, "naive")
+    assert naive["summary"]["recall@2"] == pytest.approx(NAIVE_RECALL[2])
+    assert naive["summary"]["recall@5"] == pytest.approx(NAIVE_RECALL[5])
+    assert [r["retrieved"] for r in report["per_question"]["naive RAG"]] == [
+        NAIVE_ORDER[q["id"]][:5] for q in QUESTIONS]
+
+    graphs = [m for m in report["methods"] if m["kind"] == "graph"]
+    assert [m["config"]["hops"] for m in graphs[:2]] == [1, 2]
+    for graph in graphs:
+        assert graph["summary"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
+        per_question = report["per_question"][graph["name"]]
+        assert all("c5" not in r["retrieved"] for r in per_question)
+        # Recall@k as defined: the gold share of the top k, averaged over the questions.
+        for k in (2, 5):
+            expected = np.mean([len(set(r["retrieved"][:k]) & set(r["expected"]))
+                                / len(r["expected"]) for r in per_question])
+            assert graph["summary"][f"recall@{k}"]["all"] == pytest.approx(expected)
+        assert graph["summary"]["latency_ratio_vs_naive"]["p50"] > 0
+
+    # The sweep: 8 configurations, each with its pool coverage; a pool of 2 relations
+    # cannot cover more than the full pool does.
+    assert len(report["sweep"]) == 8
+    by_label = {row["label"]: row["summary"] for row in report["sweep"]}
+    assert by_label["h1 e20 r20 pool100"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
+    assert by_label["h1 e20 r20 pool2"]["pool_coverage"]["all"] <= POOL_COVERAGE["all"]
+    assert report["sweep_best"]["label"] in by_label
+
+    assert report["build"]["relations"] == 7 and report["build"]["passages"] == 6
+    assert report["build"]["peak_rss_mb"] > 0 and report["build"]["total_s"] > 0
+    assert report["config"]["embed_model"]["class"] == "HashEmbedding"
+    assert "llama-index-core" in report["versions"]
+    files = report["files"]
+    assert json.loads(Path(files["json"]).read_text())["methods"] == report["methods"]
+    assert Path(files["chart"]).read_bytes()[:4] == b"\x89PNG"
+    table = render_markdown(report)
+    assert "| naive RAG | 58.3 | 100.0 |" in table and "pool cov." in table
+
+
+def test_no_triplets_no_llm_reports_naive_and_says_why(tmp_path: Path,
+                                                       embed_model: HashEmbedding) -> None:
+    dataset = write_dataset(tmp_path / "tiny", triplets=False)
+    report = run_benchmark(config(dataset, tmp_path / "out", sweep=True), embed_model)
+    assert [m["kind"] for m in report["methods"]] == ["naive"]
+    assert method(report, "naive")["summary"]["recall@2"] == pytest.approx(NAIVE_RECALL[2])
+    assert any("needs an extractor" in note for note in report["notes"])
+    assert "needs an extractor" in render_markdown(report)
+
+
+def _scripted_answer(prompt: str) -> str:
+    """Extraction answers from TRIPLETS; NER and rerank answers that pick nothing usable."""
+    if "Extract knowledge-graph triplets" in prompt:
+        for corpus_id, _title, text in CORPUS:
+            if text in prompt:
+                return json.dumps({"triplets": TRIPLETS.get(corpus_id, [])})
+        return '{"triplets": []}'
+    return "no JSON here"
+
+
+def test_llm_extracts_the_graph_and_reranks(tmp_path: Path,
+                                            embed_model: HashEmbedding) -> None:
+    dataset = write_dataset(tmp_path / "tiny", triplets=False)
+    llm = ScriptedLLM(_scripted_answer)
+    report = run_benchmark(config(dataset, tmp_path / "out"), embed_model, llm=llm)
+    assert report["build"]["relations"] == 7
+    assert report["build"]["extract_s"] is not None
+    graph, rerank = method(report, "graph"), method(report, "graph+rerank")
+    assert graph["summary"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
+    # An LLM whose answers are unusable leaves the retriever order: same recall as graph.
+    for k in (2, 5):
+        assert rerank["summary"][f"recall@{k}"] == pytest.approx(
+            graph["summary"][f"recall@{k}"])
+
+
+def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "tiny")
+    out = tmp_path / "out"
+    code = main([str(dataset), "--out", str(out), "--embed-model", "tests.fakes:HashEmbedding",
+                 "--no-llm", "--hops", "1", "--no-progress", "--no-chart", "--warmup", "0",
+                 "--graph-kwargs", '{"per_hop_max_relations": 500}'])
+    assert code == 0
+    table = capsys.readouterr().out
+    assert "| naive RAG |" in table
+    assert "| graph h1 e3 r3 pool100 per_hop_max_relations=500 |" in table
+    assert (out / "multihop_tiny.json").is_file() and (out / "multihop_tiny.md").is_file()

@@ -69,12 +69,16 @@ class ExpansionConfig:
         max_candidate_relations: size of the final pool, by similarity to the query.
         per_hop_max_entities: at most this many entities are expanded per hop, those
             reached by the most similar relations first.
+        max_relations_per_passage: when set, a relation enters the final pool only while
+            one of its passages has fewer than this many relations in the pool, so that the
+            many near-duplicate relations of one passage cannot fill it (``None``: no cap).
     """
 
     hops: int = 1
     per_hop_max_relations: int = 200
     max_candidate_relations: int = 100
     per_hop_max_entities: int = 50
+    max_relations_per_passage: int | None = None
 
     def __post_init__(self) -> None:
         if self.hops < 0:
@@ -83,6 +87,9 @@ class ExpansionConfig:
                      "per_hop_max_entities"):
             if getattr(self, name) < 1:
                 raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+        if self.max_relations_per_passage is not None and self.max_relations_per_passage < 1:
+            raise ValueError("max_relations_per_passage must be at least 1 or None, got "
+                             f"{self.max_relations_per_passage}")
 
 
 class IdTable:
@@ -360,6 +367,23 @@ class EntityRelationGraph:
         entities = candidates[first_seen]
         return entities[~np.isin(entities, expanded, kind="sort")][:limit]
 
+    def _cap_per_passage(self, indices: np.ndarray, scores: np.ndarray, cap: int,
+                         limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """The first ``limit`` relations (best first) that bring a passage still under
+        ``cap`` relations in the pool."""
+        used: dict[int, int] = {}
+        keep: list[int] = []
+        indptr, columns = self.relation_passages.indptr, self.relation_passages.indices
+        for position, relation in enumerate(indices.tolist()):
+            passages = columns[indptr[relation]:indptr[relation + 1]].tolist()
+            if any(used.get(p, 0) < cap for p in passages):
+                keep.append(position)
+                for p in passages:
+                    used[p] = used.get(p, 0) + 1
+                if len(keep) == limit:
+                    break
+        return indices[keep], scores[keep]
+
     def expand(
         self,
         query_vector: Sequence[float] | np.ndarray,
@@ -403,8 +427,13 @@ class EntityRelationGraph:
             kept_hops.append(np.full(frontier.size, hop))
         if not kept_indices:
             return []
+        cap = config.max_relations_per_passage
         indices, scores = _top(np.concatenate(kept_indices), np.concatenate(kept_scores),
-                               config.max_candidate_relations)
+                               config.max_candidate_relations if cap is None
+                               else sum(k.size for k in kept_indices))
+        if cap is not None:
+            indices, scores = self._cap_per_passage(indices, scores, cap,
+                                                    config.max_candidate_relations)
         hop_of = dict(zip(np.concatenate(kept_indices).tolist(),
                           np.concatenate(kept_hops).tolist(), strict=True))
         return [

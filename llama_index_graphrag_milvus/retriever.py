@@ -34,6 +34,7 @@ from llama_index_graphrag_milvus.records import (
     EntityHit,
     RelationHit,
 )
+from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -101,7 +102,8 @@ def select_passages(candidates: Sequence[CandidateRelation], limit: int
 
 
 def build_results(nodes: Sequence[BaseNode], passages: dict[str, list[CandidateRelation]],
-                  texts: dict[str, str]) -> list[NodeWithScore]:
+                  texts: dict[str, str], scores: dict[str, float] | None = None
+                  ) -> list[NodeWithScore]:
     """Attach the relations that reached each passage (kept out of LLM and embedding text)."""
     results = []
     for node in nodes:
@@ -112,7 +114,8 @@ def build_results(nodes: Sequence[BaseNode], passages: dict[str, list[CandidateR
         for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
             if RELATIONS_KEY not in keys:
                 keys.append(RELATIONS_KEY)
-        results.append(NodeWithScore(node=node, score=relations[0].score))
+        score = relations[0].score if scores is None else scores[node.node_id]
+        results.append(NodeWithScore(node=node, score=score))
     return results
 
 
@@ -139,6 +142,14 @@ class GraphRAGRetriever(BaseRetriever):
             hop starts. Default 200.
         per_hop_max_entities: entities expanded per hop, those reached by the most similar
             relations first. Default 50.
+        max_relations_per_passage: when set, the pool admits a relation only while one of
+            its passages has fewer than this many relations in it, so that one passage's
+            near-duplicate relations cannot fill the pool. Default ``None`` (no cap).
+        passage_scoring: ``"passage"`` (default) orders the passages of the whole pool by
+            the similarity of their own vector to the query (one filtered search in the
+            passage collection, which replaces the fetch of the passages: no extra Milvus
+            call); ``"relation"`` orders them by their best candidate relation. On MuSiQue,
+            "passage" lifts Recall@5 from 55.8 to 61.0 (see the README's benchmark).
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -162,6 +173,8 @@ class GraphRAGRetriever(BaseRetriever):
         max_candidate_relations: int = 100,
         per_hop_max_relations: int = 200,
         per_hop_max_entities: int = 50,
+        max_relations_per_passage: int | None = None,
+        passage_scoring: str = "passage",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         callback_manager: CallbackManager | None = None,
@@ -172,10 +185,15 @@ class GraphRAGRetriever(BaseRetriever):
             if not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
         try:
-            self._expansion = ExpansionConfig(hops, per_hop_max_relations,
-                                              max_candidate_relations, per_hop_max_entities)
+            self._expansion = ExpansionConfig(
+                hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
+                max_relations_per_passage=max_relations_per_passage)
         except ValueError as exc:
             raise InvalidInputError(str(exc)) from exc
+        if passage_scoring not in ("relation", "passage"):
+            raise InvalidInputError(
+                f"passage_scoring must be 'relation' or 'passage', got {passage_scoring!r}")
+        self._passage_scoring = passage_scoring
         self._index = index
         self._llm = llm
         self._entity_top_k = entity_top_k
@@ -242,8 +260,14 @@ class GraphRAGRetriever(BaseRetriever):
                                          self._relation_threshold)),
         )
         candidates = self._candidates(self._index.graph, query_vector, seeds)
-        passages = select_passages(candidates, self._similarity_top_k)
         texts = store.get_relation_texts([c.id for c in candidates])
+        if self._passage_scoring == "passage":
+            pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
+            hits = store.search_passages(query_vector, list(pool),
+                                         min(self._similarity_top_k, len(pool)))
+            return build_results([n for n, _ in hits], pool, texts,
+                                 {n.node_id: s for n, s in hits})
+        passages = select_passages(candidates, self._similarity_top_k)
         nodes = store.get_passages(list(passages))
         return build_results(nodes, passages, texts)
 
@@ -276,6 +300,15 @@ class GraphRAGRetriever(BaseRetriever):
         )
         seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
         candidates = self._candidates(await self._index.aget_graph(), query_vector, seeds)
+        if self._passage_scoring == "passage":
+            pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
+            texts, hits = await asyncio.gather(
+                store.aget_relation_texts([c.id for c in candidates]),
+                store.asearch_passages(query_vector, list(pool),
+                                       min(self._similarity_top_k, len(pool))),
+            )
+            return build_results([n for n, _ in hits], pool, texts,
+                                 {n.node_id: s for n, s in hits})
         passages = select_passages(candidates, self._similarity_top_k)
         texts, nodes = await asyncio.gather(
             store.aget_relation_texts([c.id for c in candidates]),
@@ -302,6 +335,8 @@ class GraphRAGRetriever(BaseRetriever):
             "entity_similarity_threshold": self._entity_threshold,
             "relation_similarity_threshold": self._relation_threshold,
             "max_candidate_relations": self._expansion.max_candidate_relations,
+            "max_relations_per_passage": self._expansion.max_relations_per_passage,
+            "passage_scoring": self._passage_scoring,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,
             "per_hop_max_entities": self._expansion.per_hop_max_entities,
             "similarity_top_k": self._similarity_top_k,

@@ -97,6 +97,21 @@ def _quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
         target.removeFilter(quiet)
 
 
+def quote(value: str) -> str:
+    r"""``value`` as a Milvus string literal: quotes and backslashes escaped, so that user
+    input in a filter expression is matched literally.
+
+    >>> print(quote('say "hi" \ bye'))
+    "say \"hi\" \\ bye"
+    """
+    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+
+def in_list(field: str, values: Sequence[str]) -> str:
+    """A filter expression ``field in [...]`` with every value quoted."""
+    return f"{field} in [{', '.join(quote(v) for v in values)}]"
+
+
 def _search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: int,
                    output_fields: list[str]) -> dict[str, Any]:
     return {
@@ -132,6 +147,11 @@ def _parse_relation_hits(result: Any, threshold: float | None) -> list[RelationH
 def _rows_to_passages(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> list[BaseNode]:
     by_id = {row["id"]: metadata_dict_to_node(row, text=row.get("text")) for row in rows}
     return [by_id[i] for i in ids if i in by_id]
+
+
+def _parse_passage_hits(result: Any) -> list[tuple[BaseNode, float]]:
+    return [(metadata_dict_to_node(h["entity"], text=h["entity"].get("text")),
+             float(h["distance"])) for h in result[0]]
 
 
 class MilvusGraphStore:
@@ -294,6 +314,34 @@ class MilvusGraphStore:
             for start in range(0, len(rows), WRITE_BATCH_SIZE):
                 self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
 
+    def delete_rows(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete rows of ``collection`` by primary key, in batches."""
+        with _milvus_errors(f"delete from {collection}"):
+            for start in range(0, len(ids), WRITE_BATCH_SIZE):
+                self.client.delete(collection, ids=list(ids[start:start + WRITE_BATCH_SIZE]))
+
+    def document_passages(self, ref_doc_id: str) -> list[BaseNode]:
+        """The passage nodes whose source document is ``ref_doc_id``."""
+        if self.dim is None:
+            return []
+        with _milvus_errors(f"read {self.passage_collection}"):
+            rows = self.client.query(self.passage_collection,
+                                     filter=f"doc_id == {quote(ref_doc_id)}",
+                                     output_fields=["id", *_PASSAGE_FIELDS])
+        return _rows_to_passages(rows, [row["id"] for row in rows])
+
+    def entities_in_use(self, entity_ids: Sequence[str]) -> set[str]:
+        """Those of ``entity_ids`` that are the subject or object of a stored relation."""
+        used: set[str] = set()
+        with _milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
+                batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
+                expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
+                for row in self.client.query(self.relation_collection, filter=expression,
+                                             output_fields=["subject_id", "object_id"]):
+                    used.update((row["subject_id"], row["object_id"]))
+        return used & set(entity_ids)
+
     def flush(self) -> None:
         """Seal what was written, so that searches run on indexed segments."""
         with _milvus_errors("flush the graph collections"):
@@ -322,7 +370,7 @@ class MilvusGraphStore:
             rows = self.client.query(collection, filter="", output_fields=["count(*)"])
         return int(rows[0]["count(*)"])
 
-    def iter_relations(self, batch_size: int = 5000) -> Iterator[list[dict[str, Any]]]:
+    def iter_relations(self, batch_size: int = 16384) -> Iterator[list[dict[str, Any]]]:
         """Every relation row (ids, passage ids, vector) in batches, through a query iterator."""
         if self.dim is None:
             return
@@ -391,6 +439,28 @@ class MilvusGraphStore:
             rows = await self._aclient().get(self.relation_collection, ids=list(ids),
                                              output_fields=["text"])
         return {row["id"]: row["text"] for row in rows}
+
+    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int
+                        ) -> list[tuple[BaseNode, float]]:
+        """The ``limit`` passages among ``ids`` most similar to ``vector``, best first."""
+        if not ids:
+            return []
+        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS)
+        kwargs["filter"] = in_list("id", ids)
+        with _milvus_errors(f"search {self.passage_collection}"):
+            result = self.client.search(**kwargs)
+        return _parse_passage_hits(result)
+
+    async def asearch_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int
+                               ) -> list[tuple[BaseNode, float]]:
+        """Async twin of :meth:`search_passages`."""
+        if not ids:
+            return []
+        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS)
+        kwargs["filter"] = in_list("id", ids)
+        with _milvus_errors(f"search {self.passage_collection}"):
+            result = await self._aclient().search(**kwargs)
+        return _parse_passage_hits(result)
 
     def get_passages(self, ids: Sequence[str]) -> list[BaseNode]:
         """Passage nodes by id, in the order of ``ids`` (unknown ids are left out)."""

@@ -1,4 +1,4 @@
-"""GraphRAGRetriever on Milvus (Lite and server): NER, batched entity search, expansion, sync == async."""
+"""GraphRAGRetriever on Milvus (Lite, server): NER, batched entity search, hops, sync == async."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import logging
 from typing import Any
 
+import numpy as np
 import pytest
 from llama_index.core import Settings
 from llama_index.core.retrievers import QueryFusionRetriever
@@ -47,14 +48,34 @@ def test_without_llm_the_query_vector_searches_entities(family_index: GraphRAGIn
                                                         monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     hits = family_index.as_retriever(hops=1).retrieve(QUESTION)
-    assert spy.calls == [("graphrag_entities", 1), ("graphrag_relations", 1)]
+    # entity search, relation search, then the pool's passages ranked by a filtered search
+    assert spy.calls == [("graphrag_entities", 1), ("graphrag_relations", 1),
+                         ("graphrag_passages", 1)]
     assert DANIEL in texts(hits)
     for hit in hits:
         relations = hit.node.metadata[RELATIONS_KEY]
         assert relations and {"id", "text", "score", "hop"} <= set(relations[0])
-        assert hit.score == pytest.approx(relations[0]["score"], abs=1e-5)
+    # default passage scoring: a passage's score is its own cosine similarity to the query
+    query = np.asarray(family_index.embed_model.get_query_embedding(QUESTION))
+    for hit in hits:
+        passage = np.asarray(family_index.embed_model.get_text_embedding(
+            hit.node.get_content(metadata_mode=MetadataMode.EMBED)))
+        assert hit.score == pytest.approx(float(query @ passage), abs=1e-4)
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
+
+
+def test_relation_scoring_orders_passages_by_their_best_relation(
+        family_index: GraphRAGIndex) -> None:
+    hits = family_index.as_retriever(passage_scoring="relation").retrieve(QUESTION)
+    assert hits
+    for hit in hits:
+        assert hit.score == pytest.approx(hit.node.metadata[RELATIONS_KEY][0]["score"],
+                                          abs=1e-5)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    with pytest.raises(InvalidInputError, match="passage_scoring must be"):
+        family_index.as_retriever(passage_scoring="bm25")
 
 
 def test_relations_metadata_is_kept_out_of_llm_and_embedding_text(
@@ -95,8 +116,9 @@ def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
     assert daniel_relations == {"Daniel Bernoulli was the son of Johann Bernoulli": 1,
                                 "Daniel Bernoulli made contributions to fluid dynamics": 2}
     assert set(three) == {EULER, DANIEL, JAKOB, FLUID}
-    daniel = family_index.as_retriever(hops=1, **common).retrieve(QUESTION)[1:]
-    assert all(r["hop"] == 1 for h in daniel for r in h.node.metadata[RELATIONS_KEY])
+    reached = [h for h in family_index.as_retriever(hops=1, **common).retrieve(QUESTION)
+               if h.node.get_content() != EULER]
+    assert all(r["hop"] == 1 for h in reached for r in h.node.metadata[RELATIONS_KEY])
 
 
 @pytest.mark.parametrize("answer", [

@@ -54,6 +54,24 @@ SERVER_START_TIMEOUT = 120.0
 ETCD_PEER_PORT = 2380
 """The embedded etcd of milvus 2.3.5 always listens on this peer port: one server at a time."""
 PID_FILE = Path("/run/milvus/standalone.pid")
+SERVER_TUNING = {
+    # A test server answers in tens of milliseconds instead of seconds. Measured on 2 cores
+    # (per from_triplets: 3 collection loads, 3 flushes; per Strong read):
+    # - proxy.timeTickInterval 200 -> 20 ms: a Strong-consistency read waits for the next time
+    #   tick, 200-400 ms per search/get with the default, 20-40 ms with 20.
+    # - dataCoord.segment.assignmentExpiration 2000 -> 200 ms: a flush waits until the
+    #   segment's row assignments expire; the first flush after an upsert took 2.5 s.
+    # - queryCoord.checkChannelInterval/checkSegmentInterval 1000 -> 100 ms and
+    #   distPullInterval 500 -> 50 ms: a load waits for these checkers.
+    # What remains (about 2 s per load) is the 1 s tick of the collection observer, fixed in
+    # 2.3.5, and pymilvus' 0.5 s polling in flush and load.
+    "proxy.timeTickInterval": 20,
+    "dataCoord.segment.assignmentExpiration": 200,
+    "queryCoord.distPullInterval": 50,
+    "queryCoord.checkChannelInterval": 100,
+    "queryCoord.checkSegmentInterval": 100,
+}
+"""Settings for the test server's milvus.yaml (section.key: value)."""
 
 
 @pytest.fixture
@@ -71,10 +89,36 @@ class MilvusServerHandle:
     uri: str
     client: Any  # pymilvus.MilvusClient
     base_dir: Path
+    family_snapshot: object | None = None
+    """The server's content right after ``family_index`` built FAMILY on an empty server."""
 
     def drop_all_collections(self) -> None:
         for name in self.client.list_collections():
             self.client.drop_collection(name)
+        self.family_snapshot = None
+
+    def snapshot(self) -> object:
+        """Every collection and every row (vectors included), read with Strong consistency.
+        ``None`` when a collection cannot be read (e.g. released): treated as changed."""
+        content: dict[str, list[dict[str, Any]]] = {}
+        try:
+            for name in sorted(self.client.list_collections()):
+                rows = self.client.query(name, filter='id != ""', output_fields=["*"],
+                                         limit=16384, consistency_level="Strong")
+                content[name] = sorted((_plain(row) for row in rows), key=lambda r: str(r["id"]))
+        except Exception:
+            return None
+        return content
+
+    def holds_only_the_family_graph(self) -> bool:
+        return self.family_snapshot is not None and self.snapshot() == self.family_snapshot
+
+
+def _plain(row: dict[str, Any]) -> dict[str, Any]:
+    """A query row with numpy/protobuf values turned into lists, so rows compare by value."""
+    return {key: [float(x) if isinstance(x, float) else x for x in value]
+            if not isinstance(value, str | int | float | bool | dict | None) else value
+            for key, value in row.items()}
 
 
 def _server_failed(reason: str) -> NoReturn:
@@ -163,6 +207,27 @@ def _wait_until_healthy(server: Any, base_dir: Path) -> None:
                    f"{_log_excerpt(base_dir)}")
 
 
+def _tuned(template: str) -> str:
+    """The milvus package's config template with :data:`SERVER_TUNING` applied: a key that is
+    in the template is replaced, a missing one is added at the top of its section."""
+    lines = template.splitlines()
+    for dotted, value in SERVER_TUNING.items():
+        *sections, key = dotted.split(".")
+        start, indent = 0, ""
+        for section in sections:  # find the nested section header
+            header = f"{indent}{section}:"
+            start = next(i for i in range(start, len(lines)) if lines[i].rstrip() == header) + 1
+            indent += "  "
+        end = next((i for i in range(start, len(lines))
+                    if lines[i].strip() and not lines[i].startswith(indent)), len(lines))
+        existing = [i for i in range(start, end) if lines[i].startswith(f"{indent}{key}:")]
+        if existing:
+            lines[existing[0]] = f"{indent}{key}: {value}"
+        else:
+            lines.insert(start, f"{indent}{key}: {value}")
+    return "\n".join(lines) + "\n"
+
+
 @pytest.fixture(scope="session")
 def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServerHandle]:
     """A Milvus standalone server on 127.0.0.1, for the whole session (started on first use).
@@ -178,14 +243,17 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusSe
     if _port_is_listening(ETCD_PEER_PORT):
         _server_failed(
             f"port {ETCD_PEER_PORT} on 127.0.0.1 (the embedded etcd's fixed peer port) is in "
-            f"use, most likely by a Milvus server left over from an earlier run ({_other_server()})."
-            " Stop that process, or deselect these tests with -m 'not server'."
+            "use, most likely by a Milvus server left over from an earlier run "
+            f"({_other_server()}). Stop that process, or deselect these tests with "
+            "-m 'not server'."
         )
     base_dir = tmp_path_factory.mktemp("milvus_server")
     # The milvus package checks ports without SO_REUSEADDR: after a recent run, 2379 sits in
     # TIME_WAIT and it would move the etcd client port onto the peer port 2380. Pin it.
     etcd_port = _free_port(2379, avoid={ETCD_PEER_PORT})
-    server = MilvusServer(MilvusServerConfig(etcd_port=etcd_port), wait_for_started=False)
+    config = MilvusServerConfig(etcd_port=etcd_port)
+    config.template_text = _tuned(config.template_text)
+    server = MilvusServer(config, wait_for_started=False)
     server.set_base_dir(str(base_dir))
     client = None
     cwd = os.getcwd()
@@ -216,21 +284,24 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusSe
 
 @pytest.fixture(params=BACKENDS)
 def milvus_uri(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    """Where a test's graph lives: a Lite path under tmp_path, or the session server emptied
-    of all collections before (and after) the test."""
+    """Where a test's graph lives: a Lite path under tmp_path, or the session server.
+
+    On the server each test starts from an empty server (all collections dropped before and
+    after it), with one exception that keeps the server variant fast: a test that uses
+    ``family_index`` may start from a server that holds exactly the FAMILY graph and nothing
+    else, as ``family_index`` would build it (ids are deterministic). That is checked row by
+    row after every such test; any change (a write, a new collection) drops everything.
+    """
     if request.param == "lite":
         yield str(tmp_path / "graph.db")
         return
     server: MilvusServerHandle = request.getfixturevalue("milvus_server")
-    server.drop_all_collections()
+    reuse_family = "family_index" in request.fixturenames
+    if not (reuse_family and server.family_snapshot is not None):
+        server.drop_all_collections()
     yield server.uri
-    server.drop_all_collections()
-
-
-@pytest.fixture
-def backend(milvus_uri: str) -> str:
-    """``"lite"`` or ``"server"``: the backend of this test's ``milvus_uri``."""
-    return "server" if milvus_uri.startswith("http") else "lite"
+    if not (reuse_family and server.holds_only_the_family_graph()):
+        server.drop_all_collections()
 
 
 @pytest.fixture
@@ -244,5 +315,15 @@ def make_index(milvus_uri: str, embed_model: HashEmbedding) -> Callable[..., Gra
 
 
 @pytest.fixture
-def family_index(make_index: Callable[..., GraphRAGIndex]) -> GraphRAGIndex:
-    return make_index()
+def family_index(request: pytest.FixtureRequest, milvus_uri: str, embed_model: HashEmbedding,
+                 make_index: Callable[..., GraphRAGIndex]) -> GraphRAGIndex:
+    """FAMILY ingested with the default prefix. On the server, when the previous test left
+    exactly this graph (see ``milvus_uri``), it is reopened in a fresh object instead."""
+    if not milvus_uri.startswith("http"):
+        return make_index()
+    server: MilvusServerHandle = request.getfixturevalue("milvus_server")
+    if server.family_snapshot is not None:
+        return GraphRAGIndex(uri=milvus_uri, embed_model=embed_model)
+    index = make_index()
+    server.family_snapshot = server.snapshot()
+    return index

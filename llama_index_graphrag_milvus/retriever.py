@@ -101,12 +101,16 @@ def select_passages(candidates: Sequence[CandidateRelation], limit: int
     return passages
 
 
-def build_results(nodes: Sequence[BaseNode], passages: dict[str, list[CandidateRelation]],
-                  texts: dict[str, str], scores: dict[str, float] | None = None
-                  ) -> list[NodeWithScore]:
-    """Attach the relations that reached each passage (kept out of LLM and embedding text)."""
+ScoredPassages = Sequence[tuple[BaseNode, float | None]]
+"""Passages fetched from Milvus, each with its own similarity (``None``: not scored)."""
+
+
+def build_results(hits: ScoredPassages, passages: dict[str, list[CandidateRelation]],
+                  texts: dict[str, str]) -> list[NodeWithScore]:
+    """Attach the relations that reached each passage (kept out of LLM and embedding text);
+    a passage without its own score gets its best relation's."""
     results = []
-    for node in nodes:
+    for node, own_score in hits:
         relations = passages[node.node_id]
         node.metadata[RELATIONS_KEY] = [
             {**c.as_metadata(), "text": texts.get(c.id, c.text)} for c in relations
@@ -114,7 +118,7 @@ def build_results(nodes: Sequence[BaseNode], passages: dict[str, list[CandidateR
         for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
             if RELATIONS_KEY not in keys:
                 keys.append(RELATIONS_KEY)
-        score = relations[0].score if scores is None else scores[node.node_id]
+        score = relations[0].score if own_score is None else own_score
         results.append(NodeWithScore(node=node, score=score))
     return results
 
@@ -238,6 +242,17 @@ class GraphRAGRetriever(BaseRetriever):
         return graph.expand(query_vector, [h.id for h in seeds.entities],
                             [h.id for h in seeds.relations], self._expansion)
 
+    def _passage_pool(self, candidates: list[CandidateRelation]
+                      ) -> dict[str, list[CandidateRelation]]:
+        """The passages to fetch: all of the pool's (ranked by Milvus) or the first
+        ``similarity_top_k`` by their best relation."""
+        if self._passage_scoring == "passage":
+            return select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
+        return select_passages(candidates, self._similarity_top_k)
+
+    def _limit(self, pool: dict[str, list[CandidateRelation]]) -> int:
+        return min(self._similarity_top_k, len(pool))
+
     def _search_names(self, names: list[str], query: str) -> list[str]:
         return names if names else [query]
 
@@ -260,16 +275,14 @@ class GraphRAGRetriever(BaseRetriever):
                                          self._relation_threshold)),
         )
         candidates = self._candidates(self._index.graph, query_vector, seeds)
+        pool = self._passage_pool(candidates)
         texts = store.get_relation_texts([c.id for c in candidates])
+        hits: ScoredPassages
         if self._passage_scoring == "passage":
-            pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
-            hits = store.search_passages(query_vector, list(pool),
-                                         min(self._similarity_top_k, len(pool)))
-            return build_results([n for n, _ in hits], pool, texts,
-                                 {n.node_id: s for n, s in hits})
-        passages = select_passages(candidates, self._similarity_top_k)
-        nodes = store.get_passages(list(passages))
-        return build_results(nodes, passages, texts)
+            hits = store.search_passages(query_vector, list(pool), self._limit(pool))
+        else:
+            hits = [(node, None) for node in store.get_passages(list(pool))]
+        return build_results(hits, pool, texts)
 
     def _ner(self, query: str) -> list[str]:
         if self._llm is None:
@@ -300,21 +313,19 @@ class GraphRAGRetriever(BaseRetriever):
         )
         seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
         candidates = self._candidates(await self._index.aget_graph(), query_vector, seeds)
-        if self._passage_scoring == "passage":
-            pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
-            texts, hits = await asyncio.gather(
-                store.aget_relation_texts([c.id for c in candidates]),
-                store.asearch_passages(query_vector, list(pool),
-                                       min(self._similarity_top_k, len(pool))),
-            )
-            return build_results([n for n, _ in hits], pool, texts,
-                                 {n.node_id: s for n, s in hits})
-        passages = select_passages(candidates, self._similarity_top_k)
-        texts, nodes = await asyncio.gather(
+        pool = self._passage_pool(candidates)
+        texts, hits = await asyncio.gather(
             store.aget_relation_texts([c.id for c in candidates]),
-            store.aget_passages(list(passages)),
+            self._afetch_passages(query_vector, pool),
         )
-        return build_results(nodes, passages, texts)
+        return build_results(hits, pool, texts)
+
+    async def _afetch_passages(self, query_vector: list[float],
+                               pool: dict[str, list[CandidateRelation]]) -> ScoredPassages:
+        store = self._index.store
+        if self._passage_scoring == "passage":
+            return await store.asearch_passages(query_vector, list(pool), self._limit(pool))
+        return [(node, None) for node in await store.aget_passages(list(pool))]
 
     async def _aner(self, query: str) -> list[str]:
         if self._llm is None:

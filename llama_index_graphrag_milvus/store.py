@@ -113,8 +113,10 @@ def in_list(field: str, values: Sequence[str]) -> str:
 
 
 def _search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: int,
-                   output_fields: list[str]) -> dict[str, Any]:
+                   output_fields: list[str], ids: Sequence[str] | None = None
+                   ) -> dict[str, Any]:
     return {
+        **({"filter": in_list("id", ids)} if ids is not None else {}),
         "collection_name": collection,
         "data": [list(v) for v in vectors],
         "limit": limit,
@@ -445,8 +447,7 @@ class MilvusGraphStore:
         """The ``limit`` passages among ``ids`` most similar to ``vector``, best first."""
         if not ids:
             return []
-        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS)
-        kwargs["filter"] = in_list("id", ids)
+        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids)
         with _milvus_errors(f"search {self.passage_collection}"):
             result = self.client.search(**kwargs)
         return _parse_passage_hits(result)
@@ -456,8 +457,7 @@ class MilvusGraphStore:
         """Async twin of :meth:`search_passages`."""
         if not ids:
             return []
-        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS)
-        kwargs["filter"] = in_list("id", ids)
+        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids)
         with _milvus_errors(f"search {self.passage_collection}"):
             result = await self._aclient().search(**kwargs)
         return _parse_passage_hits(result)

@@ -186,6 +186,7 @@ class MilvusGraphStore:
         self._token = token
         self._client_kwargs = dict(client_kwargs or {})
         self.consistency_level = consistency_level
+        self._read = {"consistency_level": consistency_level}
         self.is_lite = "://" not in uri
         self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
         self.entity_collection = f"{self.prefix}_entities"
@@ -327,7 +328,8 @@ class MilvusGraphStore:
         if self.dim is None:
             return []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = self.client.query(self.passage_collection,
+            rows = self.client.query(collection_name=self.passage_collection,
+                                     **self._read,
                                      filter=f"doc_id == {quote(ref_doc_id)}",
                                      output_fields=["id", *_PASSAGE_FIELDS])
         return _rows_to_passages(rows, [row["id"] for row in rows])
@@ -339,7 +341,8 @@ class MilvusGraphStore:
             for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
                 batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
                 expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
-                for row in self.client.query(self.relation_collection, filter=expression,
+                for row in self.client.query(collection_name=self.relation_collection,
+                                             **self._read, filter=expression,
                                              output_fields=["subject_id", "object_id"]):
                     used.update((row["subject_id"], row["object_id"]))
         return used & set(entity_ids)
@@ -360,7 +363,8 @@ class MilvusGraphStore:
         with _milvus_errors(f"read {collection}"):
             for start in range(0, len(ids), WRITE_BATCH_SIZE):
                 batch = list(ids[start:start + WRITE_BATCH_SIZE])
-                for row in self.client.get(collection, ids=batch, output_fields=output_fields):
+                for row in self.client.get(collection_name=collection, **self._read,
+                                           ids=batch, output_fields=output_fields):
                     found[row["id"]] = row
         return found
 
@@ -369,7 +373,8 @@ class MilvusGraphStore:
         if self.dim is None:
             return 0
         with _milvus_errors(f"count {collection}"):
-            rows = self.client.query(collection, filter="", output_fields=["count(*)"])
+            rows = self.client.query(collection_name=collection, **self._read, filter="",
+                                     output_fields=["count(*)"])
         return int(rows[0]["count(*)"])
 
     def iter_relations(self, batch_size: int = 16384) -> Iterator[list[dict[str, Any]]]:
@@ -379,8 +384,8 @@ class MilvusGraphStore:
         with _milvus_errors(f"iterate over {self.relation_collection}"), \
                 _quiet_lite("pymilvus.orm.iterator", "failed to get mvccTs"):
             iterator = self.client.query_iterator(
-                self.relation_collection, batch_size=batch_size,
-                output_fields=_RELATION_GRAPH_FIELDS,
+                collection_name=self.relation_collection, batch_size=batch_size,
+                output_fields=_RELATION_GRAPH_FIELDS, **self._read,
             )
             try:
                 while batch := iterator.next():
@@ -395,7 +400,7 @@ class MilvusGraphStore:
             return []
         kwargs = _search_kwargs(self.entity_collection, vectors, top_k, ["name"])
         with _milvus_errors(f"search {self.entity_collection}"):
-            result = self.client.search(**kwargs)
+            result = self.client.search(**kwargs, **self._read)
         return _parse_entity_hits(result, names, threshold)
 
     async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
@@ -405,7 +410,7 @@ class MilvusGraphStore:
             return []
         kwargs = _search_kwargs(self.entity_collection, vectors, top_k, ["name"])
         with _milvus_errors(f"search {self.entity_collection}"):
-            result = await self._aclient().search(**kwargs)
+            result = await self._aclient().search(**kwargs, **self._read)
         return _parse_entity_hits(result, names, threshold)
 
     def search_relations(self, vector: Sequence[float], top_k: int,
@@ -413,7 +418,7 @@ class MilvusGraphStore:
         """The relations most similar to the query vector."""
         kwargs = _search_kwargs(self.relation_collection, [vector], top_k, ["text"])
         with _milvus_errors(f"search {self.relation_collection}"):
-            result = self.client.search(**kwargs)
+            result = self.client.search(**kwargs, **self._read)
         return _parse_relation_hits(result, threshold)
 
     async def asearch_relations(self, vector: Sequence[float], top_k: int,
@@ -421,7 +426,7 @@ class MilvusGraphStore:
         """Async twin of :meth:`search_relations`."""
         kwargs = _search_kwargs(self.relation_collection, [vector], top_k, ["text"])
         with _milvus_errors(f"search {self.relation_collection}"):
-            result = await self._aclient().search(**kwargs)
+            result = await self._aclient().search(**kwargs, **self._read)
         return _parse_relation_hits(result, threshold)
 
     def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
@@ -429,7 +434,8 @@ class MilvusGraphStore:
         if not ids:
             return {}
         with _milvus_errors(f"read {self.relation_collection}"):
-            rows = self.client.get(self.relation_collection, ids=list(ids),
+            rows = self.client.get(collection_name=self.relation_collection, **self._read,
+                                   ids=list(ids),
                                    output_fields=["text"])
         return {row["id"]: row["text"] for row in rows}
 
@@ -438,7 +444,8 @@ class MilvusGraphStore:
         if not ids:
             return {}
         with _milvus_errors(f"read {self.relation_collection}"):
-            rows = await self._aclient().get(self.relation_collection, ids=list(ids),
+            rows = await self._aclient().get(collection_name=self.relation_collection,
+                                             **self._read, ids=list(ids),
                                              output_fields=["text"])
         return {row["id"]: row["text"] for row in rows}
 
@@ -449,7 +456,7 @@ class MilvusGraphStore:
             return []
         kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids)
         with _milvus_errors(f"search {self.passage_collection}"):
-            result = self.client.search(**kwargs)
+            result = self.client.search(**kwargs, **self._read)
         return _parse_passage_hits(result)
 
     async def asearch_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int
@@ -459,7 +466,7 @@ class MilvusGraphStore:
             return []
         kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids)
         with _milvus_errors(f"search {self.passage_collection}"):
-            result = await self._aclient().search(**kwargs)
+            result = await self._aclient().search(**kwargs, **self._read)
         return _parse_passage_hits(result)
 
     def get_passages(self, ids: Sequence[str]) -> list[BaseNode]:
@@ -467,7 +474,8 @@ class MilvusGraphStore:
         if not ids:
             return []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = self.client.get(self.passage_collection, ids=list(ids),
+            rows = self.client.get(collection_name=self.passage_collection, **self._read,
+                                   ids=list(ids),
                                    output_fields=_PASSAGE_FIELDS)
         return _rows_to_passages(rows, ids)
 
@@ -476,6 +484,7 @@ class MilvusGraphStore:
         if not ids:
             return []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = await self._aclient().get(self.passage_collection, ids=list(ids),
+            rows = await self._aclient().get(collection_name=self.passage_collection,
+                                             **self._read, ids=list(ids),
                                              output_fields=_PASSAGE_FIELDS)
         return _rows_to_passages(rows, ids)

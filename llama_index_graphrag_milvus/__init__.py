@@ -11,7 +11,13 @@ from llama_index_graphrag_milvus.errors import (
     InvalidInputError,
     MilvusStoreError,
 )
-from llama_index_graphrag_milvus.extraction import TripletExtractor, parse_triplets
+from llama_index_graphrag_milvus.extraction import (
+    ExtractionCache,
+    ExtractionReport,
+    TripletExtractor,
+    extraction_failures,
+    parse_triplets,
+)
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion import IngestionStats
@@ -29,6 +35,8 @@ __all__ = [
     "EmptyIndexError",
     "EntityRelationGraph",
     "ExpansionConfig",
+    "ExtractionCache",
+    "ExtractionReport",
     "GraphRAGError",
     "GraphRAGIndex",
     "GraphRAGRetriever",
@@ -40,5 +48,6 @@ __all__ = [
     "Triplet",
     "TripletExtractor",
     "__version__",
+    "extraction_failures",
     "parse_triplets",
 ]

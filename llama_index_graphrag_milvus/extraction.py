@@ -5,24 +5,49 @@ each node into ``node.metadata["graphrag_triplets"]``. Triplets that core's own 
 extractors (``SimpleLLMPathExtractor``, ``SchemaLLMPathExtractor``,
 ``DynamicLLMPathExtractor``) leave in node metadata are read too, see
 :func:`triplets_from_node`.
+
+Extraction of a real corpus is concurrent (at most ``num_workers`` LLM requests in flight),
+retried (``max_retries`` with exponential backoff from ``retry_base_delay``), cached and
+resumable: an :class:`ExtractionCache` keeps the triplets of every passage extracted
+successfully, keyed by the passage text, the prompt and the model, in a LlamaIndex kvstore
+(a JSON file by default, persisted as the run goes; Redis, MongoDB, Postgres... through any
+``BaseKVStore``). A run that crashed, or that left passages failed, is simply run again:
+only the passages missing from the cache go to the LLM.
+
+The cache belongs to the extraction, not to the index: its keys say nothing of where the
+triplets are stored, so one cache serves a Milvus Lite file, a Milvus server or Zilliz
+Cloud alike, and any number of indexes. Keep it next to the ingestion job (a file on the
+machine that runs it), or in a shared kvstore when several machines ingest into one server.
 """
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
+import functools
+import hashlib
 import logging
-from collections.abc import Iterable, Sequence
-from typing import Any
+import os
+import time
+from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
 
-from llama_index.core.async_utils import run_jobs
-from llama_index.core.bridge.pydantic import Field, SerializeAsAny
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
+from llama_index.core.ingestion import IngestionCache
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from llama_index.core.settings import Settings
-from llama_index.core.utils import get_tqdm_iterable
+from llama_index.core.storage.kvstore import SimpleKVStore
+from llama_index.core.storage.kvstore.types import BaseKVStore
+from tqdm import tqdm
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.parsing import find_json
 from llama_index_graphrag_milvus.records import (
     ENTITY_NAME_MAX_BYTES,
@@ -161,27 +186,335 @@ def triplets_from_node(node: BaseNode) -> tuple[list[Triplet], int]:
 
 def _store_triplets(node: BaseNode, triplets: list[Triplet]) -> None:
     node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]
+    _exclude_from_model_text(node, TRIPLETS_KEY)
+
+
+def _exclude_from_model_text(node: BaseNode, key: str) -> None:
     for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
-        if TRIPLETS_KEY not in keys:
-            keys.append(TRIPLETS_KEY)
+        if key not in keys:
+            keys.append(key)
+
+
+# ---------------------------------------------------------------------------- the cache
+
+EXTRACTION_ERROR_KEY = "graphrag_extraction_error"
+"""Node metadata key set when the extraction of a passage failed: ``"<ExceptionType>: <message>"``.
+
+Excluded from what LLMs and embedding models see; removed again when a later run succeeds.
+"""
+DEFAULT_CACHE_COLLECTION = "graphrag_triplets"
+"""The kvstore collection of :class:`ExtractionCache` entries."""
+_ERROR_MAX_CHARS = 500
+
+T = TypeVar("T")
+Sleep = Callable[[float], Awaitable[None]]
+"""An async sleep (``asyncio.sleep``): what the retry backoff waits with."""
+
+
+def _sha256(text: str) -> str:
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _triplet_lists(triplets: Iterable[Triplet]) -> list[list[str]]:
+    return [[t.subject, t.predicate, t.object] for t in triplets]
+
+
+class ExtractionCache:
+    """The triplets of every passage extracted successfully, in a LlamaIndex kvstore.
+
+    Keys come from :meth:`TripletExtractor.cache_key`: the SHA-256 of the passage text as
+    the LLM sees it, a hash of the prompt template and ``max_triplets_per_chunk``, and the
+    LLM's ``metadata.model_name``; a value is ``{"triplets": [[subject, predicate, object],
+    ...]}``. A failed extraction is never stored, so the next run retries just those
+    passages. The cache does not depend on the index: the same cache serves Milvus Lite, a
+    Milvus server or Zilliz Cloud.
+
+    Args:
+        persist_path: a JSON file in the format of core's ``SimpleKVStore`` (the store of
+            ``IngestionCache``). Loaded when it exists; written every ``persist_every`` new
+            entries and at the end of every extraction call, a crashed one included (to a
+            temporary file first, then renamed: a kill never leaves half a file).
+        kvstore: any other LlamaIndex kvstore instead of the file (``RedisKVStore``,
+            ``MongoDBKVStore``, ``PostgresKVStore``...), persistent by itself: the choice for
+            several machines ingesting into one Milvus server.
+        collection: the kvstore collection of the entries.
+        persist_every: new entries between two writes of ``persist_path``.
+
+    Example:
+        >>> cache = ExtractionCache()  # in memory; ExtractionCache("./extraction.json") persists
+        >>> cache.put("key", [Triplet("Euler", "born in", "Basel")])
+        >>> cache.get("key")
+        [Triplet(subject='Euler', predicate='born in', object='Basel')]
+        >>> cache.get("another key") is None
+        True
+    """
+
+    def __init__(
+        self,
+        persist_path: str | os.PathLike[str] | None = None,
+        kvstore: BaseKVStore | None = None,
+        collection: str = DEFAULT_CACHE_COLLECTION,
+        persist_every: int = 100,
+    ) -> None:
+        if persist_path is not None and kvstore is not None:
+            raise InvalidInputError(
+                "ExtractionCache got both persist_path and kvstore; pass persist_path for a "
+                "JSON file, or a kvstore that persists by itself, not both."
+            )
+        if persist_every < 1:
+            raise InvalidInputError(f"persist_every must be at least 1, got {persist_every}.")
+        self.persist_path = Path(persist_path) if persist_path is not None else None
+        self.collection = collection
+        self.persist_every = persist_every
+        self._unsaved = 0
+        self.kvstore: BaseKVStore = kvstore or self._load(self.persist_path)
+
+    @staticmethod
+    def _load(path: Path | None) -> SimpleKVStore:
+        if path is None or not path.exists():
+            return SimpleKVStore()
+        try:
+            return SimpleKVStore.from_persist_path(str(path))
+        except ValueError as exc:  # json.JSONDecodeError is a ValueError
+            raise InvalidInputError(
+                f"the extraction cache {path} is not a JSON kvstore file ({exc}); delete it "
+                "(the triplets are extracted again) or pass another persist_path."
+            ) from exc
+
+    @classmethod
+    def from_ingestion_cache(cls, cache: IngestionCache,
+                             collection: str = DEFAULT_CACHE_COLLECTION) -> ExtractionCache:
+        """Share the kvstore of an ``IngestionCache`` (e.g. the one of an ``IngestionPipeline``);
+        the entries go to their own ``collection``.
+
+        >>> from llama_index.core.ingestion import IngestionCache
+        >>> ExtractionCache.from_ingestion_cache(IngestionCache()).collection
+        'graphrag_triplets'
+        """
+        return cls(kvstore=cache.cache, collection=collection)
+
+    @staticmethod
+    def _decode(value: dict[str, Any] | None) -> list[Triplet] | None:
+        items = value.get("triplets") if isinstance(value, dict) else None
+        return to_triplets(items)[0] if isinstance(items, list) else None
+
+    def _saved_one(self) -> None:
+        self._unsaved += 1
+        if self._unsaved >= self.persist_every:
+            self.persist()
+
+    def get(self, key: str) -> list[Triplet] | None:
+        """The cached triplets of ``key``, or ``None`` when there are none."""
+        return self._decode(self.kvstore.get(key, collection=self.collection))
+
+    async def aget(self, key: str) -> list[Triplet] | None:
+        """:meth:`get` through the kvstore's async API."""
+        return self._decode(await self.kvstore.aget(key, collection=self.collection))
+
+    def put(self, key: str, triplets: Sequence[Triplet]) -> None:
+        """Store the triplets of ``key`` (an empty list is a valid answer)."""
+        self.kvstore.put(key, {"triplets": _triplet_lists(triplets)}, collection=self.collection)
+        self._saved_one()
+
+    async def aput(self, key: str, triplets: Sequence[Triplet]) -> None:
+        """:meth:`put` through the kvstore's async API."""
+        await self.kvstore.aput(key, {"triplets": _triplet_lists(triplets)},
+                                collection=self.collection)
+        self._saved_one()
+
+    def __len__(self) -> int:
+        return len(self.kvstore.get_all(collection=self.collection))
+
+    def __bool__(self) -> bool:
+        return True  # an empty cache is still a cache: ``cache or default`` keeps it
+
+    def persist(self) -> None:
+        """Write the file of ``persist_path`` (nothing to do for other kvstores)."""
+        if self.persist_path is None or not isinstance(self.kvstore, SimpleKVStore):
+            return
+        self.persist_path.parent.mkdir(parents=True, exist_ok=True)
+        partial = self.persist_path.with_name(f"{self.persist_path.name}.{os.getpid()}.tmp")
+        self.kvstore.persist(str(partial))
+        os.replace(partial, self.persist_path)
+        self._unsaved = 0
+
+
+# ---------------------------------------------------------------------------- the report
+
+
+@dataclass(frozen=True)
+class ExtractionFailure:
+    """A passage whose extraction failed after every retry."""
+
+    node_id: str
+    error: str
+    attempts: int
+
+
+@dataclass(frozen=True)
+class ExtractionReport:
+    """What one extraction call did.
+
+    ``passages`` counts the nodes, ``cached`` those answered by the cache, ``llm_calls`` the
+    LLM requests (retries included), ``triplets`` those written to the nodes.
+    """
+
+    passages: int
+    cached: int
+    llm_calls: int
+    triplets: int
+    failures: tuple[ExtractionFailure, ...]
+    seconds: float
+
+    @property
+    def failed_node_ids(self) -> list[str]:
+        """The ids of the nodes left without triplets by an LLM failure."""
+        return [f.node_id for f in self.failures]
+
+    def summary(self) -> str:
+        """One line for the log.
+
+        >>> ExtractionReport(3, 1, 3, 5, (ExtractionFailure("n2", "TimeoutError: ", 2),),
+        ...                  1.5).summary()
+        'triplet extraction: 3 passages (1 from the cache), 3 LLM calls, 5 triplets, 1 failed \
+in 1.5 s; failed: n2 (TimeoutError: )'
+        """
+        line = (f"triplet extraction: {self.passages} passages ({self.cached} from the cache), "
+                f"{self.llm_calls} LLM calls, {self.triplets} triplets, {len(self.failures)} "
+                f"failed in {self.seconds:.1f} s")
+        if self.failures:
+            shown = ", ".join(f"{f.node_id} ({f.error})" for f in self.failures[:10])
+            more = f" and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
+            line += f"; failed: {shown}{more}"
+        return line
+
+
+def extraction_failures(nodes: Iterable[BaseNode]) -> dict[str, str]:
+    """Node id -> error of the nodes whose last extraction failed (see
+    :data:`EXTRACTION_ERROR_KEY`): the nodes to run the extractor on again.
+
+    >>> from llama_index.core.schema import TextNode
+    >>> extraction_failures([TextNode(id_="a", text="x"),
+    ...     TextNode(id_="b", text="y", metadata={EXTRACTION_ERROR_KEY: "TimeoutError: "})])
+    {'b': 'TimeoutError: '}
+    """
+    return {n.node_id: str(n.metadata[EXTRACTION_ERROR_KEY]) for n in nodes
+            if EXTRACTION_ERROR_KEY in n.metadata}
+
+
+@dataclass(frozen=True)
+class _Outcome:
+    """The result for one distinct passage text (one cache key)."""
+
+    triplets: list[Triplet]
+    error: str | None = None
+    llm_calls: int = 0
+    cached: bool = False
+
+
+@dataclass
+class _Tally:
+    """Running counts behind the progress bar and the report."""
+
+    bar: tqdm
+    cached: int = 0
+    llm_calls: int = 0
+    triplets: int = 0
+    failures: list[ExtractionFailure] = field(default_factory=list)
+
+    def add(self, outcome: _Outcome, nodes: Sequence[BaseNode]) -> None:
+        self.llm_calls += outcome.llm_calls
+        self.cached += len(nodes) if outcome.cached else 0
+        self.triplets += len(outcome.triplets) * len(nodes)
+        if outcome.error is not None:
+            self.failures.extend(ExtractionFailure(n.node_id, outcome.error, outcome.llm_calls)
+                                 for n in nodes)
+        self.bar.set_postfix(triplets=self.triplets, failures=len(self.failures),
+                             cached=self.cached, refresh=False)
+        self.bar.update(len(nodes))
+
+    def report(self, passages: int, seconds: float) -> ExtractionReport:
+        return ExtractionReport(passages, self.cached, self.llm_calls, self.triplets,
+                                tuple(self.failures), seconds)
+
+
+@dataclass(frozen=True)
+class _Io:
+    """The I/O of one extraction call: the only part that differs between sync and async."""
+
+    predict: Callable[[dict[str, Any]], Awaitable[str]]
+    cache_get: Callable[[str], Awaitable[list[Triplet] | None]]
+    cache_put: Callable[[str, list[Triplet]], Awaitable[None]]
+
+
+def _as_async(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
+    async def call(*args: Any) -> T:
+        return function(*args)
+
+    return call
+
+
+async def _no_cached(key: str) -> list[Triplet] | None:
+    return None
+
+
+async def _no_put(key: str, triplets: list[Triplet]) -> None:
+    return None
+
+
+def _run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code: ``asyncio.run`` when no loop runs in
+    this thread, else in a helper thread with a loop of its own (as core's ``asyncio_run``)."""
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine())
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphrag-extract") as runner:
+        return runner.submit(context.run, lambda: asyncio.run(coroutine())).result()
+
+
+def _describe(exc: BaseException) -> str:
+    return f"{type(exc).__name__}: {exc}"[:_ERROR_MAX_CHARS]
 
 
 class TripletExtractor(TransformComponent, PromptMixin):
     """Extract triplets from nodes with an LLM; a ``TransformComponent``.
 
     Each node gets ``metadata["graphrag_triplets"] = [[subject, predicate, object], ...]``,
-    excluded from what LLMs and embedding models see. A failing LLM call or an answer with
-    no usable JSON leaves the node with no triplets and a warning in the log; the passage is
-    still stored and searchable.
+    excluded from what LLMs and embedding models see. At most ``num_workers`` LLM requests
+    are in flight, in the sync call (the LLM's sync API in worker threads) and in ``acall``
+    (its async API). A failing LLM call is retried ``max_retries`` times, waiting
+    ``retry_base_delay`` seconds, then twice as long at each retry; a passage that still
+    fails gets no triplets and ``metadata["graphrag_extraction_error"]``, a warning is
+    logged, and the run goes on. An answer with no usable JSON is an answer: no triplets, a
+    warning, no retry. The passage is stored and searchable either way.
+
+    With an :class:`ExtractionCache` (``cache=``), passages already extracted with the same
+    text, prompt and model are not sent to the LLM again; failures are not cached, so running
+    the same input again after a crash or after failures extracts only what is missing.
+    :meth:`extract` / :meth:`aextract` return an :class:`ExtractionReport` (counts and the
+    failed node ids); ``__call__`` / ``acall`` log it at INFO and return the nodes.
+    Passages with identical text in one call cost one LLM request.
+
+    Args:
+        llm: the extraction LLM; defaults to ``Settings.llm``.
+        cache: where extracted triplets are kept between runs; none by default.
+        sleep: the async sleep of the retry backoff (default ``asyncio.sleep``; tests pass
+            a recorder).
+        **kwargs: the fields (``extract_prompt``, ``max_triplets_per_chunk``,
+            ``num_workers``, ``max_retries``, ``retry_base_delay``).
 
     Example::
 
         from llama_index.core.ingestion import IngestionPipeline
         from llama_index.core.node_parser import SentenceSplitter
-        pipeline = IngestionPipeline(
-            transformations=[SentenceSplitter(), TripletExtractor(llm=llm)])
-        nodes = pipeline.run(documents=documents)
+        extractor = TripletExtractor(llm=llm, num_workers=16,
+                                     cache=ExtractionCache("./extraction_cache.json"))
+        pipeline = IngestionPipeline(transformations=[SentenceSplitter(), extractor])
+        nodes = pipeline.run(documents=documents, show_progress=True)
         index = GraphRAGIndex.from_nodes(nodes, uri="./graphrag.db")
+        print(extraction_failures(nodes))  # run the pipeline again to retry just these
     """
 
     llm: SerializeAsAny[LLM] = Field(description="The LLM that extracts triplets.")
@@ -193,16 +526,34 @@ class TripletExtractor(TransformComponent, PromptMixin):
         default=15, gt=0, description="Upper bound on triplets asked for per passage."
     )
     num_workers: int = Field(
-        default=4, gt=0, description="Concurrent LLM calls in the async path (acall)."
+        default=4, gt=0, description="LLM requests in flight at most (sync and async)."
     )
+    max_retries: int = Field(
+        default=3, ge=0, description="Retries of a failed LLM call before the passage is "
+        "recorded as failed."
+    )
+    retry_base_delay: float = Field(
+        default=1.0, ge=0.0, description="Seconds before the first retry; doubled at each "
+        "further retry."
+    )
+    _cache: ExtractionCache | None = PrivateAttr(default=None)
+    _sleep: Sleep | None = PrivateAttr(default=None)  # None: asyncio.sleep
 
-    def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
+    def __init__(self, llm: LLM | None = None, cache: ExtractionCache | None = None,
+                 sleep: Sleep | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
         super().__init__(**kwargs)
+        self._cache = cache
+        self._sleep = sleep
 
     @classmethod
     def class_name(cls) -> str:
         return "GraphRAGTripletExtractor"
+
+    @property
+    def cache(self) -> ExtractionCache | None:
+        """The :class:`ExtractionCache` given at construction, if any."""
+        return self._cache
 
     def _get_prompts(self) -> PromptDictType:
         return {"extract_prompt": self.extract_prompt}
@@ -218,38 +569,146 @@ class TripletExtractor(TransformComponent, PromptMixin):
         return {"text": node.get_content(metadata_mode=MetadataMode.LLM),
                 "max_triplets": self.max_triplets_per_chunk}
 
-    def _apply(self, node: BaseNode, raw: str | BaseException) -> None:
-        if isinstance(raw, BaseException):
-            logger.warning("triplet extraction failed for node %s: %r", node.node_id, raw)
-            triplets: list[Triplet] = []
-        else:
-            triplets, dropped = parse_triplets(raw)
-            if dropped:
-                logger.info("triplet extraction: dropped %d malformed triplets of node %s",
-                            dropped, node.node_id)
-        _store_triplets(node, triplets[: self.max_triplets_per_chunk])
+    def cache_key(self, text: str) -> str:
+        """The cache key of a passage text (as the LLM sees it, metadata included):
+        ``"<sha256 of text>:<16 hex of the prompt hash>:<model name>"``; the prompt hash
+        covers the template text and ``max_triplets_per_chunk``.
+
+        >>> from llama_index.core.llms import MockLLM
+        >>> key = TripletExtractor(llm=MockLLM()).cache_key("Euler was born in Basel.")
+        >>> key.split(":")[0][:12], len(key.split(":")[1]), key.split(":")[2]
+        ('432ec192c350', 16, 'unknown')
+        """
+        prompt = f"{self.extract_prompt.get_template()}\x00{self.max_triplets_per_chunk}"
+        return f"{_sha256(text)}:{_sha256(prompt)[:16]}:{self.llm.metadata.model_name}"
+
+    # ------------------------------------------------------------------ shared helpers
+
+    def _parse(self, raw: str, node_ids: str) -> list[Triplet]:
+        triplets, dropped = parse_triplets(raw)
+        if dropped:
+            logger.info("triplet extraction: dropped %d malformed triplets of node %s",
+                        dropped, node_ids)
+        return triplets[: self.max_triplets_per_chunk]
+
+    async def _predict_with_retries(self, prompt_kwargs: dict[str, Any], node_ids: str,
+                                    io: _Io) -> _Outcome:
+        attempts = 0
+        while True:
+            attempts += 1
+            try:
+                raw = await io.predict(prompt_kwargs)
+            except Exception as exc:  # an LLM failure skips one passage, not the run
+                if attempts > self.max_retries:
+                    logger.warning("triplet extraction failed for node %s after %d attempts: "
+                                   "%r", node_ids, attempts, exc)
+                    return _Outcome([], _describe(exc), attempts)
+                delay = self.retry_base_delay * 2 ** (attempts - 1)
+                logger.info("triplet extraction of node %s failed (attempt %d of %d): %r; "
+                            "retrying in %.2f s", node_ids, attempts, self.max_retries + 1,
+                            exc, delay)
+                await (self._sleep or asyncio.sleep)(delay)
+            else:
+                return _Outcome(self._parse(raw, node_ids), llm_calls=attempts)
+
+    async def _extract_passage(self, key: str, prompt_kwargs: dict[str, Any],
+                               nodes: list[BaseNode], io: _Io, semaphore: asyncio.Semaphore,
+                               tally: _Tally) -> None:
+        async with semaphore:
+            cached = await io.cache_get(key)
+            if cached is not None:
+                outcome = _Outcome(cached[: self.max_triplets_per_chunk], cached=True)
+            else:
+                node_ids = ", ".join(n.node_id for n in nodes)
+                outcome = await self._predict_with_retries(prompt_kwargs, node_ids, io)
+                if outcome.error is None:
+                    await io.cache_put(key, outcome.triplets)
+        for node in nodes:
+            _store_triplets(node, outcome.triplets)
+            if outcome.error is None:
+                node.metadata.pop(EXTRACTION_ERROR_KEY, None)
+            else:
+                node.metadata[EXTRACTION_ERROR_KEY] = outcome.error
+                _exclude_from_model_text(node, EXTRACTION_ERROR_KEY)
+        tally.add(outcome, nodes)
+
+    async def _extract_all(self, nodes: Sequence[BaseNode], show_progress: bool,
+                           io: _Io) -> ExtractionReport:
+        started = time.perf_counter()
+        passages: dict[str, tuple[dict[str, Any], list[BaseNode]]] = {}
+        for node in nodes:
+            prompt_kwargs = self._prompt_kwargs(node)
+            key = self.cache_key(prompt_kwargs["text"])
+            passages.setdefault(key, (prompt_kwargs, []))[1].append(node)
+        semaphore = asyncio.Semaphore(self.num_workers)
+        tally = _Tally(tqdm(total=len(nodes), desc="Extracting triplets",
+                            disable=not show_progress))
+        tasks = [asyncio.ensure_future(self._extract_passage(key, kwargs, group, io,
+                                                             semaphore, tally))
+                 for key, (kwargs, group) in passages.items()]
+        try:
+            await asyncio.gather(*tasks)
+        finally:  # a crash: stop the other passages, keep what is done
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+            tally.bar.close()
+            if self._cache is not None:
+                self._cache.persist()
+        report = tally.report(len(nodes), time.perf_counter() - started)
+        logger.log(logging.INFO if report.failures else logging.DEBUG, "%s", report.summary())
+        return report
+
+    def _async_io(self) -> _Io:
+        async def predict(prompt_kwargs: dict[str, Any]) -> str:
+            return await self.llm.apredict(self.extract_prompt, **prompt_kwargs)
+
+        cache = self._cache
+        if cache is None:
+            return _Io(predict, _no_cached, _no_put)
+        return _Io(predict, cache.aget, cache.aput)
+
+    def _threaded_io(self, pool: ThreadPoolExecutor) -> _Io:
+        loop = asyncio.get_running_loop()
+
+        async def predict(prompt_kwargs: dict[str, Any]) -> str:
+            call = functools.partial(contextvars.copy_context().run, self.llm.predict,
+                                     self.extract_prompt, **prompt_kwargs)
+            return await loop.run_in_executor(pool, call)
+
+        cache = self._cache
+        if cache is None:
+            return _Io(predict, _no_cached, _no_put)
+        return _Io(predict, _as_async(cache.get), _as_async(cache.put))
+
+    # ------------------------------------------------------------------ entry points
+
+    async def aextract(self, nodes: Sequence[BaseNode], show_progress: bool = False
+                       ) -> ExtractionReport:
+        """Extract the triplets of ``nodes`` in place through the LLM's async API; returns
+        the report (see the class docstring)."""
+        return await self._extract_all(nodes, show_progress, self._async_io())
+
+    def extract(self, nodes: Sequence[BaseNode], show_progress: bool = False
+                ) -> ExtractionReport:
+        """:meth:`aextract` through the LLM's sync API, ``num_workers`` calls at a time in
+        worker threads (for LLMs whose async API is missing or bound to another loop)."""
+        async def run() -> ExtractionReport:
+            pool = ThreadPoolExecutor(max_workers=self.num_workers,
+                                      thread_name_prefix="graphrag-extract")
+            try:
+                return await self._extract_all(nodes, show_progress, self._threaded_io(pool))
+            finally:
+                pool.shutdown(wait=True, cancel_futures=True)
+
+        return _run_blocking(run)
 
     def __call__(self, nodes: Sequence[BaseNode], show_progress: bool = False,
                  **kwargs: Any) -> Sequence[BaseNode]:
-        for node in get_tqdm_iterable(nodes, show_progress, "Extracting triplets"):
-            try:
-                raw: str | BaseException = self.llm.predict(self.extract_prompt,
-                                                            **self._prompt_kwargs(node))
-            except Exception as exc:  # an LLM failure skips one passage, not the run
-                raw = exc
-            self._apply(node, raw)
+        self.extract(nodes, show_progress=show_progress)
         return nodes
 
     async def acall(self, nodes: Sequence[BaseNode], show_progress: bool = False,
                     **kwargs: Any) -> Sequence[BaseNode]:
-        async def extract(node: BaseNode) -> str | BaseException:
-            try:
-                return await self.llm.apredict(self.extract_prompt, **self._prompt_kwargs(node))
-            except Exception as exc:  # an LLM failure skips one passage, not the run
-                return exc
-
-        answers = await run_jobs([extract(n) for n in nodes], show_progress=show_progress,
-                                 workers=self.num_workers, desc="Extracting triplets")
-        for node, raw in zip(nodes, answers, strict=True):
-            self._apply(node, raw)
+        await self.aextract(nodes, show_progress=show_progress)
         return nodes

@@ -17,7 +17,8 @@ from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
-from llama_index_graphrag_milvus.extraction import TripletExtractor
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtractor
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.ingestion import (
     IngestionStats,
@@ -123,6 +124,8 @@ class GraphRAGIndex:
         llm: LLM | None = None,
         transformations: Sequence[TransformComponent] | None = None,
         kg_extractor: TransformComponent | None = None,
+        extraction_cache: ExtractionCache | None = None,
+        extraction_workers: int | None = None,
         **kwargs: Any,
     ) -> GraphRAGIndex:
         """Split documents into passages, extract triplets with an LLM, and ingest them.
@@ -136,17 +139,42 @@ class GraphRAGIndex:
             kg_extractor: the extractor to use instead of :class:`TripletExtractor`: any
                 ``TransformComponent`` that leaves triplets in node metadata, core's
                 ``SimpleLLMPathExtractor`` and friends included.
+            extraction_cache: keeps the triplets of every passage extracted successfully
+                (for example ``ExtractionCache("./extraction_cache.json")``): run the same
+                call again after a crash or failures and only the missing passages go to the
+                LLM. Not with ``kg_extractor`` (give that one its own cache).
+            extraction_workers: LLM requests in flight at most (``TripletExtractor``'s
+                ``num_workers``, default 4); not with ``kg_extractor``.
             **kwargs: the constructor's arguments.
+
+        Example::
+
+            index = GraphRAGIndex.from_documents(
+                documents, llm=llm, uri="http://milvus:19530", extraction_workers=16,
+                extraction_cache=ExtractionCache("./extraction_cache.json"),
+                show_progress=True)
         """
         index = cls(**kwargs)
         index.insert_documents(documents, llm=llm, transformations=transformations,
-                               kg_extractor=kg_extractor)
+                               kg_extractor=kg_extractor, extraction_cache=extraction_cache,
+                               extraction_workers=extraction_workers)
         return index
 
     def _extract(self, documents: Sequence[Document], llm: LLM | None,
                  transformations: Sequence[TransformComponent] | None,
-                 kg_extractor: TransformComponent | None) -> Sequence[BaseNode]:
-        extractor = kg_extractor or TripletExtractor(llm=llm)
+                 kg_extractor: TransformComponent | None,
+                 extraction_cache: ExtractionCache | None = None,
+                 extraction_workers: int | None = None) -> Sequence[BaseNode]:
+        if kg_extractor is not None and (extraction_cache is not None
+                                         or extraction_workers is not None):
+            raise InvalidInputError(
+                "extraction_cache and extraction_workers configure the default "
+                "TripletExtractor; with kg_extractor, set them on it instead: "
+                "TripletExtractor(llm=llm, cache=..., num_workers=...)."
+            )
+        workers: dict[str, Any] = ({} if extraction_workers is None
+                                   else {"num_workers": extraction_workers})
+        extractor = kg_extractor or TripletExtractor(llm=llm, cache=extraction_cache, **workers)
         pipeline = [*(transformations or [Settings.node_parser]), extractor]
         return run_transformations(list(documents), pipeline, show_progress=self.show_progress)
 
@@ -156,12 +184,15 @@ class GraphRAGIndex:
         llm: LLM | None = None,
         transformations: Sequence[TransformComponent] | None = None,
         kg_extractor: TransformComponent | None = None,
+        extraction_cache: ExtractionCache | None = None,
+        extraction_workers: int | None = None,
     ) -> IngestionStats:
         """Split, extract and upsert documents; the arguments are those of
         :meth:`from_documents`. Give documents stable ids (``Document(doc_id=...)``,
         ``SimpleDirectoryReader(filename_as_id=True)``): passage ids include them, so the
         same document ingested twice is an upsert, and :meth:`delete` finds it."""
-        return self.insert_nodes(self._extract(documents, llm, transformations, kg_extractor))
+        return self.insert_nodes(self._extract(documents, llm, transformations, kg_extractor,
+                                               extraction_cache, extraction_workers))
 
     def insert(self, document: Document, **kwargs: Any) -> IngestionStats:
         """Upsert one document; kwargs as for :meth:`insert_documents`."""
@@ -173,13 +204,16 @@ class GraphRAGIndex:
         llm: LLM | None = None,
         transformations: Sequence[TransformComponent] | None = None,
         kg_extractor: TransformComponent | None = None,
+        extraction_cache: ExtractionCache | None = None,
+        extraction_workers: int | None = None,
     ) -> IngestionStats:
         """Replace what ``document.doc_id`` contributed with the document's new content.
 
         Extraction runs first; then the old passages, the relations only they supported and
         the entities left with no relation are deleted, and the new content is written.
         """
-        nodes = self._extract([document], llm, transformations, kg_extractor)
+        nodes = self._extract([document], llm, transformations, kg_extractor,
+                              extraction_cache, extraction_workers)
         self.delete(document.doc_id)
         return self.insert_nodes(nodes)
 

@@ -21,6 +21,7 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.records import CandidateRelation
 
 logger = logging.getLogger(__name__)
@@ -82,13 +83,13 @@ class ExpansionConfig:
 
     def __post_init__(self) -> None:
         if self.hops < 0:
-            raise ValueError(f"hops must be 0 or more, got {self.hops}")
+            raise InvalidInputError(f"hops must be 0 or more, got {self.hops}")
         for name in ("per_hop_max_relations", "max_candidate_relations",
                      "per_hop_max_entities"):
             if getattr(self, name) < 1:
-                raise ValueError(f"{name} must be at least 1, got {getattr(self, name)}")
+                raise InvalidInputError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_relations_per_passage is not None and self.max_relations_per_passage < 1:
-            raise ValueError("max_relations_per_passage must be at least 1 or None, got "
+            raise InvalidInputError("max_relations_per_passage must be at least 1 or None, got "
                              f"{self.max_relations_per_passage}")
 
 

@@ -188,12 +188,9 @@ class GraphRAGRetriever(BaseRetriever):
                             ("similarity_top_k", similarity_top_k)):
             if not isinstance(value, int) or value < 1:
                 raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-        try:
-            self._expansion = ExpansionConfig(
-                hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
-                max_relations_per_passage=max_relations_per_passage)
-        except ValueError as exc:
-            raise InvalidInputError(str(exc)) from exc
+        self._expansion = ExpansionConfig(
+            hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
+            max_relations_per_passage=max_relations_per_passage)
         if passage_scoring not in ("relation", "passage"):
             raise InvalidInputError(
                 f"passage_scoring must be 'relation' or 'passage', got {passage_scoring!r}")

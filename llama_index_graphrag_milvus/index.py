@@ -15,10 +15,12 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
 from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
+from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtractor
+from llama_index_graphrag_milvus.filters import for_vector_store
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.ingestion import (
     IngestionStats,
@@ -273,12 +275,16 @@ class GraphRAGIndex:
         """A :class:`GraphRAGRetriever` over this index; kwargs are its arguments."""
         return GraphRAGRetriever(self, **kwargs)
 
-    def as_naive_retriever(self, similarity_top_k: int = 2, **kwargs: Any
+    def as_naive_retriever(self, similarity_top_k: int = 2,
+                           filters: MetadataFilters | None = None, **kwargs: Any
                            ) -> VectorIndexRetriever:
-        """Plain vector search over the passage collection, for comparison."""
+        """Plain vector search over the passage collection, for comparison; ``filters``
+        on passage metadata as for :class:`GraphRAGRetriever`."""
         vector_index = VectorStoreIndex.from_vector_store(self.store.passages,
                                                           embed_model=self.embed_model)
-        return VectorIndexRetriever(vector_index, similarity_top_k=similarity_top_k, **kwargs)
+        return VectorIndexRetriever(
+            vector_index, similarity_top_k=similarity_top_k,
+            filters=for_vector_store(filters) if filters is not None else None, **kwargs)
 
     def as_query_engine(self, llm: LLM | None = None, top_n: int = 2,
                         **retriever_kwargs: Any) -> RetrieverQueryEngine:

@@ -24,8 +24,10 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.parsing import find_json, string_list
 from llama_index_graphrag_milvus.records import (
@@ -157,6 +159,9 @@ class GraphRAGRetriever(BaseRetriever):
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
+        filters: LlamaIndex ``MetadataFilters`` on passage metadata (for example
+            ``tenant_id``), applied in the Milvus passage query: only matching passages are
+            returned. Values are quoted, so any string is matched literally.
 
     Example::
 
@@ -181,6 +186,7 @@ class GraphRAGRetriever(BaseRetriever):
         passage_scoring: str = "passage",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
+        filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
@@ -203,6 +209,7 @@ class GraphRAGRetriever(BaseRetriever):
         self._relation_threshold = relation_similarity_threshold
         self._similarity_top_k = similarity_top_k
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
+        self._where = to_milvus_expression(filters) if filters is not None else ""
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     # ------------------------------------------------------------------ prompts
@@ -276,9 +283,10 @@ class GraphRAGRetriever(BaseRetriever):
         texts = store.get_relation_texts([c.id for c in candidates])
         hits: ScoredPassages
         if self._passage_scoring == "passage":
-            hits = store.search_passages(query_vector, list(pool), self._limit(pool))
+            hits = store.search_passages(query_vector, list(pool), self._limit(pool),
+                                         self._where)
         else:
-            hits = [(node, None) for node in store.get_passages(list(pool))]
+            hits = [(node, None) for node in store.get_passages(list(pool), self._where)]
         return build_results(hits, pool, texts)
 
     def _ner(self, query: str) -> list[str]:
@@ -321,8 +329,9 @@ class GraphRAGRetriever(BaseRetriever):
                                pool: dict[str, list[CandidateRelation]]) -> ScoredPassages:
         store = self._index.store
         if self._passage_scoring == "passage":
-            return await store.asearch_passages(query_vector, list(pool), self._limit(pool))
-        return [(node, None) for node in await store.aget_passages(list(pool))]
+            return await store.asearch_passages(query_vector, list(pool), self._limit(pool),
+                                                self._where)
+        return [(node, None) for node in await store.aget_passages(list(pool), self._where)]
 
     async def _aner(self, query: str) -> list[str]:
         if self._llm is None:
@@ -349,4 +358,5 @@ class GraphRAGRetriever(BaseRetriever):
             "per_hop_max_entities": self._expansion.per_hop_max_entities,
             "similarity_top_k": self._similarity_top_k,
             "ner": self._llm is not None,
+            "filters": self._where,
         }

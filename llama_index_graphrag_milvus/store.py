@@ -112,11 +112,16 @@ def in_list(field: str, values: Sequence[str]) -> str:
     return f"{field} in [{', '.join(quote(v) for v in values)}]"
 
 
+def _id_filter(ids: Sequence[str], where: str = "") -> str:
+    """``id in [...]``, and ``where`` (a filter expression on metadata) when given."""
+    return in_list("id", ids) + (f" and {where}" if where else "")
+
+
 def _search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: int,
-                   output_fields: list[str], ids: Sequence[str] | None = None
-                   ) -> dict[str, Any]:
+                   output_fields: list[str], ids: Sequence[str] | None = None,
+                   where: str = "") -> dict[str, Any]:
     return {
-        **({"filter": in_list("id", ids)} if ids is not None else {}),
+        **({"filter": _id_filter(ids, where)} if ids is not None else {}),
         "collection_name": collection,
         "data": [list(v) for v in vectors],
         "limit": limit,
@@ -449,42 +454,46 @@ class MilvusGraphStore:
                                              output_fields=["text"])
         return {row["id"]: row["text"] for row in rows}
 
-    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int
-                        ) -> list[tuple[BaseNode, float]]:
-        """The ``limit`` passages among ``ids`` most similar to ``vector``, best first."""
+    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
+                        where: str = "") -> list[tuple[BaseNode, float]]:
+        """The ``limit`` passages among ``ids`` (and matching ``where``, a filter expression
+        on metadata) most similar to ``vector``, best first."""
         if not ids:
             return []
-        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids)
+        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids,
+                                where)
         with _milvus_errors(f"search {self.passage_collection}"):
             result = self.client.search(**kwargs, **self._read)
         return _parse_passage_hits(result)
 
-    async def asearch_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int
-                               ) -> list[tuple[BaseNode, float]]:
+    async def asearch_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
+                               where: str = "") -> list[tuple[BaseNode, float]]:
         """Async twin of :meth:`search_passages`."""
         if not ids:
             return []
-        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids)
+        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids,
+                                where)
         with _milvus_errors(f"search {self.passage_collection}"):
             result = await self._aclient().search(**kwargs, **self._read)
         return _parse_passage_hits(result)
 
-    def get_passages(self, ids: Sequence[str]) -> list[BaseNode]:
-        """Passage nodes by id, in the order of ``ids`` (unknown ids are left out)."""
+    def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
+        """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
+        ids are left out."""
         if not ids:
             return []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = self.client.get(collection_name=self.passage_collection, **self._read,
-                                   ids=list(ids),
-                                   output_fields=_PASSAGE_FIELDS)
+            rows = self.client.query(collection_name=self.passage_collection, **self._read,
+                                     filter=_id_filter(ids, where),
+                                     output_fields=["id", *_PASSAGE_FIELDS])
         return _rows_to_passages(rows, ids)
 
-    async def aget_passages(self, ids: Sequence[str]) -> list[BaseNode]:
+    async def aget_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
         """Async twin of :meth:`get_passages`."""
         if not ids:
             return []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = await self._aclient().get(collection_name=self.passage_collection,
-                                             **self._read, ids=list(ids),
-                                             output_fields=_PASSAGE_FIELDS)
+            rows = await self._aclient().query(collection_name=self.passage_collection,
+                                               **self._read, filter=_id_filter(ids, where),
+                                               output_fields=["id", *_PASSAGE_FIELDS])
         return _rows_to_passages(rows, ids)

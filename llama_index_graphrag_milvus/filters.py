@@ -1,0 +1,99 @@
+"""LlamaIndex ``MetadataFilters`` as Milvus filter expressions over passage metadata.
+
+Values are user input (a tenant id, a document title): every string is quoted and escaped, so
+a value holding quotes or Milvus expression syntax is matched literally. Keys must be plain
+identifiers.
+
+>>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+>>> print(to_milvus_expression(MetadataFilters(filters=[
+...     MetadataFilter(key="tenant_id", value='acme" or "1"=="1')])))
+(tenant_id == "acme\\" or \\"1\\"==\\"1")
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from llama_index.core.vector_stores import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.store import quote
+
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_COMPARISONS = {
+    FilterOperator.EQ: "==", FilterOperator.NE: "!=", FilterOperator.GT: ">",
+    FilterOperator.GTE: ">=", FilterOperator.LT: "<", FilterOperator.LTE: "<=",
+}
+
+
+def _literal(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (int, float)):
+        return repr(value)
+    if isinstance(value, str):
+        return quote(value)
+    raise InvalidInputError(
+        f"metadata filter value {value!r} is a {type(value).__name__}; use a string, a "
+        "number or a boolean (a list with the IN and NIN operators)."
+    )
+
+
+def _condition(item: MetadataFilter) -> str:
+    if not isinstance(item.key, str) or not _KEY.match(item.key):
+        raise InvalidInputError(
+            f"metadata filter key {item.key!r} is not a plain identifier (letters, digits, "
+            "underscores): rename the metadata key."
+        )
+    if item.operator in _COMPARISONS:
+        return f"{item.key} {_COMPARISONS[item.operator]} {_literal(item.value)}"
+    if item.operator in (FilterOperator.IN, FilterOperator.NIN):
+        values = item.value if isinstance(item.value, list) else [item.value]
+        keyword = "in" if item.operator == FilterOperator.IN else "not in"
+        return f"{item.key} {keyword} [{', '.join(_literal(v) for v in values)}]"
+    raise InvalidInputError(
+        f"metadata filter operator {item.operator.value!r} is not supported; use ==, !=, >, "
+        ">=, <, <=, in or nin."
+    )
+
+
+def for_vector_store(filters: MetadataFilters) -> MetadataFilters:
+    """``filters`` prepared for ``MilvusVectorStore`` (the naive retriever).
+
+    The vector store quotes string values with single quotes and escapes single quotes, but
+    not backslashes: a value ending in a backslash would escape the closing quote. Doubling
+    backslashes first makes the value match literally. Keys and operators are validated as
+    for :func:`to_milvus_expression`.
+    """
+    to_milvus_expression(filters)
+
+    def escape(value: Any) -> Any:
+        if isinstance(value, str):
+            return value.replace("\\", "\\\\")
+        if isinstance(value, list):
+            return [escape(v) for v in value]
+        return value
+
+    return MetadataFilters(
+        filters=[for_vector_store(f) if isinstance(f, MetadataFilters)
+                 else f.model_copy(update={"value": escape(f.value)}) for f in filters.filters],
+        condition=filters.condition,
+    )
+
+
+def to_milvus_expression(filters: MetadataFilters) -> str:
+    """The Milvus expression of ``filters`` (nested filters and AND/OR/NOT included)."""
+    parts = [to_milvus_expression(f) if isinstance(f, MetadataFilters) else _condition(f)
+             for f in filters.filters]
+    if not parts:
+        return ""
+    condition = filters.condition or FilterCondition.AND
+    if condition == FilterCondition.NOT:
+        return f"not ({' and '.join(parts)})"
+    return "(" + f" {condition.value} ".join(parts) + ")"

@@ -9,6 +9,8 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
+from llama_index.core.schema import BaseNode, TextNode
+
 # Metadata keys written on passage nodes. They are excluded from what an LLM or an embedding
 # model sees (see ``exclude_from_llm_and_embed``).
 TRIPLETS_KEY = "graphrag_triplets"
@@ -145,3 +147,23 @@ class CandidateRelation:
     def as_metadata(self) -> dict[str, object]:
         """The JSON-safe form stored in passage node metadata."""
         return {"id": self.id, "text": self.text, "score": round(self.score, 6), "hop": self.hop}
+
+
+class GraphPassageNode(TextNode):
+    """A retrieved passage: a ``TextNode`` whose ``hash`` ignores what retrieval and rerank
+    attach (``graphrag_relations``, ``graphrag_rerank``).
+
+    The same passage from the graph retriever and from naive vector search then has the same
+    hash, so core's ``QueryFusionRetriever`` merges the two instead of listing it twice.
+    """
+
+    @property
+    def hash(self) -> str:
+        stored = {k: v for k, v in self.metadata.items() if k not in (RELATIONS_KEY, RERANK_KEY)}
+        identity = str(self.text) + str(stored)
+        return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
+
+    @classmethod
+    def from_node(cls, node: BaseNode) -> GraphPassageNode:
+        """The same node (id, text, metadata, relationships) as a ``GraphPassageNode``."""
+        return node if isinstance(node, cls) else cls(**node.dict())

@@ -34,6 +34,7 @@ from llama_index_graphrag_milvus.records import (
     RELATIONS_KEY,
     CandidateRelation,
     EntityHit,
+    GraphPassageNode,
     RelationHit,
 )
 from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
@@ -112,7 +113,8 @@ def build_results(hits: ScoredPassages, passages: dict[str, list[CandidateRelati
     """Attach the relations that reached each passage (kept out of LLM and embedding text);
     a passage without its own score gets its best relation's."""
     results = []
-    for node, own_score in hits:
+    for fetched, own_score in hits:
+        node = GraphPassageNode.from_node(fetched)
         relations = passages[node.node_id]
         node.metadata[RELATIONS_KEY] = [
             {**c.as_metadata(), "text": texts.get(c.id, c.text)} for c in relations
@@ -267,6 +269,7 @@ class GraphRAGRetriever(BaseRetriever):
         self._check_not_empty()
         query_vector = self._checked_vector(
             query_bundle.embedding or self._embed_model.get_query_embedding(query))
+        query_bundle.embedding = query_vector  # other retrievers of a fusion reuse it
         names = self._ner(query)
         vectors = (self._embed_model.get_text_embedding_batch(names) if names
                    else [query_vector])
@@ -305,6 +308,7 @@ class GraphRAGRetriever(BaseRetriever):
         self._check_not_empty()
         query_vector = self._checked_vector(
             query_bundle.embedding or await self._embed_model.aget_query_embedding(query))
+        query_bundle.embedding = query_vector  # other retrievers of a fusion reuse it
         store = self._index.store
         relation_task = asyncio.ensure_future(store.asearch_relations(
             query_vector, self._relation_top_k, self._relation_threshold))

@@ -13,12 +13,16 @@ from typing import Any
 import numpy as np
 import pytest
 
+from llama_index_graphrag_milvus import GraphRAGRetriever
 from llama_index_graphrag_milvus.bench.multihop import (
     BenchmarkConfig,
+    GraphConfig,
+    NeverCalledLLM,
     QuestionResult,
     SweepGrid,
     load_dataset,
     main,
+    parse_args,
     passage_nodes,
     question_group,
     recall_at_k,
@@ -131,7 +135,7 @@ def test_naive_order_precondition(tmp_path: Path, embed_model: HashEmbedding) ->
     for question in QUESTIONS:
         scores = passages @ np.asarray(embed_model.get_query_embedding(question["question"]))
         order = [CORPUS[i][0] for i in np.argsort(-scores, kind="stable")]
-        assert order == NAIVE_ORDER[question["id"]]
+        assert order == NAIVE_ORDER[str(question["id"])]
         assert len(set(np.round(scores, 6))) == len(scores)  # no ties: the order is exact
 
 
@@ -147,7 +151,7 @@ def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> Non
     assert naive["summary"]["recall@2"] == pytest.approx(NAIVE_RECALL[2])
     assert naive["summary"]["recall@5"] == pytest.approx(NAIVE_RECALL[5])
     assert [r["retrieved"] for r in report["per_question"]["naive RAG"]] == [
-        NAIVE_ORDER[q["id"]][:5] for q in QUESTIONS]
+        NAIVE_ORDER[str(q["id"])][:5] for q in QUESTIONS]
 
     graphs = [m for m in report["methods"] if m["kind"] == "graph"]
     assert [m["config"]["hops"] for m in graphs[:2]] == [1, 2]
@@ -169,6 +173,13 @@ def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> Non
     assert by_label["h1 e20 r20 pool100"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
     assert by_label["h1 e20 r20 pool2"]["pool_coverage"]["all"] <= POOL_COVERAGE["all"]
     assert report["sweep_best"]["label"] in by_label
+    # Every sweep row also has the recall of its fusion with naive RAG; the best fused
+    # configuration is reported and its fusion is timed.
+    assert all(set(row["fusion"]) >= {"recall@2", "recall@5"} for row in report["sweep"])
+    assert report["sweep_best_fusion"]["label"] in by_label
+    fused_labels = [m["name"] for m in report["methods"] if m["kind"] == "fusion"]
+    assert fused_labels[:2] == ["fusion h1 e20 r20 pool100", "fusion h2 e20 r20 pool100"]
+    assert any(report["sweep_best_fusion"]["label"] in name for name in fused_labels)
 
     assert report["build"]["relations"] == 7 and report["build"]["passages"] == 6
     assert report["build"]["peak_rss_mb"] > 0 and report["build"]["total_s"] > 0
@@ -179,6 +190,100 @@ def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> Non
     assert Path(files["chart"]).read_bytes()[:4] == b"\x89PNG"
     table = render_markdown(report)
     assert "| naive RAG | 58.3 | 100.0 |" in table and "pool cov." in table
+    assert "| fusion h1 e20 r20 pool100 |" in table and "**best fusion**" in table
+
+
+def _rrf(lists: list[list[str]], merge: bool) -> list[str]:
+    """Reciprocal rank fusion (k = 60) written out: ``merge`` adds the ranks of one passage
+    across lists (matching hashes); without it each list's entry stays on its own. Ties keep
+    the first list first (a stable sort over the insertion order)."""
+    scores: dict[Any, float] = {}
+    for which, ids in enumerate(lists):
+        for rank, pid in enumerate(ids):
+            key = pid if merge else (which, pid)
+            scores[key] = scores.get(key, 0.0) + 1.0 / (rank + 60.0)
+    order = sorted(scores, key=lambda key: scores[key], reverse=True)
+    return [key if merge else key[1] for key in order]
+
+
+def test_fusion_is_core_rrf_of_graph_and_naive(tmp_path: Path,
+                                               embed_model: HashEmbedding) -> None:
+    dataset = write_dataset(tmp_path / "tiny")
+    report = run_benchmark(config(dataset, tmp_path / "out"), embed_model)
+    assert [m["kind"] for m in report["methods"]] == ["naive", "graph", "fusion",
+                                                      "fusion-aligned"]
+    fusion, aligned = method(report, "fusion"), method(report, "fusion-aligned")
+    assert fusion["name"] == "fusion h1 e20 r20 pool100"
+    assert fusion["config"]["mode"] == "reciprocal_rerank"
+    assert fusion["config"]["num_queries"] == 1 and fusion["config"]["llm"] is None
+    assert fusion["config"]["graph"]["passage_scoring"] == "passage"
+    per_question = report["per_question"]
+    naive_lists = [r["retrieved"] for r in per_question["naive RAG"]]
+    graph_lists = [r["retrieved"] for r in per_question["graph h1 e20 r20 pool100"]]
+    # The graph nodes carry their relations in the metadata, so core's fusion (which matches
+    # node.hash = text + metadata) cannot add the ranks of a passage that both lists hold:
+    # the plain fusion is RRF without merging (then deduplicated), the diagnostic one merges.
+    for name, merge in ((fusion["name"], False), (aligned["name"], True)):
+        for row, graph, naive in zip(per_question[name], graph_lists, naive_lists,
+                                     strict=True):
+            assert row["retrieved"] == list(dict.fromkeys(_rrf([graph, naive], merge)))[:5]
+        summary = next(m["summary"] for m in report["methods"] if m["name"] == name)
+        for k in (2, 5):
+            expected = np.mean([len(set(r["retrieved"][:k]) & set(r["expected"]))
+                                / len(r["expected"]) for r in per_question[name]])
+            assert summary[f"recall@{k}"]["all"] == pytest.approx(expected)
+        assert summary["latency_ratio_vs_naive"]["p50"] > 0
+        # By hand: with passage scoring the graph list is naive RAG's order without c5 (no
+        # relation reaches it). 2hop: both lists are c0 c3 c1 c2 c4 -> R@2 1/2, R@5 1.
+        # 3hop: graph c3 c4 c2 c1 c0, naive c3 c4 c2 c1 c5; c0 and c5 tie at 1/64 and the
+        # graph list comes first -> top 5 = c3 c4 c2 c1 c0: R@2 2/3, R@5 2/3.
+        assert summary["recall@2"] == pytest.approx(NAIVE_RECALL[2])
+        assert summary["recall@5"] == pytest.approx({"all": (1 + 2 / 3) / 2, "2hop": 1.0,
+                                                     "3hop": 2 / 3})
+    assert "fusion h1 e20 r20 pool100 |" in render_markdown(report)
+
+
+def test_never_called_llm_raises() -> None:
+    with pytest.raises(RuntimeError, match="must not call an LLM"):
+        NeverCalledLLM().complete("hello")
+
+
+def test_defaults_follow_the_retriever_and_describe_is_recorded(tmp_path: Path,
+                                                                embed_model: HashEmbedding
+                                                                ) -> None:
+    import inspect
+
+    defaults = {name: p.default for name, p in
+                inspect.signature(GraphRAGRetriever.__init__).parameters.items()}
+    assert GraphConfig().retriever_kwargs() == {
+        name: defaults[name] for name in ("hops", "entity_top_k", "relation_top_k",
+                                          "max_candidate_relations")}
+    args = parse_args(["folder"])
+    assert (args.entity_top_k, args.relation_top_k, args.pool_size) == (
+        defaults["entity_top_k"], defaults["relation_top_k"],
+        defaults["max_candidate_relations"])
+    assert defaults["hops"] in args.hops
+    report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
+                                  fusion=False), embed_model)
+    assert [m["kind"] for m in report["methods"]] == ["naive", "graph"]
+    recorded = method(report, "graph")["config"]
+    # Every retriever argument with a default is in the record (describe()).
+    assert set(defaults) - {"self", "index", "llm", "ner_prompt", "callback_manager",
+                            "verbose"} <= set(recorded)
+    assert recorded["per_hop_max_entities"] == defaults["per_hop_max_entities"]
+
+
+def test_sweep_graph_kwargs_variants_are_a_dimension() -> None:
+    grid = SweepGrid(hops=(1,), entity_top_k=(3,), relation_top_k=(3,),
+                     max_candidate_relations=(100,),
+                     graph_kwargs=((), (("max_relations_per_passage", 1),)))
+    labels = [c.label for c in grid.configs((("per_hop_max_relations", 500),))]
+    assert labels == [
+        "h1 e3 r3 pool100 per_hop_max_relations=500",
+        "h1 e3 r3 pool100 max_relations_per_passage=1 per_hop_max_relations=500"]
+    args = parse_args(["folder", "--sweep-graph-kwargs", "{}",
+                       '{"max_relations_per_passage": 1}'])
+    assert args.sweep_graph_kwargs == [{}, {"max_relations_per_passage": 1}]
 
 
 def test_no_triplets_no_llm_reports_naive_and_says_why(tmp_path: Path,

@@ -7,8 +7,10 @@ optional ``triplets.jsonl``, the format of ``shared/benchmarks``):
    ``"title: <title>\\n\\n<text>"``) plus the pre-extracted triplets when the folder has them,
    else triplets extracted by the configured LLM, else passages only;
 2. evaluates on that store and those embeddings: naive RAG (``index.as_naive_retriever``), the
-   graph retriever without an LLM for each ``--hops`` value, and, when an LLM is configured,
-   the graph retriever plus :class:`~llama_index_graphrag_milvus.GraphRelationRerank`;
+   graph retriever without an LLM for each ``--hops`` value, each of those fused with naive
+   RAG by core's ``QueryFusionRetriever`` (reciprocal rank fusion, one query, no LLM call),
+   and, when an LLM is configured, the graph retriever plus
+   :class:`~llama_index_graphrag_milvus.GraphRelationRerank`;
 3. reports Recall@k (core's ``Recall`` metric on the top k, averaged over questions; overall
    and per hop count, read from MuSiQue ids ``2hop``/``3hop``/``4hop``, or per HotpotQA
    ``type``), the pool coverage of the graph retriever (gold passages reachable from the full
@@ -17,14 +19,16 @@ optional ``triplets.jsonl``, the format of ``shared/benchmarks``):
    time and the peak memory;
 4. writes a Markdown table to stdout and ``multihop_<dataset>.{md,json,png}`` to ``--out``.
 
-``--sweep`` first runs a small grid (hops, entity/relation top-k, pool size) without an LLM,
-reports every configuration with its pool coverage, and adds the best one (by Recall@5, then
-Recall@2) to the timed comparison.
+``--sweep`` first runs a small grid (hops, entity/relation top-k, pool size, and optional
+variants of further retriever arguments) without an LLM, reports every configuration with its
+pool coverage and the recall of its fusion with naive RAG, and adds the best graph
+configuration (by Recall@5, then Recall@2) and the best fused one to the timed comparison.
 
 Example::
 
     python -m llama_index_graphrag_milvus.bench.multihop \\
-        /work/shared/benchmarks/musique_train100 --out bench_out --sweep
+        /work/shared/benchmarks/musique_train100 --out bench_out --sweep \\
+        --sweep-graph-kwargs '{}' '{"max_relations_per_passage": 1}'
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ import argparse
 import asyncio
 import hashlib
 import importlib
+import inspect
 import itertools
 import json
 import math
@@ -53,14 +58,24 @@ import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.evaluation.retrieval.metrics import Recall
+from llama_index.core.llms import (
+    CompletionResponse,
+    CompletionResponseGen,
+    CustomLLM,
+    LLMMetadata,
+)
 from llama_index.core.llms.llm import LLM
 from llama_index.core.postprocessor.types import BaseNodePostprocessor
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from tqdm.auto import tqdm
 
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 from llama_index_graphrag_milvus.index import GraphRAGIndex
+from llama_index_graphrag_milvus.records import RELATIONS_KEY
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
+from llama_index_graphrag_milvus.retriever import GraphRAGRetriever
 
 CORPUS_ID_KEY = "corpus_id"
 """Passage metadata key holding the dataset's passage id (kept out of the embedding text)."""
@@ -74,6 +89,13 @@ UNLIMITED_PASSAGES = 1_000_000
 NAIVE = "naive"
 GRAPH = "graph"
 GRAPH_RERANK = "graph+rerank"
+FUSION = "fusion"
+"""Kind of the graph + naive RAG methods fused by core's ``QueryFusionRetriever``."""
+FUSION_ALIGNED = "fusion-aligned"
+"""Kind of the diagnostic fusion whose graph nodes lose ``graphrag_relations`` (see
+:class:`RelationMetadataStripper`)."""
+RRF_MODE = FUSION_MODES.RECIPROCAL_RANK
+"""``mode="reciprocal_rerank"``."""
 PACKAGES = (
     "llama-index-graphrag-milvus", "llama-index-core", "llama-index-vector-stores-milvus",
     "llama-index-embeddings-huggingface", "pymilvus", "milvus-lite", "sentence-transformers",
@@ -229,7 +251,7 @@ def _mean(values: Sequence[float]) -> float | None:
 
 @dataclass(frozen=True)
 class QuestionResult:
-    """What one method did for one question."""
+    """What one method did for one question (``retrieved``: distinct passages, best first)."""
 
     question_id: str
     group: str | None
@@ -270,6 +292,16 @@ def summarize(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
 # ---------------------------------------------------------------------------- configuration
 
 
+def retriever_default(name: str) -> Any:
+    """The default of a :class:`GraphRAGRetriever` argument: the benchmark's defaults follow
+    the retriever's, so that a plain run measures what a user gets.
+
+    >>> retriever_default("max_candidate_relations")
+    100
+    """
+    return inspect.signature(GraphRAGRetriever.__init__).parameters[name].default
+
+
 @dataclass(frozen=True)
 class GraphConfig:
     """The knobs of one LLM-free graph retriever configuration.
@@ -278,10 +310,10 @@ class GraphConfig:
     sorted ``(name, value)`` pairs so that the configuration stays hashable.
     """
 
-    hops: int = 1
-    entity_top_k: int = 3
-    relation_top_k: int = 3
-    max_candidate_relations: int = 100
+    hops: int = retriever_default("hops")
+    entity_top_k: int = retriever_default("entity_top_k")
+    relation_top_k: int = retriever_default("relation_top_k")
+    max_candidate_relations: int = retriever_default("max_candidate_relations")
     extra: tuple[tuple[str, Any], ...] = ()
 
     @property
@@ -300,17 +332,28 @@ class GraphConfig:
 
 @dataclass(frozen=True)
 class SweepGrid:
-    """The grid of ``--sweep``: every combination is evaluated without an LLM."""
+    """The grid of ``--sweep``: every combination is evaluated without an LLM.
+
+    ``graph_kwargs`` is one more dimension: variants of further retriever arguments, each a
+    sorted tuple of ``(name, value)`` pairs (``()`` is the retriever's defaults), e.g.
+    ``((), (("max_relations_per_passage", 1),))``.
+    """
 
     hops: tuple[int, ...] = (1, 2)
     entity_top_k: tuple[int, ...] = (3, 10, 30)
     relation_top_k: tuple[int, ...] = (3, 10, 30)
     max_candidate_relations: tuple[int, ...] = (50, 100, 200)
+    graph_kwargs: tuple[tuple[tuple[str, Any], ...], ...] = ((),)
 
     def configs(self, extra: tuple[tuple[str, Any], ...] = ()) -> list[GraphConfig]:
-        """Every combination, in grid order, each with the ``extra`` retriever arguments."""
-        return [GraphConfig(*values, extra=extra) for values in itertools.product(
-            self.hops, self.entity_top_k, self.relation_top_k, self.max_candidate_relations)]
+        """Every combination, in grid order, each with the ``extra`` retriever arguments
+        updated by the variant of ``graph_kwargs``."""
+        return [GraphConfig(*values, extra=tuple(sorted({**dict(extra),
+                                                         **dict(variant)}.items())))
+                for variant in self.graph_kwargs
+                for values in itertools.product(self.hops, self.entity_top_k,
+                                                self.relation_top_k,
+                                                self.max_candidate_relations)]
 
 
 @dataclass(frozen=True)
@@ -328,7 +371,12 @@ class BenchmarkConfig:
         graph_kwargs: further ``GraphRAGRetriever`` arguments for every graph method and
             every sweep configuration, as sorted ``(name, value)`` pairs.
         warmup: questions run untimed by every method before the timed pass.
-        sweep: run :class:`SweepGrid` first and add its best configuration to the comparison.
+        fusion: also evaluate every LLM-free graph configuration fused with naive RAG by
+            core's ``QueryFusionRetriever`` (reciprocal rank fusion, ``num_queries=1``), and
+            the diagnostic fusion of one of them whose graph nodes lose their
+            ``graphrag_relations`` metadata (see :class:`RelationMetadataStripper`).
+        sweep: run :class:`SweepGrid` first and add its best configuration (and the best
+            configuration fused with naive RAG) to the comparison.
         reuse_index: reopen the index under ``out_dir`` if a previous run built it.
         tag: appended to the output file names (``multihop_<dataset>_<tag>.json``).
         show_progress: progress bars while building and evaluating.
@@ -339,12 +387,13 @@ class BenchmarkConfig:
     out_dir: Path = Path(DEFAULT_OUT)
     ks: tuple[int, ...] = (2, 5)
     hops: tuple[int, ...] = (1, 2)
-    entity_top_k: int = 3
-    relation_top_k: int = 3
-    max_candidate_relations: int = 100
+    entity_top_k: int = retriever_default("entity_top_k")
+    relation_top_k: int = retriever_default("relation_top_k")
+    max_candidate_relations: int = retriever_default("max_candidate_relations")
     rerank_candidates: int = 20
     graph_kwargs: tuple[tuple[str, Any], ...] = ()
     warmup: int = 3
+    fusion: bool = True
     sweep: bool = False
     grid: SweepGrid = field(default_factory=SweepGrid)
     reuse_index: bool = False
@@ -559,9 +608,99 @@ def _finish_build(index: GraphRAGIndex, path: Path, source: str, reused: bool,
 # ---------------------------------------------------------------------------- evaluation
 
 
+class NeverCalledLLM(CustomLLM):
+    """The ``llm`` of the fusion retrievers: with ``num_queries=1`` core's
+    ``QueryFusionRetriever`` generates no extra query, so an LLM call would be a bug (and it
+    would make the "LLM-free" figures wrong). Raises ``RuntimeError`` if called."""
+
+    @property
+    def metadata(self) -> LLMMetadata:
+        return LLMMetadata(model_name="never-called", is_chat_model=False)
+
+    def complete(self, prompt: str, formatted: bool = False,
+                 **kwargs: Any) -> CompletionResponse:
+        raise RuntimeError(f"NeverCalledLLM was called (prompt {prompt[:80]!r}): the "
+                           "LLM-free fusion must not call an LLM")
+
+    def stream_complete(self, prompt: str, formatted: bool = False,
+                        **kwargs: Any) -> CompletionResponseGen:
+        raise RuntimeError(f"NeverCalledLLM was called (prompt {prompt[:80]!r}): the "
+                           "LLM-free fusion must not call an LLM")
+
+
+class RelationMetadataStripper(BaseRetriever):
+    """Diagnostic: the graph retriever's nodes without ``metadata["graphrag_relations"]``.
+
+    Core's reciprocal rank fusion matches nodes by ``node.hash`` (text + metadata). The
+    graph retriever adds the relations that reached a passage to its metadata, so the same
+    passage coming from the graph and from naive RAG has two hashes: its two reciprocal
+    ranks are never added (``retrieve()`` then keeps the first of its two entries, by node
+    id), and the fusion degrades to an interleaving of the two lists. Stripping the key (on
+    copies) makes the hashes equal, which shows what the fusion gives when they match.
+    """
+
+    def __init__(self, retriever: BaseRetriever) -> None:
+        super().__init__()
+        self._inner = retriever
+
+    @staticmethod
+    def _strip(hits: list[NodeWithScore]) -> list[NodeWithScore]:
+        stripped = []
+        for hit in hits:
+            node = hit.node.model_copy()
+            node.metadata = {k: v for k, v in hit.node.metadata.items() if k != RELATIONS_KEY}
+            stripped.append(NodeWithScore(node=node, score=hit.score))
+        return stripped
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._strip(self._inner.retrieve(query_bundle))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return self._strip(await self._inner.aretrieve(query_bundle))
+
+
+class ReplayRetriever(BaseRetriever):
+    """Returns the nodes stored for a query string (fresh ``NodeWithScore`` wrappers, since
+    fusion overwrites scores): lets the sweep fuse results it already has with core's
+    ``QueryFusionRetriever`` instead of retrieving them again."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.hits: dict[str, list[NodeWithScore]] = {}
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        return [NodeWithScore(node=h.node, score=h.score)
+                for h in self.hits.get(query_bundle.query_str, [])]
+
+
+def fusion_retriever(graph: BaseRetriever, naive: BaseRetriever, top_k: int
+                     ) -> QueryFusionRetriever:
+    """How a user composes the graph retriever with naive RAG: core's reciprocal rank fusion
+    of the two lists, the original query only (no LLM call). ``similarity_top_k`` keeps every
+    fused node (each input has at most ``top_k``): core cuts the fused list before
+    ``retrieve()`` drops repeated node ids, so ``top_k`` would leave fewer than ``top_k``
+    distinct passages when a passage comes from both lists (see
+    :class:`RelationMetadataStripper`)."""
+    return QueryFusionRetriever([graph, naive], llm=NeverCalledLLM(), mode=RRF_MODE,
+                                similarity_top_k=2 * top_k, num_queries=1, use_async=False)
+
+
+def describe_fusion(fusion: QueryFusionRetriever, graph: GraphRAGRetriever,
+                    naive: dict[str, Any], strip_relations: bool = False) -> dict[str, Any]:
+    """The configuration of a fusion method, with every argument of its graph retriever."""
+    return {"retriever": "QueryFusionRetriever", "mode": str(fusion.mode.value),
+            "num_queries": fusion.num_queries, "use_async": fusion.use_async,
+            "similarity_top_k": fusion.similarity_top_k, "llm": None,
+            "graph": graph.describe(), "naive": naive,
+            "graph_nodes_without_relations_metadata": strip_relations}
+
+
 @dataclass
 class Method:
-    """A retrieval method under test: a retriever, maybe a postprocessor, its results."""
+    """A retrieval method under test: a retriever, maybe a postprocessor, its results.
+
+    ``top_k`` distinct passages of what it returns are scored.
+    """
 
     name: str
     kind: str
@@ -577,7 +716,7 @@ class Method:
         nodes = self.retriever.retrieve(bundle)
         if self.postprocessor is not None:
             nodes = self.postprocessor.postprocess_nodes(nodes, query_bundle=bundle)
-        return nodes[: self.top_k]
+        return nodes
 
 
 def corpus_ids(nodes: Sequence[NodeWithScore]) -> tuple[str, ...]:
@@ -586,33 +725,58 @@ def corpus_ids(nodes: Sequence[NodeWithScore]) -> tuple[str, ...]:
     return tuple(dict.fromkeys(ids))
 
 
+def _graph_retriever(index: GraphRAGIndex, similarity_top_k: int,
+                     graph_config: GraphConfig, **kwargs: Any) -> GraphRAGRetriever:
+    return index.as_retriever(similarity_top_k=similarity_top_k,
+                              **graph_config.retriever_kwargs(), **kwargs)
+
+
 def make_methods(index: GraphRAGIndex, config: BenchmarkConfig, graph_configs:
-                 Sequence[tuple[str, GraphConfig]], llm: LLM | None,
-                 has_graph: bool) -> list[Method]:
-    """Naive RAG, one LLM-free graph method per configuration, and the rerank methods."""
+                 Sequence[tuple[str, GraphConfig]], llm: LLM | None, has_graph: bool,
+                 fusion_configs: Sequence[tuple[str, GraphConfig]] | None = None,
+                 aligned_config: tuple[str, GraphConfig] | None = None) -> list[Method]:
+    """Naive RAG, one LLM-free graph method per configuration, the fusion methods (of
+    ``fusion_configs``, default ``graph_configs``, and the diagnostic ``aligned_config``,
+    default the last fused one) when ``config.fusion``, and the rerank methods."""
     top_k = max(config.ks)
-    methods = [Method("naive RAG", NAIVE, index.as_naive_retriever(similarity_top_k=top_k),
-                      {"similarity_top_k": top_k}, top_k=top_k)]
+    naive_config = {"retriever": "VectorIndexRetriever (index.as_naive_retriever)",
+                    "similarity_top_k": top_k}
+
+    def naive() -> BaseRetriever:
+        return index.as_naive_retriever(similarity_top_k=top_k)
+
+    methods = [Method("naive RAG", NAIVE, naive(), naive_config, top_k=top_k)]
     if not has_graph:
         return methods
     for label, graph_config in graph_configs:
-        kwargs = graph_config.retriever_kwargs()
+        retriever = _graph_retriever(index, top_k, graph_config)
         methods.append(Method(
-            f"graph {label}", GRAPH, index.as_retriever(similarity_top_k=top_k, **kwargs),
-            {**kwargs, "similarity_top_k": top_k, "llm": None}, top_k=top_k,
-            coverage_retriever=index.as_retriever(similarity_top_k=UNLIMITED_PASSAGES,
-                                                  **kwargs),
+            f"graph {label}", GRAPH, retriever, {**retriever.describe(), "llm": None},
+            top_k=top_k,
+            coverage_retriever=_graph_retriever(index, UNLIMITED_PASSAGES, graph_config),
         ))
+    fused = list(graph_configs if fusion_configs is None else fusion_configs)
+    if config.fusion and fused:
+        variants = [(label, c, False) for label, c in fused]
+        variants.append((*(aligned_config or fused[-1]), True))
+        for label, graph_config, strip in variants:
+            graph = _graph_retriever(index, top_k, graph_config)
+            inner: BaseRetriever = RelationMetadataStripper(graph) if strip else graph
+            fusion = fusion_retriever(inner, naive(), top_k)
+            name = (f"fusion {label}, relations metadata stripped (diagnostic)" if strip
+                    else f"fusion {label}")
+            methods.append(Method(name, FUSION_ALIGNED if strip else FUSION, fusion,
+                                  describe_fusion(fusion, graph, naive_config, strip),
+                                  top_k=top_k))
     if llm is not None:
         for label, graph_config in graph_configs:
-            kwargs = graph_config.retriever_kwargs()
             rerank = GraphRelationRerank(llm=llm, top_n=top_k)
+            retriever = _graph_retriever(index, config.rerank_candidates, graph_config,
+                                         llm=llm)
             methods.append(Method(
-                f"graph+rerank {label}", GRAPH_RERANK,
-                index.as_retriever(llm=llm, similarity_top_k=config.rerank_candidates,
-                                   **kwargs),
-                {**kwargs, "similarity_top_k": config.rerank_candidates, "ner": True,
-                 "rerank_top_n": top_k, "llm": llm.metadata.model_name},
+                f"graph+rerank {label}", GRAPH_RERANK, retriever,
+                {**retriever.describe(), "rerank_top_n": top_k,
+                 "llm": llm.metadata.model_name},
                 postprocessor=rerank, top_k=top_k,
             ))
     return methods
@@ -639,7 +803,7 @@ def evaluate(methods: Sequence[Method], questions: Sequence[Question], warmup: i
             start = time.perf_counter()
             nodes = method.run(QueryBundle(question.question))
             elapsed = time.perf_counter() - start
-            timed[method.name][question.id] = (corpus_ids(nodes), elapsed)
+            timed[method.name][question.id] = (corpus_ids(nodes)[: method.top_k], elapsed)
     covered = [(m.name, m.coverage_retriever) for m in methods
                if m.coverage_retriever is not None]
     pools: dict[str, dict[str, tuple[str, ...]]] = {name: {} for name, _ in covered}
@@ -653,8 +817,7 @@ def evaluate(methods: Sequence[Method], questions: Sequence[Question], warmup: i
                 pools[name][question.id] = corpus_ids(retriever.retrieve(bundle))
     for method in methods:
         method.results = [
-            QuestionResult(q.id, q.group, q.supporting_ids, timed[method.name][q.id][0],
-                           timed[method.name][q.id][1],
+            QuestionResult(q.id, q.group, q.supporting_ids, *timed[method.name][q.id],
                            pools[method.name][q.id] if method.name in pools else None)
             for q in questions
         ]
@@ -663,40 +826,58 @@ def evaluate(methods: Sequence[Method], questions: Sequence[Question], warmup: i
 def run_sweep(index: GraphRAGIndex, questions: Sequence[Question], grid: SweepGrid,
               ks: Sequence[int], show_progress: bool,
               extra: tuple[tuple[str, Any], ...] = ()) -> list[dict[str, Any]]:
-    """Every grid configuration without an LLM: Recall@k, pool coverage, latency.
+    """Every grid configuration without an LLM: Recall@k, pool coverage, latency, and the
+    Recall@k of its fusion with naive RAG.
 
     The query vectors are computed once, so the latencies here exclude the query embedding
     (the timed comparison includes it). A retriever with no passage cap returns the whole
     candidate pool; its first ``k`` passages are exactly what a capped retriever returns.
+    The fusion is core's ``QueryFusionRetriever`` over the first ``max(ks)`` graph nodes and
+    naive RAG's ``max(ks)`` nodes, replayed (not retrieved again).
     """
+    top_k = max(ks)
     vectors = [index.embed_model.get_query_embedding(q.question) for q in questions]
+    naive = index.as_naive_retriever(similarity_top_k=top_k)
+    graph_replay, naive_replay = ReplayRetriever(), ReplayRetriever()
+    for question, vector in zip(questions, vectors, strict=True):
+        naive_replay.hits[question.question] = naive.retrieve(
+            QueryBundle(question.question, embedding=vector))
+    fusion = fusion_retriever(graph_replay, naive_replay, top_k)
     rows = []
     configs = grid.configs(extra)
     progress = tqdm(configs, desc="Sweep", disable=not show_progress)
     for graph_config in progress:
-        retriever = index.as_retriever(similarity_top_k=UNLIMITED_PASSAGES,
-                                       **graph_config.retriever_kwargs())
-        results = []
+        retriever = _graph_retriever(index, UNLIMITED_PASSAGES, graph_config)
+        results, fused = [], []
         for question, vector in zip(questions, vectors, strict=True):
             start = time.perf_counter()
-            pool = corpus_ids(retriever.retrieve(QueryBundle(question.question,
-                                                             embedding=vector)))
+            hits = retriever.retrieve(QueryBundle(question.question, embedding=vector))
+            elapsed = time.perf_counter() - start
+            pool = corpus_ids(hits)
             results.append(QuestionResult(question.id, question.group, question.supporting_ids,
-                                          pool[: max(ks)], time.perf_counter() - start, pool))
+                                          pool[:top_k], elapsed, pool))
+            graph_replay.hits[question.question] = hits[:top_k]
+            fused.append(QuestionResult(question.id, question.group, question.supporting_ids,
+                                        corpus_ids(fusion.retrieve(question.question))[:top_k]))
         rows.append({"config": graph_config.retriever_kwargs(), "label": graph_config.label,
-                     "summary": summarize(results, ks)})
+                     "retriever": {**retriever.describe(), "similarity_top_k": top_k},
+                     "summary": summarize(results, ks), "fusion": summarize(fused, ks)})
     return rows
 
 
-def best_sweep_row(rows: Sequence[dict[str, Any]], ks: Sequence[int]) -> dict[str, Any]:
-    """The row with the best Recall@max(k), then Recall@min(k), then pool coverage; among
-    equals, the cheapest configuration (fewest hops, smallest top-k and pool)."""
+def best_sweep_row(rows: Sequence[dict[str, Any]], ks: Sequence[int],
+                   part: str = "summary") -> dict[str, Any]:
+    """The row with the best Recall@max(k), then Recall@min(k) (of ``part``: ``"summary"``
+    for the graph retriever alone, ``"fusion"`` for its fusion with naive RAG), then pool
+    coverage; among equals, the cheapest configuration (fewest hops, smallest top-k and
+    pool)."""
     high, low = f"recall@{max(ks)}", f"recall@{min(ks)}"
 
     def key(row: dict[str, Any]) -> tuple[float, ...]:
-        summary, config = row["summary"], row["config"]
-        quality = tuple(round(summary[name]["all"] or 0.0, 9) for name in
-                        (high, low, "pool_coverage"))
+        config = row["config"]
+        scores = [row[part][high]["all"], row[part][low]["all"],
+                  row["summary"]["pool_coverage"]["all"]]
+        quality = tuple(round(score or 0.0, 9) for score in scores)
         cost = tuple(-float(config[name]) for name in
                      ("hops", "max_candidate_relations", "entity_top_k", "relation_top_k"))
         return quality + cost
@@ -721,18 +902,42 @@ def run_benchmark(config: BenchmarkConfig, embed_model: BaseEmbedding, llm: LLM 
     notes = [build.note] if build.note else []
     sweep_rows: list[dict[str, Any]] = []
     graph_configs = [(c.label, c) for c in config.graph_configs()]
+    fusion_configs = list(graph_configs)
+    aligned: tuple[str, GraphConfig] | None = None
     best: dict[str, Any] | None = None
+    best_fusion: dict[str, Any] | None = None
     if config.sweep and has_graph:
         sweep_rows = run_sweep(index, dataset.questions, config.grid, config.ks,
                                config.show_progress, config.graph_kwargs)
+        grid_configs = {c.label: c for c in config.grid.configs(config.graph_kwargs)}
         best = best_sweep_row(sweep_rows, config.ks)
-        best_config = next(c for c in config.grid.configs(config.graph_kwargs)
-                           if c.label == best["label"])
+        best_config = grid_configs[best["label"]]
         if best_config not in [c for _, c in graph_configs]:
             graph_configs.append((f"{best_config.label} (sweep best)", best_config))
+            fusion_configs.append(graph_configs[-1])
+        if config.fusion:
+            best_fusion = best_sweep_row(sweep_rows, config.ks, part="fusion")
+            fusion_best_config = grid_configs[best_fusion["label"]]
+            aligned = next(((label, c) for label, c in fusion_configs
+                            if c == fusion_best_config), None)
+            if aligned is None:
+                aligned = (f"{fusion_best_config.label} (sweep best fusion)",
+                           fusion_best_config)
+                fusion_configs.append(aligned)
     elif config.sweep:
         notes.append("--sweep skipped: there is no graph to sweep.")
-    methods = make_methods(index, config, graph_configs, llm, has_graph)
+    methods = make_methods(index, config, graph_configs, llm, has_graph, fusion_configs,
+                           aligned)
+    if has_graph and config.fusion:
+        notes.append(
+            "fusion = core's QueryFusionRetriever([graph, naive], mode='reciprocal_rerank', "
+            "num_queries=1, use_async=False, similarity_top_k=2k) with an LLM that raises if "
+            "called; its latency includes both retrievals and both query embeddings. Core's "
+            "RRF matches nodes by node.hash (text + metadata) and the graph retriever adds "
+            "'graphrag_relations' to the metadata, so the reciprocal ranks of a passage both "
+            "retrievers find are not added (the fusion is an interleaving); the "
+            "'(diagnostic)' row strips that key from copies of the graph nodes to show the "
+            "fusion with matching hashes.")
     if not has_graph and llm is None:
         notes.append("graph methods skipped: no relations in the index.")
     elif llm is None:
@@ -742,6 +947,7 @@ def run_benchmark(config: BenchmarkConfig, embed_model: BaseEmbedding, llm: LLM 
              index.embed_model)
     report = _report(config, dataset, build, methods, sweep_rows, best, notes, embed_model, llm,
                      embed_spec, llm_spec, time.time() - started)
+    report["sweep_best_fusion"] = best_fusion
     report["sources"] = sources
     stem = config.out_dir / "_".join(
         ["multihop", _slug(dataset.name), *([_slug(config.tag)] if config.tag else [])])
@@ -785,7 +991,7 @@ def _report(config: BenchmarkConfig, dataset: Dataset, build: BuildReport,
             "max_candidate_relations": config.max_candidate_relations,
             "rerank_candidates": config.rerank_candidates,
             "graph_kwargs": dict(config.graph_kwargs), "warmup": config.warmup,
-            "tag": config.tag, "sweep": config.sweep,
+            "tag": config.tag, "fusion": config.fusion, "sweep": config.sweep,
             "grid": asdict(config.grid) if config.sweep else None,
             "passage_embedding_text": "title in metadata: 'title: <title>\\n\\n<text>' "
                                       "(MetadataMode.EMBED)",
@@ -869,16 +1075,21 @@ def render_markdown(report: dict[str, Any]) -> str:
               f"{(build['rss_before_mb'] or 0):.0f} MiB), {report['peak_rss_mb']:.0f} MiB at "
               "the end."]
     if report["sweep"]:
-        lines += ["", "Sweep (no LLM; latency excludes the query embedding)", ""]
-        header = ["config", *[f"R@{k}" for k in ks], "pool cov.", "pool passages", "p50 ms"]
+        lines += ["", "Sweep (no LLM; latency excludes the query embedding; fusion = the "
+                  "config's top k fused with naive RAG's by core's QueryFusionRetriever)", ""]
+        header = ["config", *[f"R@{k}" for k in ks], "pool cov.", "pool passages", "p50 ms",
+                  *[f"fusion R@{k}" for k in ks]]
         lines += ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
         for row in report["sweep"]:
-            s = row["summary"]
-            mark = " **best**" if report["sweep_best"] and row["label"] == \
-                report["sweep_best"]["label"] else ""
-            cells = [row["label"] + mark, *[_pct(s[f"recall@{k}"]["all"]) for k in ks],
+            s, fused = row["summary"], row.get("fusion")
+            marks = [text for text, key in (("**best**", "sweep_best"),
+                                            ("**best fusion**", "sweep_best_fusion"))
+                     if (report.get(key) or {}).get("label") == row["label"]]
+            cells = [" ".join([row["label"], *marks]),
+                     *[_pct(s[f"recall@{k}"]["all"]) for k in ks],
                      _pct(s["pool_coverage"]["all"]), f"{s['pool_passages_mean']:.0f}",
-                     _ms(s["latency_s"]["p50"])]
+                     _ms(s["latency_s"]["p50"]),
+                     *[_pct(fused[f"recall@{k}"]["all"]) if fused else "-" for k in ks]]
             lines.append("| " + " | ".join(cells) + " |")
     for note in report["notes"]:
         lines += ["", f"Note: {note}"]
@@ -899,7 +1110,10 @@ def write_chart(report: dict[str, Any], path: Path) -> None:
     panels = [(f"Recall@{k}", methods, f"recall@{k}") for k in ks]
     if covered:
         panels.append(("Pool coverage (graph)", covered, "pool_coverage"))
-    figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), 4.2),
+    columns = 2 if len(methods) > 4 else 3
+    legend_rows = math.ceil(len(methods) / columns)
+    height = 3.6 + 0.22 * legend_rows
+    figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), height),
                                 squeeze=False)
     width = 0.8 / max(len(methods), 1)
     colors = plt.get_cmap("tab10")
@@ -909,7 +1123,7 @@ def write_chart(report: dict[str, Any], path: Path) -> None:
             positions = np.arange(len(groups)) + (i - (len(entries) - 1) / 2) * width
             color = colors(methods.index(entry) % 10)
             bars = axis.bar(positions, values, width, label=entry["name"], color=color)
-            axis.bar_label(bars, fmt="%.0f", fontsize=6)
+            axis.bar_label(bars, fmt="%.0f", fontsize=5 if len(entries) > 5 else 6)
         counts = entries[0]["summary"]["questions"] if entries else {}
         axis.set_xticks(np.arange(len(groups)),
                         [f"{g}\n(n={counts.get(g, 0)})" for g in groups])
@@ -917,12 +1131,13 @@ def write_chart(report: dict[str, Any], path: Path) -> None:
         axis.set_title(title)
         axis.set_ylabel("%")
     handles, labels = axes[0][0].get_legend_handles_labels()
-    figure.legend(handles, labels, loc="lower center", ncol=min(len(labels), 3), fontsize=8)
+    figure.legend(handles, labels, loc="lower center", ncol=min(len(labels), columns),
+                  fontsize=7)
     figure.suptitle(f"{report['dataset']['name']}: "
                     f"{report['config']['embed_model']['display_name']}",
                     fontsize=10)
-    figure.tight_layout(rect=(0, 0.06 + 0.03 * (len(labels) // 3), 1, 1))
-    figure.savefig(path, dpi=130)
+    figure.tight_layout(rect=(0, (0.1 + 0.2 * legend_rows) / height, 1, 1))
+    figure.savefig(path, dpi=110)
     plt.close(figure)
 
 
@@ -969,17 +1184,25 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         help="OpenAI model used when OPENAI_API_KEY is set (default %(default)s)")
     parser.add_argument("--no-llm", action="store_true", help="ignore OPENAI_API_KEY")
     parser.add_argument("--ks", type=_ints, default=(2, 5), help="k of Recall@k (default 2,5)")
-    parser.add_argument("--hops", type=_ints, default=(1, 2), help="graph hops (default 1,2)")
-    parser.add_argument("--entity-top-k", type=int, default=3)
-    parser.add_argument("--relation-top-k", type=int, default=3)
-    parser.add_argument("--pool-size", type=int, default=100,
-                        help="max candidate relations (default 100)")
+    parser.add_argument("--hops", type=_ints, default=(1, 2),
+                        help="graph hops, one method each (default 1,2: the retriever's "
+                             "default 1, and 2)")
+    parser.add_argument("--entity-top-k", type=int, default=retriever_default("entity_top_k"),
+                        help="default %(default)s, the retriever's")
+    parser.add_argument("--relation-top-k", type=int,
+                        default=retriever_default("relation_top_k"),
+                        help="default %(default)s, the retriever's")
+    parser.add_argument("--pool-size", type=int,
+                        default=retriever_default("max_candidate_relations"),
+                        help="max candidate relations (default %(default)s, the retriever's)")
     parser.add_argument("--rerank-candidates", type=int, default=20,
                         help="passages handed to the LLM reranker (default 20)")
     parser.add_argument("--graph-kwargs", type=_json_object, default={}, metavar="JSON",
                         help="further GraphRAGRetriever arguments for every graph method, "
                              "as a JSON object, e.g. '{\"per_hop_max_relations\": 500}'")
     parser.add_argument("--warmup", type=int, default=3, help="untimed warm-up questions")
+    parser.add_argument("--no-fusion", action="store_true",
+                        help="skip the graph + naive RAG fusion methods")
     parser.add_argument("--sweep", action="store_true",
                         help="run the grid first; add its best LLM-free config to the table")
     parser.add_argument("--sweep-hops", type=_ints, default=SweepGrid.hops)
@@ -988,6 +1211,11 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
                         default=SweepGrid.relation_top_k)
     parser.add_argument("--sweep-pool-size", type=_ints,
                         default=SweepGrid.max_candidate_relations)
+    parser.add_argument("--sweep-graph-kwargs", type=_json_object, nargs="+", default=[{}],
+                        metavar="JSON",
+                        help="variants of further retriever arguments, one more sweep "
+                             "dimension: JSON objects, '{}' for the retriever's defaults, "
+                             "e.g. '{}' '{\"max_relations_per_passage\": 1}'")
     parser.add_argument("--reuse-index", action="store_true",
                         help="reopen the index a previous run built under --out")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
@@ -1020,9 +1248,10 @@ def main(argv: Sequence[str] | None = None,
         entity_top_k=args.entity_top_k, relation_top_k=args.relation_top_k,
         max_candidate_relations=args.pool_size, rerank_candidates=args.rerank_candidates,
         graph_kwargs=tuple(sorted(args.graph_kwargs.items())),
-        warmup=args.warmup, sweep=args.sweep,
+        warmup=args.warmup, fusion=not args.no_fusion, sweep=args.sweep,
         grid=SweepGrid(args.sweep_hops, args.sweep_entity_top_k, args.sweep_relation_top_k,
-                       args.sweep_pool_size),
+                       args.sweep_pool_size,
+                       tuple(tuple(sorted(v.items())) for v in args.sweep_graph_kwargs)),
         reuse_index=args.reuse_index, tag=args.tag, show_progress=not args.no_progress,
         chart=not args.no_chart,
     )

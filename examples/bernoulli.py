@@ -135,12 +135,15 @@ def main() -> None:
 
     retriever = index.as_retriever(llm=llm)
     hits = retriever.retrieve(QUESTION)
+    candidates = ", ".join(first_line(h) for h in hits)
     if llm is not None:
         hits = GraphRelationRerank(llm=llm, top_n=2).postprocess_nodes(hits, query_str=QUESTION)
-    print("\nGraph RAG top 2" + (" (after LLM rerank):" if llm else " (no LLM):"))
+    print("\nGraph RAG top 2" + (" (after LLM rerank):" if llm else
+                                  " (no LLM: passages in order of similarity):"))
     for hit in hits[:2]:
         relation = hit.node.metadata["graphrag_relations"][0]["text"]
         print(f"  {hit.score:.3f}  {first_line(hit)}   via: {relation}")
+    print(f"  (graph candidates handed to the reranker: {candidates})")
 
     if llm is not None:
         answer = index.as_query_engine(llm=llm, top_n=2).query(QUESTION)

@@ -23,6 +23,7 @@ from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtra
 from llama_index_graphrag_milvus.filters import for_vector_store
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.ingestion import (
+    IngestionPlan,
     IngestionStats,
     PassageInput,
     plan_from_nodes,
@@ -240,7 +241,7 @@ class GraphRAGIndex:
         """
         return self._write(plan_from_nodes(nodes))
 
-    def _write(self, plan: Any) -> IngestionStats:
+    def _write(self, plan: IngestionPlan) -> IngestionStats:
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress)
         self._graph = None
         return stats

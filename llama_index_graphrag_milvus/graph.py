@@ -15,6 +15,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 import numpy as np
@@ -22,7 +23,7 @@ import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.records import CandidateRelation
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationColumns
 
 logger = logging.getLogger(__name__)
 
@@ -107,7 +108,7 @@ class IdTable:
     @staticmethod
     def encode(ids: Sequence[str]) -> np.ndarray:
         """Ids as a numpy array of keys (16-byte ``V16`` when they are 32 hex digits)."""
-        if ids and all(len(i) == 32 for i in ids):
+        if ids and set(map(len, ids)) == {32}:
             try:
                 return np.frombuffer(bytes.fromhex("".join(ids)), dtype="V16")
             except ValueError:
@@ -291,21 +292,27 @@ class EntityRelationGraph:
                   ) -> EntityRelationGraph:
         """Build the graph from batches of relation rows (``id``, ``subject_id``,
         ``object_id``, ``passage_ids``, ``embedding``), in any order."""
+        return cls.from_columns((RelationColumns.from_rows(batch, dim) for batch in batches),
+                                dim, show_progress, hub_degree)
+
+    @classmethod
+    def from_columns(cls, batches: Iterable[RelationColumns], dim: int,
+                     show_progress: bool = False, hub_degree: int = DEFAULT_HUB_DEGREE
+                     ) -> EntityRelationGraph:
+        """Build the graph from batches of relation columns, in any order (what
+        :meth:`MilvusGraphStore.read_relations` yields)."""
         relation_ids: list[str] = []
         endpoint_ids: tuple[list[str], list[str]] = ([], [])
         passage_counts: list[int] = []
         passage_flat: list[str] = []
-        vector_chunks: list[np.ndarray] = []
-        progress = get_tqdm_iterable(batches, show_progress, "Loading graph from Milvus")
-        for batch in progress:
-            for row in batch:
-                relation_ids.append(row["id"])
-                endpoint_ids[0].append(row["subject_id"])
-                endpoint_ids[1].append(row["object_id"])
-                passage_counts.append(len(row["passage_ids"]))
-                passage_flat.extend(row["passage_ids"])
-            if batch:
-                vector_chunks.append(np.asarray([r["embedding"] for r in batch], np.float32))
+        vector_chunks: list[np.ndarray] = [np.zeros((0, dim), np.float32)]
+        for batch in get_tqdm_iterable(batches, show_progress, "Building the graph"):
+            relation_ids.extend(batch.ids)
+            endpoint_ids[0].extend(batch.subject_ids)
+            endpoint_ids[1].extend(batch.object_ids)
+            passage_counts.extend(map(len, batch.passage_ids))
+            passage_flat.extend(chain.from_iterable(batch.passage_ids))
+            vector_chunks.append(np.asarray(batch.embeddings, np.float32).reshape(-1, dim))
         relation_keys = IdTable.encode(relation_ids)
         order = np.argsort(relation_keys, kind="stable")
         entities, endpoint_rows = IdTable.build(endpoint_ids[0] + endpoint_ids[1])
@@ -316,8 +323,7 @@ class EntityRelationGraph:
             (np.ones(passage_rows.size, dtype=np.bool_), passage_rows, indptr),
             shape=(len(relation_ids), len(passages)),
         )[order]
-        vectors = (np.concatenate(vector_chunks)[order] if vector_chunks
-                   else np.zeros((0, dim), np.float32))
+        vectors = np.concatenate(vector_chunks)[order]
         norms = np.linalg.norm(vectors, axis=1, keepdims=True)
         vectors /= np.where(norms > 0, norms, 1.0)
         return cls(IdTable(relation_keys[order]), endpoints, entities, relation_passages,

@@ -253,9 +253,9 @@ class GraphRAGIndex:
         """The in-memory graph, built from the relation collection on first use."""
         with self._graph_lock:
             if self._graph is None:
-                self._graph = EntityRelationGraph.from_rows(
-                    self.store.iter_relations(), dim=self.store.dim or 0,
-                    show_progress=self.show_progress, hub_degree=self.hub_degree,
+                self._graph = EntityRelationGraph.from_columns(
+                    self.store.read_relations(show_progress=self.show_progress),
+                    dim=self.store.dim or 0, hub_degree=self.hub_degree,
                 )
             return self._graph
 

@@ -7,8 +7,11 @@ upsert, never a duplicate, and an interrupted ingestion can simply be run again.
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
+import numpy as np
 from llama_index.core.schema import BaseNode, TextNode
 
 # Metadata keys written on passage nodes. They are excluded from what an LLM or an embedding
@@ -109,6 +112,47 @@ class RelationRecord:
     subject_id: str
     object_id: str
     passage_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RelationColumns:
+    """A batch of relation rows as columns: what the in-memory graph is built from.
+
+    Milvus returns query results column by column; keeping them that way skips building a
+    dict per row, which is most of the cost of loading a million relations.
+
+    >>> batch = RelationColumns.from_rows([
+    ...     {"id": "r1", "subject_id": "a", "object_id": "b", "passage_ids": ["p1"],
+    ...      "embedding": [1.0, 0.0]}], dim=2)
+    >>> len(batch), batch.embeddings.shape
+    (1, (1, 2))
+    """
+
+    ids: Sequence[str]
+    subject_ids: Sequence[str]
+    object_ids: Sequence[str]
+    passage_ids: Sequence[Sequence[str]]
+    embeddings: np.ndarray
+    """``float32`` array of shape ``(len(ids), dim)``."""
+
+    def __post_init__(self) -> None:
+        sizes = {len(self.ids), len(self.subject_ids), len(self.object_ids),
+                 len(self.passage_ids), len(self.embeddings)}
+        if len(sizes) != 1:
+            raise ValueError(f"relation columns differ in length: {sorted(sizes)}")
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @classmethod
+    def from_rows(cls, rows: Sequence[dict[str, Any]], dim: int) -> RelationColumns:
+        """Columns of relation rows (``id``, ``subject_id``, ``object_id``, ``passage_ids``,
+        ``embedding``)."""
+        embeddings = (np.asarray([r["embedding"] for r in rows], np.float32) if rows
+                      else np.zeros((0, dim), np.float32))
+        return cls([r["id"] for r in rows], [r["subject_id"] for r in rows],
+                   [r["object_id"] for r in rows], [list(r["passage_ids"]) for r in rows],
+                   embeddings.reshape(len(rows), dim))
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
+import numpy as np
 import pytest
 from llama_index.core import Document
 from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
@@ -18,7 +19,9 @@ from llama_index_graphrag_milvus import (
     InvalidInputError,
     MilvusGraphStore,
 )
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY, entity_id, passage_id
+from llama_index_graphrag_milvus import store as store_module
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
 
@@ -112,6 +115,39 @@ def test_refresh_sees_another_writer(family_index: GraphRAGIndex, milvus_uri: st
                                    [("Basel", "is a city in", "Switzerland")])])
     assert reader.graph.num_relations == 7  # a cache until refreshed
     assert reader.refresh().num_relations == 8
+
+
+def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
+        make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    passages = [(f"Passage {p} about people.",
+                 [(f"Person {p}", f"knows number {k} of", f"Person {(p * 7 + k) % 40}")
+                  for k in range(3)] + [("Person 0", "is mentioned in", f"Story {p % 4}")])
+                for p in range(30)]
+    index = make_index(passages)
+    store = index.store
+    expected = {Triplet(*t).id for _, triplets in passages for t in triplets}
+    assert len(expected) == 94
+    monkeypatch.setattr(store_module, "_RANGE_ROWS", 16)  # 94 relations: 6 key ranges
+    assert store_module._ColumnQuery.connect(store.client, store.consistency_level) is not None
+    batches = list(store.read_relations())
+    assert len(batches) == 6
+    assert sum(len(b) for b in batches) == store.count(store.relation_collection) == 94
+    fast = EntityRelationGraph.from_columns(batches, dim=64)
+
+    monkeypatch.setattr(store_module._ColumnQuery, "connect", lambda *args: None)
+    rows = EntityRelationGraph.from_columns(store.read_relations(), dim=64)
+    for graph in (fast, rows):
+        assert set(graph.relation_ids.ids(np.arange(graph.num_relations))) == expected
+    assert np.array_equal(fast.relation_ids.keys, rows.relation_ids.keys)
+    assert np.array_equal(fast.endpoints, rows.endpoints)
+    assert np.array_equal(fast.vectors, rows.vectors)
+    assert (fast.relation_passages != rows.relation_passages).nnz == 0
+    shared = fast.relation_ids.lookup([Triplet("Person 0", "is mentioned in", "Story 1").id])
+    assert sorted(fast.passages_of(shared)[0]) == sorted(
+        passage_id(f"Passage {p} about people.") for p in range(1, 30, 4))
+    # Person 0: 4 "is mentioned in" + 3 as subject (one a self-loop) + object of Person 17's
+    person_0 = fast.entity_ids.lookup([entity_id("Person 0")])
+    assert fast.incidence[person_0].nnz == 4 + 3 + 1
 
 
 def test_collection_prefixes_keep_graphs_apart(make_index: MakeIndex, milvus_uri: str) -> None:

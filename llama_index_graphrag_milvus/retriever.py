@@ -6,7 +6,11 @@ everything but the I/O lines:
 1. entity names in the query (an LLM, only when one is given; else the query itself),
 2. one batched entity search and one relation search in Milvus (the seeds),
 3. k-hop expansion through the in-memory graph, pruned by similarity to the query,
-4. the passages of the candidate relations, fetched in one call, best relation first.
+4. the passages of the candidate relations, fetched in one call, best relation first; the
+   texts of their relations come from the passages' own triplets, not from another call.
+
+The entity and relation searches run concurrently (a thread in the sync path, a task in the
+async one), so a query costs two Milvus round trips, one more than naive vector RAG.
 """
 
 from __future__ import annotations
@@ -32,10 +36,12 @@ from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConf
 from llama_index_graphrag_milvus.parsing import find_json, string_list
 from llama_index_graphrag_milvus.records import (
     RELATIONS_KEY,
+    TRIPLETS_KEY,
     CandidateRelation,
     EntityHit,
     GraphPassageNode,
     RelationHit,
+    Triplet,
 )
 from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
 
@@ -106,6 +112,23 @@ def select_passages(candidates: Sequence[CandidateRelation], limit: int
 
 ScoredPassages = Sequence[tuple[BaseNode, float | None]]
 """Passages fetched from Milvus, each with its own similarity (``None``: not scored)."""
+
+
+def relation_texts(hits: ScoredPassages, passages: dict[str, list[CandidateRelation]],
+                   seeds: Seeds) -> tuple[dict[str, str], list[str]]:
+    """Texts of the relations attached to the fetched passages, read from the passages'
+    own triplets (``graphrag_triplets``, written at ingestion) and the relation-search hits,
+    and the ids of those still without a text (passages written by other tools), which
+    then cost one Milvus read."""
+    texts = {hit.id: hit.text for hit in seeds.relations}
+    for node, _ in hits:
+        for triplet in node.metadata.get(TRIPLETS_KEY) or ():
+            if (isinstance(triplet, (list, tuple)) and len(triplet) == 3
+                    and all(isinstance(part, str) for part in triplet)):
+                relation = Triplet(*triplet)
+                texts.setdefault(relation.id, relation.text)
+    wanted = dict.fromkeys(c.id for node, _ in hits for c in passages.get(node.node_id, ()))
+    return texts, [rid for rid in wanted if rid not in texts]
 
 
 def build_results(hits: ScoredPassages, passages: dict[str, list[CandidateRelation]],
@@ -274,22 +297,23 @@ class GraphRAGRetriever(BaseRetriever):
         vectors = (self._embed_model.get_text_embedding_batch(names) if names
                    else [query_vector])
         store = self._index.store
-        seeds = Seeds(
-            tuple(h for hits in store.search_entities(
-                vectors, self._search_names(names, query), self._entity_top_k,
-                self._entity_threshold) for h in hits),
-            tuple(store.search_relations(query_vector, self._relation_top_k,
-                                         self._relation_threshold)),
+        entity_hits, relation_hits = store.concurrently(
+            lambda: store.search_entities(vectors, self._search_names(names, query),
+                                          self._entity_top_k, self._entity_threshold),
+            lambda: store.search_relations(query_vector, self._relation_top_k,
+                                           self._relation_threshold),
         )
+        seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
         candidates = self._candidates(self._index.graph, query_vector, seeds)
         pool = self._passage_pool(candidates)
-        texts = store.get_relation_texts([c.id for c in candidates])
         hits: ScoredPassages
         if self._passage_scoring == "passage":
             hits = store.search_passages(query_vector, list(pool), self._limit(pool),
                                          self._where)
         else:
             hits = [(node, None) for node in store.get_passages(list(pool), self._where)]
+        texts, missing = relation_texts(hits, pool, seeds)
+        texts.update(store.get_relation_texts(missing))
         return build_results(hits, pool, texts)
 
     def _ner(self, query: str) -> list[str]:
@@ -323,10 +347,9 @@ class GraphRAGRetriever(BaseRetriever):
         seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
         candidates = self._candidates(await self._index.aget_graph(), query_vector, seeds)
         pool = self._passage_pool(candidates)
-        texts, hits = await asyncio.gather(
-            store.aget_relation_texts([c.id for c in candidates]),
-            self._afetch_passages(query_vector, pool),
-        )
+        hits = await self._afetch_passages(query_vector, pool)
+        texts, missing = relation_texts(hits, pool, seeds)
+        texts.update(await store.aget_relation_texts(missing))
         return build_results(hits, pool, texts)
 
     async def _afetch_passages(self, query_vector: list[float],

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
 from itertools import pairwise
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 from llama_index.core.schema import BaseNode
@@ -44,6 +44,9 @@ from llama_index_graphrag_milvus.records import (
 )
 
 logger = logging.getLogger(__name__)
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
 
 ID_MAX_LENGTH = 64
 MAX_PASSAGES_PER_RELATION = 4096
@@ -293,6 +296,8 @@ class MilvusGraphStore:
         with _milvus_errors(f"connect to {uri!r}"):
             self.client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
         self._async_clients: dict[int, AsyncMilvusClient] = {}
+        # threads start on first use; a shared pool bounds them however many threads query
+        self._worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphrag-milvus")
         self._passages: MilvusVectorStore | None = None
         self.dim: int | None = self._read_dim()
         if self.dim is not None:
@@ -400,6 +405,16 @@ class MilvusGraphStore:
                                            **self._client_kwargs)
             self._async_clients = {loop_id: client}
         return client
+
+    def concurrently(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
+        """Run two blocking Milvus calls at the same time: ``second`` in this thread while
+        ``first`` runs in the store's worker thread (gRPC waits release the GIL)."""
+        future = self._worker.submit(first)
+        try:
+            other = second()
+        finally:
+            result = future.result()
+        return result, other
 
     # ------------------------------------------------------------------ writes
 

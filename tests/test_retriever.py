@@ -5,16 +5,18 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 import pytest
 from llama_index.core import Settings
 from llama_index.core.retrievers import QueryFusionRetriever
-from llama_index.core.schema import MetadataMode, QueryBundle
+from llama_index.core.schema import MetadataMode, QueryBundle, TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
-from llama_index_graphrag_milvus.records import RELATIONS_KEY
+from llama_index_graphrag_milvus.records import RELATIONS_KEY, Triplet, passage_id
 from tests.conftest import FAMILY
 from tests.fakes import ScriptedLLM
 
@@ -260,3 +262,51 @@ def test_naive_retriever_reads_the_passage_collection(family_index: GraphRAGInde
     assert FLUID in texts(hits)
     assert asyncio.run(family_index.as_naive_retriever(similarity_top_k=2)
                        .aretrieve("fluid dynamics wings"))[0].node.get_content() == texts(hits)[0]
+
+
+def test_relation_texts_come_from_the_passages_without_another_read(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    index = make_index()
+    store = index.store
+    reads: list[tuple[str, list[str]]] = []
+    original = store.client.get
+
+    def get(collection_name: str, ids: list[str], **kwargs: Any) -> Any:
+        reads.append((collection_name, list(ids)))
+        return original(collection_name=collection_name, ids=ids, **kwargs)
+
+    monkeypatch.setattr(store.client, "get", get)
+    expected = {Triplet(*t).id: Triplet(*t).text for _, triplets in FAMILY for t in triplets}
+
+    def attached(hits: list) -> dict[str, list[tuple[str, str]]]:
+        return {h.node.get_content(): [(r["id"], r["text"]) for r in
+                                       h.node.metadata[RELATIONS_KEY]] for h in hits}
+
+    before = attached(index.as_retriever(hops=1).retrieve(QUESTION))
+    assert reads == []  # two searches and the passage search, nothing else
+    assert DANIEL in before
+    assert all(text == expected[rid] for pairs in before.values() for rid, text in pairs)
+
+    # a passage rewritten by another tool, without its triplets: one read for its relations
+    stripped = TextNode(id_=passage_id(DANIEL), text=DANIEL,
+                        embedding=index.embed_model.get_text_embedding(DANIEL))
+    store.upsert_passages([stripped])
+    store.flush()
+    after = attached(index.as_retriever(hops=1).retrieve(QUESTION))
+    assert after == before
+    # (a relation that the relation search found brings its own text)
+    assert len(reads) == 1 and reads[0][0] == store.relation_collection
+    assert reads[0][1] and set(reads[0][1]) <= {rid for rid, _ in before[DANIEL]}
+
+
+def test_store_runs_the_two_seed_searches_at_the_same_time(
+        family_index: GraphRAGIndex) -> None:
+    both_running = threading.Barrier(2, timeout=10)  # broken (an error) if run one by one
+
+    def search(name: str) -> str:
+        both_running.wait()
+        return name
+
+    assert family_index.store.concurrently(lambda: search("entities"),
+                                           lambda: search("relations")) == ("entities",
+                                                                             "relations")

@@ -38,9 +38,9 @@ from llama_index_graphrag_milvus import GraphRAGIndex, __version__
 from llama_index_graphrag_milvus.bench.synthetic import (
     SyntheticGraph,
     entity_id,
+    entity_name,
     generate,
     passage_id,
-    relation_id,
     unit_vectors,
 )
 from llama_index_graphrag_milvus.graph import (
@@ -48,6 +48,8 @@ from llama_index_graphrag_milvus.graph import (
     EntityRelationGraph,
     ExpansionConfig,
 )
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY
+from llama_index_graphrag_milvus.retriever import DEFAULT_SIMILARITY_TOP_K
 
 
 class HashedRandomEmbedding(BaseEmbedding):
@@ -108,7 +110,7 @@ def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hop
             query = unit_vectors(rng, 1, synthetic.dim)[0]
             entities = [entity_id(hubs[number % len(hubs)])] + [
                 entity_id(int(e)) for e in rng.integers(0, synthetic.num_entities, 2)]
-            relations = [relation_id(int(r)) for r in
+            relations = [synthetic.relation_id(int(r)) for r in
                          rng.integers(0, synthetic.num_relations, 3)]
             touched.append(0)
             start = time.perf_counter()
@@ -130,7 +132,7 @@ def write_to_milvus(synthetic: SyntheticGraph, index: GraphRAGIndex, batch_size:
         numbers = range(first, min(first + batch_size, synthetic.num_entities))
         vectors = unit_vectors(rng, len(numbers), synthetic.dim)
         store.upsert_rows(store.entity_collection, [
-            {"id": entity_id(n), "name": f"entity {n}", "embedding": v.tolist()}
+            {"id": entity_id(n), "name": entity_name(n), "embedding": v.tolist()}
             for n, v in zip(numbers, vectors, strict=True)])
     for batch in synthetic.relation_batches(batch_size):
         for row in batch:
@@ -140,16 +142,20 @@ def write_to_milvus(synthetic: SyntheticGraph, index: GraphRAGIndex, batch_size:
         numbers = range(first, min(first + batch_size, synthetic.num_passages))
         vectors = unit_vectors(rng, len(numbers), synthetic.dim)
         store.upsert_passages([
-            TextNode(id_=passage_id(n), text=f"passage {n}", embedding=v.tolist())
+            TextNode(id_=passage_id(n), text=f"passage {n}", embedding=v.tolist(),
+                     metadata={TRIPLETS_KEY: synthetic.passage_triplets(n)},
+                     excluded_embed_metadata_keys=[TRIPLETS_KEY],
+                     excluded_llm_metadata_keys=[TRIPLETS_KEY])
             for n, v in zip(numbers, vectors, strict=True)])
     store.flush()
     return time.perf_counter() - start
 
 
 def retrieve_latency(index: GraphRAGIndex, queries: int) -> dict[str, Any]:
-    """Graph versus naive ``retrieve`` latency, alternating per query, one warm-up each."""
+    """Graph versus naive ``retrieve`` latency, alternating per query, one warm-up each; both
+    return the same number of passages (the graph retriever's default, 20)."""
     graph = index.as_retriever()
-    naive = index.as_naive_retriever(similarity_top_k=5)
+    naive = index.as_naive_retriever(similarity_top_k=DEFAULT_SIMILARITY_TOP_K)
     texts = [f"synthetic question {i}" for i in range(queries + 1)]
     graph.retrieve(texts[-1])
     naive.retrieve(texts[-1])

@@ -3,7 +3,10 @@
 Relations connect entities drawn from a power-law (Zipf) distribution, so a few hub entities
 hold tens of thousands of relations at a million relations, as "United States" or "English"
 do in real corpora. Passages hold ``relations_per_passage`` consecutive relations each.
-Vectors are random unit vectors.
+Vectors are random unit vectors. Ids follow the package's own scheme (a relation's id is the
+id of its triplet, an entity's the id of its name), and every passage lists its triplets in
+its metadata, as ingestion writes them, so that retrieval on a synthetic graph does exactly
+the Milvus calls it does on a real one.
 """
 
 from __future__ import annotations
@@ -14,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from llama_index_graphrag_milvus.records import stable_id
+from llama_index_graphrag_milvus.records import Triplet, stable_id
+from llama_index_graphrag_milvus.records import entity_id as _entity_id
 
 
 @dataclass(frozen=True)
@@ -42,25 +46,38 @@ class SyntheticGraph:
         """The ``count`` entity numbers with the most relations, largest first."""
         return np.argsort(-self.entity_degrees(), kind="stable")[:count].tolist()
 
+    def triplet(self, number: int) -> Triplet:
+        """Relation ``number`` as a triplet."""
+        return Triplet(entity_name(int(self.subjects[number])), f"relation {number} to",
+                       entity_name(int(self.objects[number])))
+
+    def relation_id(self, number: int) -> str:
+        return self.triplet(number).id
+
+    def passage_triplets(self, number: int) -> list[list[str]]:
+        """The ``graphrag_triplets`` metadata of passage ``number``."""
+        first, last = np.searchsorted(self.passages, [number, number + 1])
+        return [[t.subject, t.predicate, t.object]
+                for t in map(self.triplet, range(int(first), int(last)))]
+
     def relation_batches(self, batch_size: int = 10_000) -> Iterator[list[dict[str, Any]]]:
         """Rows in the relation collection's format, with random unit vectors."""
         rng = np.random.default_rng(self.seed + 1)
         for start in range(0, self.num_relations, batch_size):
             end = min(start + batch_size, self.num_relations)
             vectors = unit_vectors(rng, end - start, self.dim)
+            triplets = [self.triplet(i) for i in range(start, end)]
             yield [
                 {
-                    "id": relation_id(i),
-                    "text": f"entity {s} relates to entity {o}",
-                    "subject_id": entity_id(s),
-                    "object_id": entity_id(o),
+                    "id": triplet.id,
+                    "text": triplet.text,
+                    "subject_id": triplet.subject_id,
+                    "object_id": triplet.object_id,
                     "passage_ids": [passage_id(p)],
                     "embedding": vector,
                 }
-                for i, s, o, p, vector in zip(
-                    range(start, end), self.subjects[start:end].tolist(),
-                    self.objects[start:end].tolist(), self.passages[start:end].tolist(),
-                    vectors, strict=True)
+                for triplet, p, vector in zip(
+                    triplets, self.passages[start:end].tolist(), vectors, strict=True)
             ]
 
 
@@ -70,12 +87,12 @@ def unit_vectors(rng: np.random.Generator, count: int, dim: int) -> np.ndarray:
     return vectors
 
 
-def relation_id(number: int) -> str:
-    return stable_id("synthetic-relation", str(number))
+def entity_name(number: int) -> str:
+    return f"entity {number}"
 
 
 def entity_id(number: int) -> str:
-    return stable_id("synthetic-entity", str(number))
+    return _entity_id(entity_name(number))
 
 
 def passage_id(number: int) -> str:

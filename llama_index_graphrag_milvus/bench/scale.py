@@ -185,8 +185,11 @@ def milvus_measurements(synthetic: SyntheticGraph, target: str, kind: str, prefi
                              embed_model=HashedRandomEmbedding(dim=dim))
 
     print(f"size {synthetic.num_relations:,}: writing to Milvus ({kind})", flush=True)
-    measured: dict[str, Any] = {"milvus_write_s": round(write_to_milvus(
-        synthetic, open_index("Bounded")), 1)}
+    writer = open_index("Bounded")
+    measured: dict[str, Any] = {"milvus_write_s": round(write_to_milvus(synthetic, writer), 1)}
+    # a server builds vector indexes in the background after the flush: measuring while it
+    # does would time the index build (on the same 2 cores), not the reads
+    measured["index_build_wait_s"] = round(wait_for_indexes(writer), 1)
     strong = open_index("Strong")
     start = time.perf_counter()
     strong.refresh()
@@ -196,7 +199,51 @@ def milvus_measurements(synthetic: SyntheticGraph, target: str, kind: str, prefi
     serving = open_index("Bounded")
     serving.refresh()
     measured["retrieve"] = retrieve_latency(serving, min(queries, 100))
+    for collection in (writer.store.entity_collection, writer.store.relation_collection,
+                       writer.store.passage_collection):
+        writer.store.client.drop_collection(collection)  # no background work for later sizes
     return measured
+
+
+def wait_for_indexes(index: GraphRAGIndex, timeout: float = 1800.0) -> float:
+    """Seconds until every vector index of the three collections covers all rows."""
+    store = index.store
+    start = time.perf_counter()
+    for collection in (store.entity_collection, store.relation_collection,
+                       store.passage_collection):
+        while True:
+            names = store.client.list_indexes(collection)
+            states = [store.client.describe_index(collection, name) for name in names]
+            if all(s.get("pending_index_rows", 0) == 0
+                   and s.get("indexed_rows", 0) >= s.get("total_rows", 0) for s in states):
+                break
+            if time.perf_counter() - start > timeout:
+                raise TimeoutError(f"indexes of {collection} not built after {timeout} s")
+            time.sleep(1.0)  # polling the server's index state, not waiting for a result
+    return time.perf_counter() - start
+
+
+def in_memory_measurements(synthetic: SyntheticGraph, queries: int) -> dict[str, Any]:
+    """Build time from rows, memory, and expansion latency of one synthetic graph."""
+    size = synthetic.num_relations
+    degrees = synthetic.entity_degrees()
+    row: dict[str, Any] = {"relations": size, "entities": synthetic.num_entities,
+                           "passages": synthetic.num_passages,
+                           "top_hub_degrees": sorted(degrees.tolist())[-3:][::-1]}
+    batches = list(synthetic.relation_batches())
+    start = time.perf_counter()
+    graph = EntityRelationGraph.from_rows(batches, dim=synthetic.dim)
+    row["build_from_rows_s"] = round(time.perf_counter() - start, 2)
+    del batches
+    memory = graph.memory()
+    row["structure_bytes_per_relation"] = round(memory["structure"] / size, 1)
+    row["vector_bytes_per_relation"] = round(memory["vectors"] / size, 1)
+    row["hubs"] = int(graph.hubs.hub_rows.size)
+    for hops in (1, 2):
+        latency, touched = expansion_latency(graph, synthetic, hops, queries)
+        row[f"expand_{hops}hop"] = latency.__dict__
+        row[f"touched_{hops}hop"] = round(touched)
+    return row
 
 
 @contextlib.contextmanager
@@ -221,35 +268,24 @@ def milvus_target(uri: str | None, embedded_server: str | None,
 
 def run(sizes: list[int], queries: int, milvus_max_size: int, uri: str | None,
         embedded_server: str | None, dim: int, out: Path) -> dict[str, Any]:
+    # Two phases, so that the in-memory timings never share the 2 cores with a server busy
+    # with background work (index builds, compaction): first every size without Milvus, then
+    # the Milvus measurements, each size's collections dropped before the next is written.
     results: list[dict[str, Any]] = []
-    with tempfile.TemporaryDirectory() as tmp, \
-            milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
-        for size in sizes:
-            print(f"size {size:,}: generating", flush=True)
-            synthetic = generate(size, dim=dim)
-            degrees = synthetic.entity_degrees()
-            row = {"relations": size, "entities": synthetic.num_entities,
-                   "passages": synthetic.num_passages,
-                   "top_hub_degrees": sorted(degrees.tolist())[-3:][::-1]}
-            batches = list(synthetic.relation_batches())
-            start = time.perf_counter()
-            graph = EntityRelationGraph.from_rows(batches, dim=dim)
-            row["build_from_rows_s"] = round(time.perf_counter() - start, 2)
-            del batches
-            memory = graph.memory()
-            row["structure_bytes_per_relation"] = round(memory["structure"] / size, 1)
-            row["vector_bytes_per_relation"] = round(memory["vectors"] / size, 1)
-            row["hubs"] = int(graph.hubs.hub_rows.size)
-            for hops in (1, 2):
-                latency, touched = expansion_latency(graph, synthetic, hops, queries)
-                row[f"expand_{hops}hop"] = latency.__dict__
-                row[f"touched_{hops}hop"] = round(touched)
-            del graph
-            if size <= milvus_max_size:
-                row.update(milvus_measurements(synthetic, target, kind, f"scale_{size}",
-                                               dim, queries))
-            results.append(row)
-            print(json.dumps(row), flush=True)
+    for size in sizes:
+        print(f"size {size:,}: generating, in-memory measurements", flush=True)
+        results.append(in_memory_measurements(generate(size, dim=dim), queries))
+        print(json.dumps(results[-1]), flush=True)
+    kind = "none"
+    if any(size <= milvus_max_size for size in sizes):
+        with tempfile.TemporaryDirectory() as tmp, \
+                milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
+            for row in results:
+                size = row["relations"]
+                if size <= milvus_max_size:
+                    row.update(milvus_measurements(generate(size, dim=dim), target, kind,
+                                                   f"scale_{size}", dim, queries))
+                    print(json.dumps(row), flush=True)
     report = {
         "config": {"sizes": sizes, "queries": queries, "dim": dim, "milvus": kind,
                    "milvus_max_size": milvus_max_size, "hub_degree": DEFAULT_HUB_DEGREE,

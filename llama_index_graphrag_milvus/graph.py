@@ -74,6 +74,10 @@ class ExpansionConfig:
         max_relations_per_passage: when set, a relation enters the final pool only while
             one of its passages has fewer than this many relations in the pool, so that the
             many near-duplicate relations of one passage cannot fill it (``None``: no cap).
+        per_hop_max_hub_relations: relations probed per hop across all the hub entities of
+            that hop, shared equally among them (each hub gets at least its closest cluster,
+            and never more than ``hub_degree``). On a large power-law graph most of a hop's
+            entities are hubs; this keeps the relations a hop touches about constant.
     """
 
     hops: int = 1
@@ -81,12 +85,13 @@ class ExpansionConfig:
     max_candidate_relations: int = 100
     per_hop_max_entities: int = 50
     max_relations_per_passage: int | None = None
+    per_hop_max_hub_relations: int = 2000
 
     def __post_init__(self) -> None:
         if self.hops < 0:
             raise InvalidInputError(f"hops must be 0 or more, got {self.hops}")
         for name in ("per_hop_max_relations", "max_candidate_relations",
-                     "per_hop_max_entities"):
+                     "per_hop_max_entities", "per_hop_max_hub_relations"):
             if getattr(self, name) < 1:
                 raise InvalidInputError(f"{name} must be at least 1, got {getattr(self, name)}")
         if self.max_relations_per_passage is not None and self.max_relations_per_passage < 1:
@@ -220,12 +225,14 @@ class HubIndex:
         is_hub = self.hub_rows[positions] == entity_rows
         return entity_rows[~is_hub], positions[is_hub]
 
-    def probe(self, hub: int, query: np.ndarray) -> np.ndarray:
-        """About ``hub_degree`` relations of hub ``hub`` (a position), closest clusters first."""
+    def probe(self, hub: int, query: np.ndarray, limit: int | None = None) -> np.ndarray:
+        """About ``limit`` (default ``hub_degree``) relations of hub ``hub`` (a position), its
+        clusters closest to ``query`` first; at least one cluster."""
         first, last = self.centroid_ptr[hub], self.centroid_ptr[hub + 1]
         order = first + np.argsort(-(self.centroids[first:last] @ query), kind="stable")
         sizes = self.cluster_ptr[order + 1] - self.cluster_ptr[order]
-        taken = int(np.searchsorted(np.cumsum(sizes), self.hub_degree)) + 1
+        wanted = self.hub_degree if limit is None else min(limit, self.hub_degree)
+        taken = int(np.searchsorted(np.cumsum(sizes), wanted)) + 1
         return np.concatenate([self.members[self.cluster_ptr[c]:self.cluster_ptr[c + 1]]
                                for c in order[:taken].tolist()])
 
@@ -346,15 +353,17 @@ class EntityRelationGraph:
         return {"structure": structure,
                 "vectors": int(self.vectors.nbytes + self.hubs.centroids.nbytes)}
 
-    def relations_of_entities(self, entity_rows: np.ndarray, query: np.ndarray
-                              ) -> np.ndarray:
+    def relations_of_entities(self, entity_rows: np.ndarray, query: np.ndarray,
+                              hub_budget: int | None = None) -> np.ndarray:
         """Relations touching any of ``entity_rows``: the sparse frontier times the matrix
-        for ordinary entities, the clusters closest to ``query`` for hubs."""
+        for ordinary entities, the clusters closest to ``query`` for hubs (about
+        ``hub_budget`` relations across all of them when given, else ``hub_degree`` each)."""
         if entity_rows.size == 0:
             return _EMPTY
         ordinary, hubs = self.hubs.split(entity_rows)
         parts = [self.incidence[ordinary].indices] if ordinary.size else []
-        parts.extend(self.hubs.probe(h, query) for h in hubs.tolist())
+        per_hub = None if hub_budget is None or hubs.size == 0 else hub_budget // hubs.size
+        parts.extend(self.hubs.probe(h, query, per_hub) for h in hubs.tolist())
         return _unique(np.concatenate(parts)) if parts else _EMPTY
 
     def passages_of(self, relations: np.ndarray) -> list[tuple[str, ...]]:
@@ -404,15 +413,18 @@ class EntityRelationGraph:
         further hop takes the entities of the previous hop's surviving relations that were
         not expanded yet (at most ``config.per_hop_max_entities``, those reached by the best
         relations first), and the relations they touch that were not seen yet (for a hub, its
-        clusters closest to the query). Every hop is cut to ``config.per_hop_max_relations``
+        clusters closest to the query, about ``config.per_hop_max_hub_relations`` across the
+        hop's hubs). Every hop is cut to ``config.per_hop_max_relations``
         by cosine similarity to the query before the next one starts; the union is cut to
         ``config.max_candidate_relations``. The work per hop is bounded by the caps, not by
         the size of the graph.
         """
         query = _unit(query_vector)
         seed_entities = self.entity_ids.lookup(seed_entity_ids)
-        frontier = _unique(np.concatenate([self.relations_of_entities(seed_entities, query),
-                                           self.relation_ids.lookup(seed_relation_ids)]))
+        hub_budget = config.per_hop_max_hub_relations
+        frontier = _unique(np.concatenate([
+            self.relations_of_entities(seed_entities, query, hub_budget),
+            self.relation_ids.lookup(seed_relation_ids)]))
         seen = frontier
         expanded = seed_entities
         kept_indices: list[np.ndarray] = []
@@ -422,7 +434,7 @@ class EntityRelationGraph:
             if hop > 0:
                 entities = self._next_entities(frontier, expanded, config.per_hop_max_entities)
                 expanded = _unique(np.concatenate([expanded, entities]))
-                touched = self.relations_of_entities(entities, query)
+                touched = self.relations_of_entities(entities, query, hub_budget)
                 frontier = touched[~np.isin(touched, seen, assume_unique=True, kind="sort")]
                 seen = _unique(np.concatenate([seen, frontier]))
             if frontier.size == 0:

@@ -176,6 +176,9 @@ class GraphRAGRetriever(BaseRetriever):
         max_relations_per_passage: when set, the pool admits a relation only while one of
             its passages has fewer than this many relations in it, so that one passage's
             near-duplicate relations cannot fill the pool. Default ``None`` (no cap).
+        per_hop_max_hub_relations: relations probed per hop across the hub entities of that
+            hop (entities with more than the index's ``hub_degree`` relations), closest
+            clusters to the query first. Default 2000.
         passage_scoring: ``"passage"`` (default) orders the passages of the whole pool by
             the similarity of their own vector to the query (one filtered search in the
             passage collection, which replaces the fetch of the passages: no extra Milvus
@@ -208,6 +211,7 @@ class GraphRAGRetriever(BaseRetriever):
         per_hop_max_relations: int = 200,
         per_hop_max_entities: int = 50,
         max_relations_per_passage: int | None = None,
+        per_hop_max_hub_relations: int = 2000,
         passage_scoring: str = "passage",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
@@ -221,7 +225,8 @@ class GraphRAGRetriever(BaseRetriever):
                 raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
         self._expansion = ExpansionConfig(
             hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
-            max_relations_per_passage=max_relations_per_passage)
+            max_relations_per_passage=max_relations_per_passage,
+            per_hop_max_hub_relations=per_hop_max_hub_relations)
         if passage_scoring not in ("relation", "passage"):
             raise InvalidInputError(
                 f"passage_scoring must be 'relation' or 'passage', got {passage_scoring!r}")
@@ -383,6 +388,7 @@ class GraphRAGRetriever(BaseRetriever):
             "passage_scoring": self._passage_scoring,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,
             "per_hop_max_entities": self._expansion.per_hop_max_entities,
+            "per_hop_max_hub_relations": self._expansion.per_hop_max_hub_relations,
             "similarity_top_k": self._similarity_top_k,
             "ner": self._llm is not None,
             "filters": self._where,

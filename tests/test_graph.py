@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import numpy as np
 import pytest
 
@@ -113,8 +115,8 @@ def test_expansion_never_builds_a_relation_by_relation_matrix(monkeypatch) -> No
     touched: list[int] = []
     original = graph.relations_of_entities
 
-    def spy(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-        result = original(rows, query)
+    def spy(rows: np.ndarray, query: np.ndarray, *args: Any) -> np.ndarray:
+        result = original(rows, query, *args)
         touched.append(result.size)
         return result
 
@@ -186,6 +188,30 @@ def test_a_hub_costs_about_hub_degree_relations_and_keeps_the_most_similar(
     assert np.mean(recalls) >= min_recall
 
 
+def test_the_hubs_of_one_hop_share_a_relation_budget() -> None:
+    rng = np.random.default_rng(5)
+    rows = []
+    for hub in range(10):
+        vectors = rng.standard_normal((1000, 16)).astype(np.float32)
+        vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+        rows += [rel(f"h{hub}_{i:04d}", f"hub{hub}", f"leaf{hub}_{i}", vectors[i].tolist())
+                 for i in range(1000)]
+    graph = EntityRelationGraph.from_rows([rows], dim=16, hub_degree=200)
+    assert graph.hubs.hub_rows.size == 10
+    hubs = graph.entity_ids.lookup([f"hub{h}" for h in range(10)])
+    query = np.asarray(rows[4321]["embedding"], np.float32)
+    alone = graph.relations_of_entities(hubs, query)  # hub_degree each
+    shared = graph.relations_of_entities(hubs, query, 600)  # 60 each: one or two clusters
+    assert 10 * 200 <= alone.size <= 10 * 300
+    assert 600 <= shared.size <= 600 + 10 * 64
+    assert np.isin(shared, alone).all()
+    # the relation closest to the query is in the closest cluster of its hub
+    found = graph.expand(query, [f"hub{h}" for h in range(10)], [],
+                         ExpansionConfig(hops=0, per_hop_max_hub_relations=600,
+                                         max_candidate_relations=5))
+    assert found[0].id == rows[4321]["id"]
+
+
 def test_entities_below_the_hub_degree_are_walked_exactly() -> None:
     rows, vectors = random_hub(300)
     graph = EntityRelationGraph.from_rows([rows], dim=16, hub_degree=300)
@@ -204,9 +230,9 @@ def test_entities_expanded_per_hop_are_capped_best_first(monkeypatch) -> None:
     expanded: list[np.ndarray] = []
     original = graph.relations_of_entities
 
-    def spy(entity_rows: np.ndarray, query: np.ndarray) -> np.ndarray:
+    def spy(entity_rows: np.ndarray, query: np.ndarray, *args: Any) -> np.ndarray:
         expanded.append(entity_rows)
-        return original(entity_rows, query)
+        return original(entity_rows, query, *args)
 
     monkeypatch.setattr(graph, "relations_of_entities", spy)
     found = graph.expand([0.0, 1.0, 0.0], ["center"], [],

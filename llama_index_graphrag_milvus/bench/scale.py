@@ -97,8 +97,8 @@ def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hop
     touched: list[int] = []
     original = graph.relations_of_entities
 
-    def counting(rows: np.ndarray, query: np.ndarray) -> np.ndarray:
-        result = original(rows, query)
+    def counting(rows: np.ndarray, query: np.ndarray, *args: Any) -> np.ndarray:
+        result = original(rows, query, *args)
         touched[-1] += int(result.size)
         return result
 

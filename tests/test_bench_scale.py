@@ -10,6 +10,7 @@ from llama_index_graphrag_milvus.bench.scale import (
     HashedRandomEmbedding,
     main,
     markdown,
+    run,
     write_to_milvus,
 )
 from llama_index_graphrag_milvus.bench.synthetic import generate
@@ -50,3 +51,13 @@ def test_scale_command_writes_a_report_with_every_measurement(tmp_path: Path, ca
     printed = capsys.readouterr().out
     assert markdown(report) in printed
     assert "1-hop expansion p50, 3,000 relations versus 1,000" in printed
+
+
+def test_retrieve_is_timed_again_with_a_query_model(tmp_path: Path) -> None:
+    report = run([1000], queries=3, milvus_max_size=1000, uri=str(tmp_path / "m.db"),
+                 embedded_server=None, dim=16, out=tmp_path / "out",
+                 query_model=HashedRandomEmbedding(dim=48))
+    row = report["results"][0]
+    assert row["retrieve_with_query_model"]["graph"]["p50_ms"] > 0
+    assert report["config"]["query_model"] == "HashedRandomEmbedding"
+    assert "With the query model embedding each query, 1,000 relations" in markdown(report)

@@ -228,10 +228,20 @@ class HubIndex:
     def probe(self, hub: int, query: np.ndarray, limit: int | None = None) -> np.ndarray:
         """About ``limit`` (default ``hub_degree``) relations of hub ``hub`` (a position), its
         clusters closest to ``query`` first; at least one cluster."""
-        first, last = self.centroid_ptr[hub], self.centroid_ptr[hub + 1]
-        order = first + np.argsort(-(self.centroids[first:last] @ query), kind="stable")
-        sizes = self.cluster_ptr[order + 1] - self.cluster_ptr[order]
+        first, last = int(self.centroid_ptr[hub]), int(self.centroid_ptr[hub + 1])
+        scores = self.centroids[first:last] @ query
         wanted = self.hub_degree if limit is None else min(limit, self.hub_degree)
+        # usually a few clusters suffice: rank only the best few (twice the expected count)
+        # and fall back to ranking them all when those do not reach ``wanted``
+        expected = 2 * -(-wanted * (last - first) // int(self.cluster_ptr[last]
+                                                           - self.cluster_ptr[first])) + 1
+        candidates = (np.argpartition(-scores, expected)[:expected] if expected < scores.size
+                      else np.arange(scores.size))
+        order = first + candidates[np.lexsort((candidates, -scores[candidates]))]
+        sizes = self.cluster_ptr[order + 1] - self.cluster_ptr[order]
+        if int(sizes.sum()) < wanted and order.size < scores.size:
+            order = first + np.argsort(-scores, kind="stable")
+            sizes = self.cluster_ptr[order + 1] - self.cluster_ptr[order]
         taken = int(np.searchsorted(np.cumsum(sizes), wanted)) + 1
         return np.concatenate([self.members[self.cluster_ptr[c]:self.cluster_ptr[c + 1]]
                                for c in order[:taken].tolist()])

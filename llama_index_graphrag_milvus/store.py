@@ -100,9 +100,9 @@ class _DropLiteNoise(logging.Filter):
 
 @contextmanager
 def _quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
-    """Milvus Lite's in-process server lacks the AllocTimestamp RPC: pymilvus' index wait and
-    query iterator fall back correctly, but grpc logs a traceback and pymilvus a warning each
-    time. Drop just those records while the call runs."""
+    """Milvus Lite's in-process server lacks the AllocTimestamp RPC: pymilvus' index wait
+    falls back correctly, but grpc logs a traceback each time. Drop just those records while
+    the call runs."""
     target = logging.getLogger(logger_name)
     quiet = _DropLiteNoise(needle)
     target.addFilter(quiet)

@@ -20,7 +20,7 @@ from collections import deque
 from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
-from itertools import pairwise
+from itertools import islice, pairwise
 from typing import Any, TypeVar
 
 import numpy as np
@@ -507,18 +507,16 @@ class MilvusGraphStore:
         fetch = self._column_fetcher(self.relation_collection, _RELATION_GRAPH_FIELDS)
         with _milvus_errors(f"read {self.relation_collection}"), \
                 ThreadPoolExecutor(max_workers=_READ_AHEAD) as pool:
-            pending: deque[Future[RelationColumns]] = deque()
+            queued = iter(ranges)
+            pending: deque[Future[RelationColumns]] = deque(
+                pool.submit(fetch, filter_) for filter_ in islice(queued, _READ_AHEAD))
             progress = tqdm(total=total, desc="Loading graph from Milvus", unit=" relations",
                             disable=not show_progress)
             try:
-                for filter_ in ranges:
-                    pending.append(pool.submit(fetch, filter_))
-                    if len(pending) == _READ_AHEAD:
-                        batch = pending.popleft().result()
-                        progress.update(len(batch))
-                        yield batch
                 while pending:
                     batch = pending.popleft().result()
+                    for filter_ in islice(queued, 1):  # the next request, while this is used
+                        pending.append(pool.submit(fetch, filter_))
                     progress.update(len(batch))
                     yield batch
             finally:

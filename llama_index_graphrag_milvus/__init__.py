@@ -23,7 +23,7 @@ from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion import IngestionStats
 from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
-from llama_index_graphrag_milvus.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
 
 __version__ = "0.1.0"

@@ -31,7 +31,7 @@ from llama_index_graphrag_milvus.ingestion import (
     write_plan,
 )
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
-from llama_index_graphrag_milvus.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
 
 

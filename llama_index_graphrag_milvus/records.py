@@ -22,6 +22,14 @@ RELATIONS_KEY = "graphrag_relations"
 """Node metadata key holding the candidate relations that brought a retrieved passage."""
 RERANK_KEY = "graphrag_rerank"
 """Node metadata key holding what the reranker decided about a passage."""
+FOUND_BY_KEY = "graphrag_found_by"
+"""Node metadata key saying how a retrieval method found a passage (its query, bridge
+entity, own similarity, PageRank mass...)."""
+TIMINGS_KEY = "graphrag_timings"
+"""Node metadata key holding the seconds a retrieval method spent in its own steps."""
+RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY)
+"""What retrieval and rerank attach to a passage: kept out of LLM and embedding text and of
+the node's hash."""
 
 ENTITY_NAME_MAX_BYTES = 2048
 """Longest entity name (UTF-8 bytes) the entity collection accepts."""
@@ -167,11 +175,13 @@ class EntityHit:
 
 @dataclass(frozen=True)
 class RelationHit:
-    """A relation found by the vector search of the whole query."""
+    """A relation found by the vector search of the whole query, with its endpoints' ids."""
 
     id: str
     text: str
     score: float
+    subject_id: str = ""
+    object_id: str = ""
 
 
 @dataclass(frozen=True)
@@ -203,7 +213,7 @@ class GraphPassageNode(TextNode):
 
     @property
     def hash(self) -> str:
-        stored = {k: v for k, v in self.metadata.items() if k not in (RELATIONS_KEY, RERANK_KEY)}
+        stored = {k: v for k, v in self.metadata.items() if k not in RETRIEVAL_KEYS}
         identity = str(self.text) + str(stored)
         return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
 

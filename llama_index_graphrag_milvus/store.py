@@ -158,9 +158,14 @@ def _parse_entity_hits(result: Any, searched: Sequence[str],
     ]
 
 
+_RELATION_HIT_FIELDS = ["text", "subject_id", "object_id"]
+
+
 def _parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHit]:
     return [
-        RelationHit(id=h["id"], text=h["entity"]["text"], score=float(h["distance"]))
+        RelationHit(id=h["id"], text=h["entity"]["text"], score=float(h["distance"]),
+                    subject_id=h["entity"].get("subject_id", ""),
+                    object_id=h["entity"].get("object_id", ""))
         for h in result[0]
         if threshold is None or float(h["distance"]) >= threshold
     ]
@@ -171,9 +176,9 @@ def _rows_to_passages(rows: Sequence[dict[str, Any]], ids: Sequence[str]) -> lis
     return [by_id[i] for i in ids if i in by_id]
 
 
-def _parse_passage_hits(result: Any) -> list[tuple[BaseNode, float]]:
-    return [(metadata_dict_to_node(h["entity"], text=h["entity"].get("text")),
-             float(h["distance"])) for h in result[0]]
+def _parse_passage_hits(result: Any) -> list[list[tuple[BaseNode, float]]]:
+    return [[(metadata_dict_to_node(h["entity"], text=h["entity"].get("text")),
+              float(h["distance"])) for h in hits] for hits in result]
 
 
 def _pk_ranges(rows: int) -> list[str]:
@@ -409,12 +414,20 @@ class MilvusGraphStore:
     def concurrently(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
         """Run two blocking Milvus calls at the same time: ``second`` in this thread while
         ``first`` runs in the store's worker thread (gRPC waits release the GIL)."""
-        future = self._worker.submit(first)
+        answer_first, answer_second = self.concurrently_all([first, second])
+        return answer_first, answer_second
+
+    def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
+        """Run blocking Milvus calls at the same time: all but the last in the store's
+        worker threads, the last in this thread; answers in order."""
+        if len(calls) == 1:
+            return (calls[0](),)
+        futures = [self._worker.submit(call) for call in calls[:-1]]
         try:
-            other = second()
+            last = calls[-1]()
         finally:
-            result = future.result()
-        return result, other
+            answers = [future.result() for future in futures]
+        return (*answers, last)
 
     # ------------------------------------------------------------------ writes
 
@@ -561,7 +574,8 @@ class MilvusGraphStore:
     def search_relations(self, vector: Sequence[float], top_k: int,
                          threshold: float | None) -> list[RelationHit]:
         """The relations most similar to the query vector."""
-        kwargs = _search_kwargs(self.relation_collection, [vector], top_k, ["text"])
+        kwargs = _search_kwargs(self.relation_collection, [vector], top_k,
+                                _RELATION_HIT_FIELDS)
         with _milvus_errors(f"search {self.relation_collection}"):
             result = self.client.search(**kwargs, **self._read)
         return _parse_relation_hits(result, threshold)
@@ -569,7 +583,8 @@ class MilvusGraphStore:
     async def asearch_relations(self, vector: Sequence[float], top_k: int,
                                 threshold: float | None) -> list[RelationHit]:
         """Async twin of :meth:`search_relations`."""
-        kwargs = _search_kwargs(self.relation_collection, [vector], top_k, ["text"])
+        kwargs = _search_kwargs(self.relation_collection, [vector], top_k,
+                                _RELATION_HIT_FIELDS)
         with _milvus_errors(f"search {self.relation_collection}"):
             result = await self._aclient().search(**kwargs, **self._read)
         return _parse_relation_hits(result, threshold)
@@ -600,22 +615,42 @@ class MilvusGraphStore:
         on metadata) most similar to ``vector``, best first."""
         if not ids:
             return []
-        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids,
-                                where)
+        return self.search_passage_lists([vector], limit, ids, where)[0]
+
+    def search_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
+                             ids: Sequence[str] | None = None, where: str = ""
+                             ) -> list[list[tuple[BaseNode, float]]]:
+        """One batched search: for each vector, the ``limit`` most similar passages (among
+        ``ids`` when given, matching ``where``), best first."""
+        kwargs = self._passage_search_kwargs(vectors, limit, ids, where)
+        if kwargs is None:
+            return [[] for _ in vectors]
         with _milvus_errors(f"search {self.passage_collection}"):
             result = self.client.search(**kwargs, **self._read)
         return _parse_passage_hits(result)
 
-    async def asearch_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
-                               where: str = "") -> list[tuple[BaseNode, float]]:
-        """Async twin of :meth:`search_passages`."""
-        if not ids:
-            return []
-        kwargs = _search_kwargs(self.passage_collection, [vector], limit, _PASSAGE_FIELDS, ids,
-                                where)
+    async def asearch_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
+                                    ids: Sequence[str] | None = None, where: str = ""
+                                    ) -> list[list[tuple[BaseNode, float]]]:
+        """Async twin of :meth:`search_passage_lists`."""
+        kwargs = self._passage_search_kwargs(vectors, limit, ids, where)
+        if kwargs is None:
+            return [[] for _ in vectors]
         with _milvus_errors(f"search {self.passage_collection}"):
             result = await self._aclient().search(**kwargs, **self._read)
         return _parse_passage_hits(result)
+
+    def _passage_search_kwargs(self, vectors: Sequence[Sequence[float]], limit: int,
+                               ids: Sequence[str] | None, where: str
+                               ) -> dict[str, Any] | None:
+        """The search request, or ``None`` when it cannot match anything."""
+        if not vectors or (ids is not None and not ids):
+            return None
+        kwargs = _search_kwargs(self.passage_collection, vectors, limit, _PASSAGE_FIELDS, ids,
+                                where)
+        if ids is None and where:
+            kwargs["filter"] = where
+        return kwargs
 
     def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
         """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown

@@ -280,8 +280,11 @@ def test_query_on_an_empty_index(milvus_uri: str) -> None:
 
 def test_query_on_passages_without_relations(make_index: MakeIndex) -> None:
     index = make_index([("Only a passage.", [])])
-    with pytest.raises(EmptyIndexError, match="no relations"):
-        index.as_retriever().retrieve("passage")
+    with pytest.raises(EmptyIndexError, match="no relations"):  # k-hop needs relations
+        index.as_retriever(passage_scoring="passage").retrieve("passage")
+    # the default (second hop) answers by the passages' own similarity
+    assert [h.node.get_content() for h in index.as_retriever().retrieve("passage")] == [
+        "Only a passage."]
 
 
 def test_store_wraps_milvus_errors(milvus_uri: str) -> None:

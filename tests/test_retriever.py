@@ -1,4 +1,5 @@
-"""GraphRAGRetriever on Milvus (Lite, server): NER, batched entity search, hops, sync == async."""
+"""GraphRAGRetriever on Milvus (Lite, server), k-hop method: NER, batched entity search, hops,
+sync == async. The default method (the second hop) is tested in test_bridge.py."""
 
 from __future__ import annotations
 
@@ -16,12 +17,22 @@ from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import MetadataMode, QueryBundle, TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
-from llama_index_graphrag_milvus.records import RELATIONS_KEY, Triplet, passage_id
+from llama_index_graphrag_milvus.records import (
+    FOUND_BY_KEY,
+    RELATIONS_KEY,
+    Triplet,
+    passage_id,
+)
 from tests.conftest import FAMILY
 from tests.fakes import ScriptedLLM
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
+
+
+def khop(index: GraphRAGIndex, **kwargs: Any) -> GraphRAGRetriever:
+    """The k-hop method (these tests pin it; the default is the second hop)."""
+    return index.as_retriever(passage_scoring="passage", **kwargs)
 
 
 def texts(hits: list) -> list[str]:
@@ -49,7 +60,7 @@ def ner(names: list[str]) -> ScriptedLLM:
 def test_without_llm_the_query_vector_searches_entities(family_index: GraphRAGIndex,
                                                         monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
-    hits = family_index.as_retriever(hops=1).retrieve(QUESTION)
+    hits = khop(family_index, hops=1).retrieve(QUESTION)
     # entity search, relation search, then the pool's passages ranked by a filtered search
     assert spy.calls == [("graphrag_entities", 1), ("graphrag_relations", 1),
                          ("graphrag_passages", 1)]
@@ -82,7 +93,7 @@ def test_relation_scoring_orders_passages_by_their_best_relation(
 
 def test_relations_metadata_is_kept_out_of_llm_and_embedding_text(
         family_index: GraphRAGIndex) -> None:
-    hit = family_index.as_retriever().retrieve(QUESTION)[0]
+    hit = khop(family_index).retrieve(QUESTION)[0]
     for mode in (MetadataMode.LLM, MetadataMode.EMBED):
         content = hit.node.get_content(metadata_mode=mode)
         assert "graphrag_relations" not in content and "graphrag_triplets" not in content
@@ -93,7 +104,7 @@ def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
                                                     monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     llm = ner(["Euler", "Johann Bernoulli", "Basel"])
-    retriever = family_index.as_retriever(llm=llm, entity_top_k=1,
+    retriever = khop(family_index, llm=llm, entity_top_k=1,
                                           relation_similarity_threshold=1.01)
     hits = retriever.retrieve(QUESTION)
     assert ("graphrag_entities", 3) in spy.calls
@@ -106,10 +117,10 @@ def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
     # relation seeds off: only the NER entity 'Leonhard Euler' seeds the expansion
     common: dict[str, Any] = {"llm": ner(["Leonhard Euler"]), "entity_top_k": 1,
                               "relation_similarity_threshold": 1.01}
-    zero = texts(family_index.as_retriever(hops=0, **common).retrieve(QUESTION))
-    one = texts(family_index.as_retriever(hops=1, **common).retrieve(QUESTION))
-    two = family_index.as_retriever(hops=2, **common).retrieve(QUESTION)
-    three = texts(family_index.as_retriever(hops=3, **common).retrieve(QUESTION))
+    zero = texts(khop(family_index, hops=0, **common).retrieve(QUESTION))
+    one = texts(khop(family_index, hops=1, **common).retrieve(QUESTION))
+    two = khop(family_index, hops=2, **common).retrieve(QUESTION)
+    three = texts(khop(family_index, hops=3, **common).retrieve(QUESTION))
     assert zero == [EULER]
     assert set(one) == {EULER, DANIEL, JAKOB}
     assert set(texts(two)) == {EULER, DANIEL, JAKOB}
@@ -118,7 +129,7 @@ def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
     assert daniel_relations == {"Daniel Bernoulli was the son of Johann Bernoulli": 1,
                                 "Daniel Bernoulli made contributions to fluid dynamics": 2}
     assert set(three) == {EULER, DANIEL, JAKOB, FLUID}
-    reached = [h for h in family_index.as_retriever(hops=1, **common).retrieve(QUESTION)
+    reached = [h for h in khop(family_index, hops=1, **common).retrieve(QUESTION)
                if h.node.get_content() != EULER]
     assert all(r["hop"] == 1 for h in reached for r in h.node.metadata[RELATIONS_KEY])
 
@@ -131,9 +142,9 @@ def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
 ])
 def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex, caplog,
                                                      answer: object) -> None:
-    expected = texts(family_index.as_retriever().retrieve(QUESTION))
+    expected = texts(khop(family_index).retrieve(QUESTION))
     with caplog.at_level(logging.WARNING):
-        hits = family_index.as_retriever(llm=ScriptedLLM([answer])).retrieve(QUESTION)
+        hits = khop(family_index, llm=ScriptedLLM([answer])).retrieve(QUESTION)
     assert texts(hits) == expected
     assert "searching entities with the query vector" in caplog.text
 
@@ -141,7 +152,7 @@ def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex
 def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     llm = ScriptedLLM(['```json\n{"named_entities": ["Euler", "Euler", "Basel"]}\n``` ok'])
-    family_index.as_retriever(llm=llm).retrieve(QUESTION)
+    khop(family_index, llm=llm).retrieve(QUESTION)
     assert ("graphrag_entities", 2) in spy.calls
 
 
@@ -149,39 +160,52 @@ def test_retriever_never_reaches_for_settings_llm(family_index: GraphRAGIndex,
                                                   monkeypatch) -> None:
     trap = ScriptedLLM(lambda prompt: pytest.fail("Settings.llm was called"))
     monkeypatch.setattr(Settings, "_llm", trap)
-    assert family_index.as_retriever().retrieve(QUESTION)
+    assert khop(family_index).retrieve(QUESTION)
     assert trap.prompts == []
 
 
+@pytest.mark.parametrize("scoring", ["passage", "relation", "ppr", "bridge"])
+def test_seeds_that_reach_nothing_fall_back_to_the_passages_own_similarity(
+        family_index: GraphRAGIndex, scoring: str) -> None:
+    """Thresholds that drop every seed: never an empty answer while passages match."""
+    strict = family_index.as_retriever(entity_similarity_threshold=1.01,
+                                       relation_similarity_threshold=1.01,
+                                       passage_scoring=scoring, similarity_top_k=3)
+    naive = family_index.as_naive_retriever(similarity_top_k=3).retrieve(QUESTION)
+    hits = strict.retrieve(QUESTION)
+    assert texts(hits) == texts(naive)
+    if scoring != "ppr":  # PageRank keeps its own (mass) scores
+        assert [h.score for h in hits] == pytest.approx(
+            [h.score for h in naive] if scoring != "bridge" else [1.0, 0.5, 1 / 3], abs=1e-5)
+    assert all(h.node.metadata[FOUND_BY_KEY]["query"] != "bridge" for h in hits)
+
+
 def test_thresholds_drop_weak_hits(family_index: GraphRAGIndex) -> None:
-    none = family_index.as_retriever(entity_similarity_threshold=1.01,
-                                     relation_similarity_threshold=1.01).retrieve(QUESTION)
-    assert none == []
-    loose = family_index.as_retriever(entity_similarity_threshold=-1.0,
+    loose = khop(family_index, entity_similarity_threshold=-1.0,
                                       relation_similarity_threshold=-1.0).retrieve(QUESTION)
     assert loose
 
 
 def test_similarity_top_k_and_pool_size(family_index: GraphRAGIndex) -> None:
-    assert len(family_index.as_retriever(hops=2, similarity_top_k=2).retrieve(QUESTION)) == 2
-    hits = family_index.as_retriever(hops=2, max_candidate_relations=1).retrieve(QUESTION)
+    assert len(khop(family_index, hops=2, similarity_top_k=2).retrieve(QUESTION)) == 2
+    hits = khop(family_index, hops=2, max_candidate_relations=1).retrieve(QUESTION)
     assert len(hits) == 1 and len(hits[0].node.metadata[RELATIONS_KEY]) == 1
 
 
 def test_query_bundle_embedding_is_used(family_index: GraphRAGIndex) -> None:
     vector = family_index.embed_model.get_query_embedding("Daniel Bernoulli son")
     bundle = QueryBundle(query_str="anything at all", embedding=vector)
-    by_vector = texts(family_index.as_retriever().retrieve(bundle))
-    by_text = texts(family_index.as_retriever().retrieve("Daniel Bernoulli son"))
+    by_vector = texts(khop(family_index).retrieve(bundle))
+    by_text = texts(khop(family_index).retrieve("Daniel Bernoulli son"))
     assert by_vector == by_text
 
 
 @pytest.mark.parametrize("query", ["", "   \n\t"])
 def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
     with pytest.raises(InvalidInputError, match="empty or whitespace"):
-        family_index.as_retriever().retrieve(query)
+        khop(family_index).retrieve(query)
     with pytest.raises(InvalidInputError, match="empty or whitespace"):
-        asyncio.run(family_index.as_retriever().aretrieve(query))
+        asyncio.run(khop(family_index).aretrieve(query))
 
 
 @pytest.mark.parametrize("kwargs, match", [
@@ -192,7 +216,7 @@ def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
 ])
 def test_bad_retriever_arguments(family_index: GraphRAGIndex, kwargs: dict, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
-        family_index.as_retriever(**kwargs)
+        khop(family_index, **kwargs)
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"hops": 2}, {"llm": "ner"}])
@@ -200,7 +224,7 @@ async def test_sync_and_async_give_the_same_answers(family_index: GraphRAGIndex,
                                                     kwargs: dict) -> None:
     if kwargs.get("llm") == "ner":
         kwargs = {"llm": ner(["Euler", "fluid dynamics"])}
-    retriever = family_index.as_retriever(**kwargs)
+    retriever = khop(family_index, **kwargs)
     for query in (QUESTION, "fluid dynamics", "Who studied probability?"):
         sync = retriever.retrieve(query)
         concurrent = await asyncio.gather(*(retriever.aretrieve(query) for _ in range(8)))
@@ -214,14 +238,14 @@ async def test_sync_and_async_give_the_same_answers(family_index: GraphRAGIndex,
 def test_async_on_a_reopened_index_builds_the_graph(family_index: GraphRAGIndex,
                                                     milvus_uri: str) -> None:
     reopened = GraphRAGIndex(uri=milvus_uri, embed_model=family_index.embed_model)
-    hits = asyncio.run(reopened.as_retriever().aretrieve(QUESTION))
-    assert texts(hits) == texts(family_index.as_retriever().retrieve(QUESTION))
+    hits = asyncio.run(khop(reopened).aretrieve(QUESTION))
+    assert texts(hits) == texts(khop(family_index).retrieve(QUESTION))
 
 
 def test_prompts_are_customizable(family_index: GraphRAGIndex) -> None:
     from llama_index.core.prompts import PromptTemplate
 
-    retriever = family_index.as_retriever(llm=ner(["Euler"]))
+    retriever = khop(family_index, llm=ner(["Euler"]))
     assert "ner_prompt" in retriever.get_prompts()
     retriever.update_prompts({"ner_prompt": PromptTemplate("ENTITIES OF: {query_str}")})
     retriever.retrieve(QUESTION)
@@ -237,7 +261,7 @@ def test_composes_with_fusion_retriever(family_index: GraphRAGIndex,
         embeddings.append(query)
         return original(query)
 
-    graph = family_index.as_retriever()
+    graph = khop(family_index)
     naive = family_index.as_naive_retriever(similarity_top_k=2)
     graph_ids = [h.node.node_id for h in graph.retrieve(QUESTION)]
     naive_ids = [h.node.node_id for h in naive.retrieve(QUESTION)]
@@ -282,7 +306,7 @@ def test_relation_texts_come_from_the_passages_without_another_read(
         return {h.node.get_content(): [(r["id"], r["text"]) for r in
                                        h.node.metadata[RELATIONS_KEY]] for h in hits}
 
-    before = attached(index.as_retriever(hops=1).retrieve(QUESTION))
+    before = attached(khop(index, hops=1).retrieve(QUESTION))
     assert reads == []  # two searches and the passage search, nothing else
     assert DANIEL in before
     assert all(text == expected[rid] for pairs in before.values() for rid, text in pairs)
@@ -292,7 +316,7 @@ def test_relation_texts_come_from_the_passages_without_another_read(
                         embedding=index.embed_model.get_text_embedding(DANIEL))
     store.upsert_passages([stripped])
     store.flush()
-    after = attached(index.as_retriever(hops=1).retrieve(QUESTION))
+    after = attached(khop(index, hops=1).retrieve(QUESTION))
     assert after == before
     # (a relation that the relation search found brings its own text)
     assert len(reads) == 1 and reads[0][0] == store.relation_collection

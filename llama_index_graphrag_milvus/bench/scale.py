@@ -50,7 +50,7 @@ from llama_index_graphrag_milvus.graph import (
     ExpansionConfig,
 )
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY
-from llama_index_graphrag_milvus.retriever import DEFAULT_SIMILARITY_TOP_K
+from llama_index_graphrag_milvus.retrieval import DEFAULT_SIMILARITY_TOP_K
 
 
 class HashedRandomEmbedding(BaseEmbedding):

@@ -13,6 +13,7 @@ tens of thousands of relations cannot flood the pool. ``A^T A`` or its powers ar
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from itertools import chain
@@ -302,6 +303,8 @@ class EntityRelationGraph:
         incidence.sum_duplicates()
         self.incidence = incidence
         self.hubs = HubIndex.build(incidence, vectors, hub_degree)
+        self._passage_relations: sp.csr_matrix | None = None
+        self._lock = threading.Lock()
 
     @classmethod
     def from_rows(cls, batches: Iterable[Sequence[dict[str, Any]]], dim: int,
@@ -354,12 +357,56 @@ class EntityRelationGraph:
     def num_entities(self) -> int:
         return len(self.entity_ids)
 
+    @property
+    def num_passages(self) -> int:
+        return len(self.passage_ids)
+
+    @property
+    def passage_relations(self) -> sp.csr_matrix:
+        """Passages x relations (the transpose of ``relation_passages``): which relations
+        each passage's triplets hold. With ``endpoints`` it is the entity-passage incidence
+        that PageRank walks. Built on first use (about 4 bytes per relation-passage link),
+        so that methods which never need it never pay for it."""
+        with self._lock:
+            if self._passage_relations is None:
+                self._passage_relations = self.relation_passages.T.tocsr()
+            return self._passage_relations
+
+    def leads_elsewhere(self, entity: str, relation: str, probe: int = 64) -> bool:
+        """Whether ``entity``'s relations reach a passage that ``relation`` does not come
+        from (entities with more than ``probe`` relations are taken to). An entity named in
+        one passage only leads nowhere new from it."""
+        rows = self.entity_ids.lookup([entity])
+        if rows.size == 0:
+            return False
+        relations = self.incidence[int(rows[0])].indices
+        if relations.size > probe:
+            return True
+        source = self.relation_passages[self.relation_rows([relation])].indices
+        reached = self.relation_passages[relations].indices
+        return bool(np.setdiff1d(reached, source).size)
+
+    def relation_rows(self, ids: Iterable[str]) -> np.ndarray:
+        """Rows of the known relation ``ids`` (sorted; unknown ids left out)."""
+        return self.relation_ids.lookup(ids)
+
+    def relation_scores(self, ids: Sequence[str], query_vector: Sequence[float] | np.ndarray
+                        ) -> dict[str, float]:
+        """Cosine similarity to the query of each known relation id (from the in-memory
+        relation vectors: no Milvus call)."""
+        rows = self.relation_rows(ids)
+        scores = self.vectors[rows] @ _unit(query_vector) if rows.size else np.zeros(0)
+        return dict(zip(self.relation_ids.ids(rows), scores.tolist(), strict=True))
+
     def memory(self) -> dict[str, int]:
-        """Bytes held: ``structure`` (CSR matrices, endpoints, id tables, hub clusters) and
-        ``vectors`` (relation vectors and hub centroids)."""
+        """Bytes held: ``structure`` (CSR matrices, endpoints, id tables, hub clusters, and
+        the passage-relation incidence once built) and ``vectors`` (relation vectors and hub
+        centroids)."""
         structure = (self.relation_ids.nbytes + self.entity_ids.nbytes + self.hubs.nbytes
                      + self.passage_ids.nbytes + int(self.endpoints.nbytes)
-                     + _csr_nbytes(self.incidence) + _csr_nbytes(self.relation_passages))
+                     + _csr_nbytes(self.incidence) + _csr_nbytes(self.relation_passages)
+                     + (0 if self._passage_relations is None
+                        else _csr_nbytes(self._passage_relations)))
         return {"structure": structure,
                 "vectors": int(self.vectors.nbytes + self.hubs.centroids.nbytes)}
 

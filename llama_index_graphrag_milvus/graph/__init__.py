@@ -1,0 +1,33 @@
+"""Graph algorithms over the in-memory graph: pure numpy/scipy, no Milvus, no LlamaIndex.
+
+- :mod:`.entity_relation`: the entity-relation-passage graph and its bounded k-hop expansion;
+- :mod:`.pagerank`: personalized PageRank on a local entity-passage neighbourhood.
+"""
+
+from llama_index_graphrag_milvus.graph.entity_relation import (
+    DEFAULT_HUB_DEGREE,
+    EntityRelationGraph,
+    ExpansionConfig,
+    HubIndex,
+    IdTable,
+)
+from llama_index_graphrag_milvus.graph.pagerank import (
+    LocalGraph,
+    PageRankConfig,
+    PageRankResult,
+    local_graph,
+    personalized_pagerank,
+)
+
+__all__ = [
+    "DEFAULT_HUB_DEGREE",
+    "EntityRelationGraph",
+    "ExpansionConfig",
+    "HubIndex",
+    "IdTable",
+    "LocalGraph",
+    "PageRankConfig",
+    "PageRankResult",
+    "local_graph",
+    "personalized_pagerank",
+]

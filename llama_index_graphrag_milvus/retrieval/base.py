@@ -1,0 +1,128 @@
+"""What a retrieval method is, and the plan steps the methods share.
+
+A method (k-hop, PageRank, second hop) decides only how it selects relations and how it
+ranks passages. The query, its vector, the filters and the seed searches come from here.
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.records import FOUND_BY_KEY, CandidateRelation
+from llama_index_graphrag_milvus.retrieval.io import (
+    EmbedTexts,
+    LoadGraph,
+    Ner,
+    Plan,
+    SearchEntities,
+    SearchPassages,
+    SearchRelations,
+    Together,
+    first,
+)
+from llama_index_graphrag_milvus.retrieval.steps import (
+    Seeds,
+    as_result,
+    own_relations,
+    own_triplets,
+)
+
+OWN_RELATIONS_PER_PASSAGE = 5
+"""A passage found by its own similarity carries its best own relations, at most this many."""
+
+
+@dataclass(frozen=True)
+class QueryContext:
+    """One query as every method sees it."""
+
+    text: str
+    vector: list[float]
+    similarity_top_k: int
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class SeedConfig:
+    """The seed searches: entities (per NER name, or the query) and relations (the query)."""
+
+    entity_top_k: int = 3
+    relation_top_k: int = 3
+    entity_threshold: float | None = None
+    relation_threshold: float | None = None
+
+
+def positive_int(name: str, value: Any) -> int:
+    """``value`` if it is a positive ``int``; else :class:`InvalidInputError`."""
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+    return value
+
+
+def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Any
+               ) -> Plan[tuple[Seeds, tuple[Any, ...]]]:
+    """NER (when an LLM is given), then the entity and relation searches at the same time,
+    with any ``alongside`` requests; returns the seeds and the answers of those requests."""
+    names = yield Ner(query.text)
+    vectors = (yield EmbedTexts(tuple(names))) if names else [query.vector]
+    entity_hits, relation_hits, *others = yield Together((
+        SearchEntities(vectors, tuple(names or [query.text]), config.entity_top_k,
+                       config.entity_threshold),
+        SearchRelations(query.vector, config.relation_top_k, config.relation_threshold),
+        *alongside,
+    ))
+    seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
+    return seeds, tuple(others)
+
+
+def expand(graph: EntityRelationGraph, query: QueryContext, seeds: Seeds,
+           config: ExpansionConfig) -> list[CandidateRelation]:
+    """The bounded k-hop candidate pool of the seeds, best first."""
+    if graph.num_relations == 0:
+        raise EmptyIndexError("the index holds passages but no relations; ingest triplets")
+    return graph.expand(query.vector, [h.id for h in seeds.entities],
+                        [h.id for h in seeds.relations], config)
+
+
+def by_own_similarity(query: QueryContext, reason: str) -> Plan[list[NodeWithScore]]:
+    """Passages ranked by their own similarity to the query (naive vector search, filters
+    applied), each with its best own relations: the result when the graph gives nothing."""
+    hits = first((yield SearchPassages((query.vector,), query.similarity_top_k, None,
+                                       query.where)))
+    graph: EntityRelationGraph = yield LoadGraph()
+    return [with_own_relations(graph, query, node, score,
+                               metadata={FOUND_BY_KEY: {"query": reason, "similarity": score}})
+            for node, score in hits]
+
+
+def with_own_relations(graph: EntityRelationGraph, query: QueryContext, node: Any,
+                       score: float | None, first_relations: Sequence[CandidateRelation] = (),
+                       metadata: dict[str, Any] | None = None) -> NodeWithScore:
+    """A result whose relations are ``first_relations`` then the passage's own best ones
+    (by similarity to the query), with ``metadata`` added."""
+    triplet_ids = [t.id for t in own_triplets(node)]
+    scores = graph.relation_scores(triplet_ids, query.vector) if triplet_ids else {}
+    taken = {c.id for c in first_relations}
+    own = [c for c in own_relations(node, scores, 1, OWN_RELATIONS_PER_PASSAGE + len(taken))
+           if c.id not in taken][:OWN_RELATIONS_PER_PASSAGE]
+    return as_result(node, score, [*first_relations, *own], **(metadata or {}))
+
+
+class RetrievalMethod(ABC):
+    """How one retrieval method selects relations and ranks passages."""
+
+    name: ClassVar[str]
+
+    @abstractmethod
+    def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:
+        """The method's steps for one query (see :mod:`.io`)."""
+
+    @abstractmethod
+    def describe(self) -> dict[str, Any]:
+        """The method's own settings, for logs and benchmark reports."""

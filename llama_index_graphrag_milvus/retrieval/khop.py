@@ -1,0 +1,73 @@
+"""k-hop expansion (the "Graph RAG with Milvus" method): seeds, bounded expansion, pruning,
+and the pool's passages, ranked by their own similarity or by their best relation."""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.retrieval.base import (
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+    by_own_similarity,
+    expand,
+    find_seeds,
+)
+from llama_index_graphrag_milvus.retrieval.io import (
+    GetPassages,
+    GetRelationTexts,
+    LoadGraph,
+    Plan,
+    SearchPassages,
+    first,
+)
+from llama_index_graphrag_milvus.retrieval.steps import (
+    ScoredPassages,
+    build_results,
+    relation_texts,
+    select_passages,
+)
+from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
+
+
+class KHopRetrieval(RetrievalMethod):
+    """The candidate pool of the bounded k-hop expansion, and its passages.
+
+    ``passage_scoring="passage"`` ranks every passage of the pool by its own similarity to
+    the query (one filtered search, which is also the fetch); ``"relation"`` keeps the first
+    ``similarity_top_k`` passages in the order of their best candidate relation. A query whose
+    pool reaches no passage falls back to the passages' own similarity.
+    """
+
+    name: ClassVar[str] = "khop"
+
+    def __init__(self, expansion: ExpansionConfig, order_by: str = "passage") -> None:
+        self.expansion = expansion
+        self.order_by = order_by
+
+    def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
+        seeds, _ = yield from find_seeds(query, seeds_config)
+        graph: EntityRelationGraph = yield LoadGraph()
+        candidates = expand(graph, query, seeds, self.expansion)
+        if not candidates:
+            return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
+        hits: ScoredPassages
+        if self.order_by == "passage":
+            pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
+            hits = first((yield SearchPassages((query.vector,),
+                                               min(query.similarity_top_k, len(pool)),
+                                               tuple(pool), query.where)))
+        else:
+            pool = select_passages(candidates, query.similarity_top_k)
+            nodes = yield GetPassages(tuple(pool), query.where)
+            hits = [(node, None) for node in nodes]
+        texts, missing = relation_texts(hits, pool, seeds)
+        if missing:
+            texts.update((yield GetRelationTexts(tuple(missing))))
+        return build_results(hits, pool, texts)
+
+    def describe(self) -> dict[str, Any]:
+        return {"passage_scoring": self.order_by}

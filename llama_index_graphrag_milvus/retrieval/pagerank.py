@@ -1,0 +1,195 @@
+"""Personalized PageRank passage scoring (HippoRAG 2), ``passage_scoring="ppr"``.
+
+The neighbourhood of one query (the k-hop candidate pool, the seed relations and the
+relations of the passages most similar to the query) becomes a graph of entity and passage
+nodes (:func:`~llama_index_graphrag_milvus.graph.pagerank.local_graph`). PageRank restarts
+at the query:
+
+- entity nodes: the entity-search hits (NER names with an LLM, else the query vector) and the
+  subjects and objects of the relation-search hits (query-to-triplet linking, as HippoRAG 2),
+  each weighted by its similarity to the query;
+- passage nodes: the passages most similar to the query, by their similarity, with a small
+  total weight (``passage_weight``, 0.05 as in HippoRAG 2).
+
+Passages are ranked by their PageRank mass. Passages the graph does not know (no triplets)
+are isolated nodes that keep their restart mass, so they are still ranked.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any, ClassVar
+
+import numpy as np
+import scipy.sparse as sp
+from llama_index.core.schema import BaseNode, NodeWithScore
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.graph import (
+    EntityRelationGraph,
+    ExpansionConfig,
+    PageRankConfig,
+    local_graph,
+    personalized_pagerank,
+)
+from llama_index_graphrag_milvus.records import (
+    FOUND_BY_KEY,
+    TIMINGS_KEY,
+    CandidateRelation,
+)
+from llama_index_graphrag_milvus.retrieval.base import (
+    OWN_RELATIONS_PER_PASSAGE,
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+    find_seeds,
+    with_own_relations,
+)
+from llama_index_graphrag_milvus.retrieval.io import (
+    GetPassages,
+    GetRelationTexts,
+    LoadGraph,
+    Plan,
+    SearchPassages,
+    first,
+)
+from llama_index_graphrag_milvus.retrieval.steps import Seeds, relation_texts, select_passages
+
+DEFAULT_PASSAGE_WEIGHT = 0.05
+"""Share of the restart mass on the passages most similar to the query (HippoRAG 2)."""
+
+
+@dataclass(frozen=True)
+class PassageMass:
+    """A passage's PageRank mass."""
+
+    id: str
+    mass: float
+
+
+def restart_weights(graph: EntityRelationGraph, seeds: Seeds) -> dict[int, float]:
+    """Restart weight of each seed entity (by global row): its best similarity among the
+    entity hits and the relation hits it is an endpoint of (negative similarities count 0)."""
+    weights: dict[int, float] = {}
+
+    def add(rows: np.ndarray, score: float) -> None:
+        for row in rows.tolist():
+            weights[row] = max(weights.get(row, 0.0), max(score, 0.0))
+
+    for hit in seeds.entities:
+        add(graph.entity_ids.lookup([hit.id]), hit.score)
+    for relation in seeds.relations:
+        add(graph.endpoints[graph.relation_rows([relation.id])].ravel().astype(np.int64),
+            relation.score)
+    return weights
+
+
+def rank_passages(graph: EntityRelationGraph, seeds: Seeds,
+                  candidates: Sequence[CandidateRelation],
+                  similar: Sequence[tuple[str, float]], config: PageRankConfig,
+                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> list[PassageMass]:
+    """Passages by PageRank mass, best first (pure: the in-memory graph only).
+
+    ``similar`` are the passages most similar to the query, ``(id, similarity)``.
+    """
+    relation_rows = graph.relation_rows([c.id for c in candidates]
+                                        + [h.id for h in seeds.relations])
+    known = graph.passage_ids.lookup([pid for pid, _ in similar])
+    local = local_graph(graph, relation_rows, known, config.passage_edge_weight)
+    outside = [pid for pid, _ in similar if not graph.passage_ids.lookup([pid]).size]
+    size = local.size + len(outside)
+    entity_reset = np.zeros(size)
+    seeds_by_row = restart_weights(graph, seeds)
+    rows = np.fromiter(seeds_by_row, dtype=np.int64, count=len(seeds_by_row))
+    found, nodes = local.entity_nodes(rows)
+    entity_reset[nodes] = np.fromiter(seeds_by_row.values(), dtype=np.float64,
+                                      count=len(seeds_by_row))[found]
+    passage_reset = np.zeros(size)
+    similarity = dict(similar)
+    known_ids = graph.passage_ids.ids(known)
+    found, nodes = local.passage_nodes(known)
+    passage_reset[nodes] = [max(similarity[pid], 0.0) for pid, hit in
+                            zip(known_ids, found, strict=True) if hit]
+    passage_reset[local.size:] = [max(similarity[pid], 0.0) for pid in outside]
+    reset = _mix(entity_reset, passage_reset, passage_weight)
+    adjacency = sp.block_diag((local.adjacency, sp.csr_matrix((len(outside),) * 2)),
+                              format="csr")
+    scores = personalized_pagerank(adjacency, reset, config).scores
+    passage_ids = graph.passage_ids.ids(local.passage_rows) + outside
+    masses = scores[local.entity_rows.size:]
+    order = np.lexsort((np.arange(masses.size), -masses))
+    return [PassageMass(passage_ids[i], float(masses[i])) for i in order.tolist()
+            if masses[i] > 0]
+
+
+def _mix(entity_reset: np.ndarray, passage_reset: np.ndarray, passage_weight: float
+         ) -> np.ndarray:
+    """``(1 - w) * entities + w * passages``, each part normalized; a part with no mass
+    gives its share to the other."""
+    parts = [(entity_reset, 1.0 - passage_weight), (passage_reset, passage_weight)]
+    live = [(part / part.sum(), weight) for part, weight in parts if part.sum() > 0]
+    total = sum(weight for _, weight in live)
+    if not live or total == 0:
+        return sum((part for part, _ in live), np.zeros_like(entity_reset))
+    return sum((part * (weight / total) for part, weight in live),
+               np.zeros_like(entity_reset))
+
+
+class PageRankRetrieval(RetrievalMethod):
+    """Passages ranked by personalized PageRank over the query's neighbourhood."""
+
+    name: ClassVar[str] = "ppr"
+
+    def __init__(self, expansion: ExpansionConfig, config: PageRankConfig,
+                 passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> None:
+        if not 0.0 <= passage_weight <= 1.0:
+            raise InvalidInputError(
+                f"ppr_passage_weight must be in [0, 1], got {passage_weight!r}")
+        self.expansion = expansion
+        self.config = config
+        self.passage_weight = passage_weight
+
+    def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
+        seeds, (lists,) = yield from find_seeds(
+            query, seeds_config,
+            SearchPassages((query.vector,), query.similarity_top_k, None, query.where))
+        similar: list[tuple[BaseNode, float]] = first(lists)
+        graph: EntityRelationGraph = yield LoadGraph()
+        candidates = (graph.expand(query.vector, [h.id for h in seeds.entities],
+                                   [h.id for h in seeds.relations], self.expansion)
+                      if graph.num_relations else [])
+        started = time.perf_counter()
+        ranking = rank_passages(graph, seeds, candidates,
+                                [(n.node_id, s) for n, s in similar], self.config,
+                                self.passage_weight)
+        timings = {"ppr": time.perf_counter() - started}
+        # filters may drop some: fetch twice what is needed
+        wanted = [p.id for p in ranking[:2 * query.similarity_top_k]]
+        nodes = {node.node_id: node for node, _ in similar}
+        missing = tuple(pid for pid in wanted if pid not in nodes)
+        if missing:
+            nodes.update((n.node_id, n) for n in (yield GetPassages(missing, query.where)))
+        mass = {p.id: p.mass for p in ranking}
+        hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
+        hits = hits[:query.similarity_top_k]
+        pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
+        texts, unknown = relation_texts(hits, pool, seeds)
+        if unknown:
+            texts.update((yield GetRelationTexts(tuple(unknown))))
+        own_similarity = {node.node_id: score for node, score in similar}
+        return [with_own_relations(
+            graph, query, node, score,
+            [replace(c, text=texts.get(c.id, c.text))
+             for c in pool.get(node.node_id, [])[:OWN_RELATIONS_PER_PASSAGE]],
+            metadata={FOUND_BY_KEY: {"query": "ppr", "mass": score,
+                                     "similarity": own_similarity.get(node.node_id)},
+                      TIMINGS_KEY: timings})
+            for node, score in hits]
+
+    def describe(self) -> dict[str, Any]:
+        return {"passage_scoring": "ppr", "ppr_damping": self.config.damping,
+                "ppr_passage_weight": self.passage_weight,
+                "ppr_max_iterations": self.config.max_iterations,
+                "ppr_tolerance": self.config.tolerance}

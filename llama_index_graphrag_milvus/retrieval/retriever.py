@@ -1,0 +1,247 @@
+"""GraphRAGRetriever: the shared query steps around one retrieval method.
+
+The retriever checks the query, computes (or reuses) its vector, holds the seed settings and
+the filters, and hands the rest to a method (:mod:`.khop`, :mod:`.pagerank`, :mod:`.bridge`),
+written once as a plan that :class:`~.io.SyncDriver` and :class:`~.io.AsyncDriver` run.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.callbacks import CallbackManager
+from llama_index.core.llms.llm import LLM
+from llama_index.core.prompts import BasePromptTemplate
+from llama_index.core.prompts.mixin import PromptDictType
+from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores import MetadataFilters
+
+from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.graph import ExpansionConfig, PageRankConfig
+from llama_index_graphrag_milvus.retrieval.base import (
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+    positive_int,
+)
+from llama_index_graphrag_milvus.retrieval.bridge import DEFAULT_MAX_BRIDGES, BridgeRetrieval
+from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
+from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval
+from llama_index_graphrag_milvus.retrieval.pagerank import (
+    DEFAULT_PASSAGE_WEIGHT,
+    PageRankRetrieval,
+)
+from llama_index_graphrag_milvus.retrieval.steps import (
+    DEFAULT_NER_PROMPT,
+    DEFAULT_SIMILARITY_TOP_K,
+    check_query,
+)
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+PASSAGE_SCORINGS = ("bridge", "ppr", "passage", "relation")
+"""The retrieval methods, by their ``passage_scoring`` name."""
+
+DEFAULT_PASSAGE_SCORING = "bridge"
+"""The best LLM-free method measured (see the README's multi-hop benchmark)."""
+
+
+class GraphRAGRetriever(BaseRetriever):
+    """Graph RAG retriever over the three Milvus collections of a :class:`GraphRAGIndex`.
+
+    Every method returns passages as ``NodeWithScore``, each with
+    ``metadata["graphrag_relations"]`` (the relations that reached it: ``id``, ``text``,
+    ``score``, ``hop``; what :class:`GraphRelationRerank` reads) and
+    ``metadata["graphrag_found_by"]`` (how the method found it). ``passage_scoring`` chooses
+    the method:
+
+    - ``"bridge"`` (default), the graph-guided second hop: the relations most similar to
+      the query name *bridge* entities the question does not name ("Euler was a student of
+      Johann Bernoulli" for "the son of Euler's teacher"); "question + bridge" become second
+      passage queries, searched in one batch with the question, and the lists interleaved.
+      No LLM, no NER. See :mod:`llama_index_graphrag_milvus.retrieval.bridge`.
+    - ``"ppr"``: personalized PageRank over the entities and passages of the query's k-hop
+      neighbourhood, restarting at the seed entities and (lightly) the most similar
+      passages; passages ranked by PageRank mass.
+    - ``"passage"``: the passages of the k-hop candidate pool, by their own similarity.
+    - ``"relation"``: the passages of the k-hop pool, by their best candidate relation.
+
+    The k-hop pool (``"passage"``, ``"relation"``, ``"ppr"``): entities named in the query
+    (LLM NER when ``llm`` is given, otherwise the query vector) and the whole query are
+    searched in Milvus; the hits are expanded ``hops`` steps through the entity-relation
+    graph and the candidate relations are pruned to ``max_candidate_relations`` by
+    similarity to the query. Whatever the method, a query whose graph steps find nothing
+    gets the passages ranked by their own similarity, never an empty answer.
+
+    Args:
+        index: the :class:`GraphRAGIndex` to read.
+        llm: used for query NER only, and only when given (no fall back to ``Settings.llm``);
+            the ``"bridge"`` method does not use it.
+        passage_scoring: the method, see above. Default ``"bridge"``.
+        hops: expansion steps after the seed relations (0 = seeds only). Default 1.
+        entity_top_k: entities searched per query entity name. Default 3.
+        relation_top_k: relations searched with the query vector (for ``"bridge"``: the
+            relations the bridges come from). Default 3.
+        entity_similarity_threshold: drop entity hits with a lower cosine similarity.
+        relation_similarity_threshold: drop relation hits with a lower cosine similarity.
+        max_candidate_relations: size of the k-hop candidate pool. Default 100.
+        per_hop_max_relations: new relations kept per hop (by similarity), before the next
+            hop starts. Default 200.
+        per_hop_max_entities: entities expanded per hop, those reached by the most similar
+            relations first. Default 50.
+        max_relations_per_passage: when set, the pool admits a relation only while one of
+            its passages has fewer than this many relations in it. Default ``None``.
+        per_hop_max_hub_relations: relations probed per hop across the hub entities of that
+            hop, closest clusters to the query first. Default 2000.
+        max_bridges: second queries per question for ``"bridge"``. Default 3.
+        bridge_query: how ``"bridge"`` writes a second query: ``"substitute"`` (default)
+            drops the words of the entity the question names and the relation resolves,
+            then appends the bridge ("the son of Euler's teacher" + Johann Bernoulli ->
+            "the son of 's teacher Johann Bernoulli"); ``"append"`` keeps the question whole.
+        ppr_damping: probability of following an edge in PageRank. Default 0.5 (HippoRAG).
+        ppr_passage_weight: share of PageRank's restart mass on the passages most similar
+            to the query. Default 0.05 (HippoRAG 2).
+        ppr_max_iterations: PageRank iteration cap. Default 50.
+        ppr_tolerance: PageRank convergence tolerance (L1). Default 1e-6.
+        similarity_top_k: passages returned. Default 20: generous, because a reranker can
+            only choose among the passages it receives.
+        ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
+        filters: LlamaIndex ``MetadataFilters`` on passage metadata (for example
+            ``tenant_id``), applied in the Milvus passage searches: only matching passages
+            are returned. Values are quoted, so any string is matched literally.
+
+    Example::
+
+        retriever = index.as_retriever(similarity_top_k=10)   # the second hop
+        for hit in retriever.retrieve("What did the son of Euler's teacher contribute?"):
+            print(hit.score, hit.node.metadata["graphrag_found_by"])
+        ppr = index.as_retriever(passage_scoring="ppr", hops=2)
+    """
+
+    def __init__(
+        self,
+        index: GraphRAGIndex,
+        llm: LLM | None = None,
+        hops: int = 1,
+        entity_top_k: int = 3,
+        relation_top_k: int = 3,
+        entity_similarity_threshold: float | None = None,
+        relation_similarity_threshold: float | None = None,
+        max_candidate_relations: int = 100,
+        per_hop_max_relations: int = 200,
+        per_hop_max_entities: int = 50,
+        max_relations_per_passage: int | None = None,
+        per_hop_max_hub_relations: int = 2000,
+        passage_scoring: str = DEFAULT_PASSAGE_SCORING,
+        max_bridges: int = DEFAULT_MAX_BRIDGES,
+        bridge_query: str = "substitute",
+        ppr_damping: float = 0.5,
+        ppr_passage_weight: float = DEFAULT_PASSAGE_WEIGHT,
+        ppr_max_iterations: int = 50,
+        ppr_tolerance: float = 1e-6,
+        similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
+        ner_prompt: BasePromptTemplate | None = None,
+        filters: MetadataFilters | None = None,
+        callback_manager: CallbackManager | None = None,
+        verbose: bool = False,
+    ) -> None:
+        self._seeds = SeedConfig(positive_int("entity_top_k", entity_top_k),
+                                 positive_int("relation_top_k", relation_top_k),
+                                 entity_similarity_threshold, relation_similarity_threshold)
+        self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)
+        expansion = ExpansionConfig(
+            hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
+            max_relations_per_passage=max_relations_per_passage,
+            per_hop_max_hub_relations=per_hop_max_hub_relations)
+        self._expansion = expansion
+        methods: dict[str, RetrievalMethod] = {  # all built: every argument is checked
+            "bridge": BridgeRetrieval(max_bridges, bridge_query),
+            "ppr": PageRankRetrieval(expansion, PageRankConfig(ppr_damping, ppr_tolerance,
+                                                               ppr_max_iterations),
+                                     ppr_passage_weight),
+            "passage": KHopRetrieval(expansion, "passage"),
+            "relation": KHopRetrieval(expansion, "relation"),
+        }
+        if passage_scoring not in methods:
+            raise InvalidInputError(
+                f"passage_scoring must be one of {', '.join(PASSAGE_SCORINGS)}; got "
+                f"{passage_scoring!r}")
+        self._method = methods[passage_scoring]
+        self._settings = {k: v for method in methods.values()
+                          for k, v in method.describe().items()}
+        self._index = index
+        self._llm = llm
+        self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
+        self._where = to_milvus_expression(filters) if filters is not None else ""
+        super().__init__(callback_manager=callback_manager, verbose=verbose)
+
+    @property
+    def method(self) -> RetrievalMethod:
+        """The retrieval method this retriever runs."""
+        return self._method
+
+    # ------------------------------------------------------------------ prompts
+
+    def _get_prompts(self) -> PromptDictType:
+        return {"ner_prompt": self._ner_prompt}
+
+    def _update_prompts(self, prompts: PromptDictType) -> None:
+        if "ner_prompt" in prompts:
+            self._ner_prompt = prompts["ner_prompt"]
+
+    # ------------------------------------------------------------------ the shared steps
+
+    def _check_not_empty(self) -> None:
+        if self._index.store.dim is None:
+            raise EmptyIndexError(
+                f"no graph under collection_prefix={self._index.store.prefix!r} at "
+                f"{self._index.store.uri!r}: ingest passages first (GraphRAGIndex.from_triplets "
+                "or from_documents), or point uri/collection_prefix at the ingested store."
+            )
+
+    def _context(self, query: str, vector: list[float], query_bundle: QueryBundle
+                 ) -> QueryContext:
+        self._index.store.check_dimension(len(vector), "the embedding model")
+        query_bundle.embedding = vector  # other retrievers of a fusion reuse it
+        return QueryContext(query, list(vector), self._similarity_top_k, self._where)
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = check_query(query_bundle)
+        self._check_not_empty()
+        vector = (query_bundle.embedding
+                  or self._index.embed_model.get_query_embedding(query))
+        driver = SyncDriver(self._index, self._llm, self._ner_prompt)
+        return driver.run(self._method.plan(self._context(query, vector, query_bundle),
+                                            self._seeds))
+
+    async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        query = check_query(query_bundle)
+        self._check_not_empty()
+        vector = (query_bundle.embedding
+                  or await self._index.embed_model.aget_query_embedding(query))
+        driver = AsyncDriver(self._index, self._llm, self._ner_prompt)
+        return await driver.run(self._method.plan(self._context(query, vector, query_bundle),
+                                                  self._seeds))
+
+    def describe(self) -> dict[str, Any]:
+        """The retriever's configuration, for logs and benchmark reports."""
+        return {
+            "hops": self._expansion.hops,
+            "entity_top_k": self._seeds.entity_top_k,
+            "relation_top_k": self._seeds.relation_top_k,
+            "entity_similarity_threshold": self._seeds.entity_threshold,
+            "relation_similarity_threshold": self._seeds.relation_threshold,
+            "max_candidate_relations": self._expansion.max_candidate_relations,
+            "max_relations_per_passage": self._expansion.max_relations_per_passage,
+            "per_hop_max_relations": self._expansion.per_hop_max_relations,
+            "per_hop_max_entities": self._expansion.per_hop_max_entities,
+            "per_hop_max_hub_relations": self._expansion.per_hop_max_hub_relations,
+            "similarity_top_k": self._similarity_top_k,
+            "ner": self._llm is not None,
+            "filters": self._where,
+            **self._settings,  # every method's settings, so that a report holds them all
+            **self._method.describe(),
+        }

@@ -1,0 +1,154 @@
+"""The query steps every retrieval method shares, as pure functions.
+
+Query checks, NER parsing, the passages a pool of candidate relations reaches, the texts of
+those relations, and the ``NodeWithScore`` results with ``metadata["graphrag_relations"]``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index.core.prompts import PromptTemplate
+from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.parsing import find_json, string_list
+from llama_index_graphrag_milvus.records import (
+    RELATIONS_KEY,
+    RETRIEVAL_KEYS,
+    TRIPLETS_KEY,
+    CandidateRelation,
+    EntityHit,
+    GraphPassageNode,
+    RelationHit,
+    Triplet,
+)
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_NER_PROMPT = PromptTemplate(
+    "List the named entities (people, places, organisations, works, concepts with a name) "
+    "that the question mentions, written as in the question. Answer with JSON only, in the "
+    'form {{"named_entities": ["...", "..."]}}.\n\n'
+    "Question: What contribution did the son of Euler's teacher make?\n"
+    'Answer: {{"named_entities": ["Euler"]}}\n\n'
+    "Question: {query_str}\nAnswer:"
+)
+"""The default query NER prompt; variable ``{query_str}``."""
+
+DEFAULT_SIMILARITY_TOP_K = 20
+"""Default passage cap: generous, because a reranker can only choose among what it gets."""
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """What the Milvus searches found for one query: the start of the expansion."""
+
+    entities: tuple[EntityHit, ...]
+    relations: tuple[RelationHit, ...]
+
+
+ScoredPassages = Sequence[tuple[BaseNode, float | None]]
+"""Passages fetched from Milvus, each with its own similarity (``None``: not scored)."""
+
+
+def check_query(query_bundle: QueryBundle) -> str:
+    """The query text, stripped; :class:`InvalidInputError` when it is not a non-empty string."""
+    query = query_bundle.query_str
+    if not isinstance(query, str) or not query.strip():
+        raise InvalidInputError(
+            "the query is empty or whitespace; pass the question as a non-empty string."
+        )
+    return query.strip()
+
+
+def parse_ner(raw: str | BaseException) -> list[str]:
+    """Entity names from the NER answer; an empty list (and a warning) when unusable."""
+    if isinstance(raw, BaseException):
+        logger.warning("query NER failed (%r); searching entities with the query vector", raw)
+        return []
+    names = string_list(find_json(raw, key="named_entities"), "named_entities")
+    if names is None:
+        logger.warning("query NER answer has no JSON named_entities list (%.200r); searching "
+                       "entities with the query vector", raw)
+        return []
+    return list(dict.fromkeys(names))
+
+
+def select_passages(candidates: Sequence[CandidateRelation], limit: int
+                    ) -> dict[str, list[CandidateRelation]]:
+    """Passage ids in order of their best candidate relation, each with its relations.
+
+    ``candidates`` come best first; the first ``limit`` passages they reach are kept.
+    """
+    passages: dict[str, list[CandidateRelation]] = {}
+    for candidate in candidates:
+        for pid in candidate.passage_ids:
+            if pid in passages:
+                passages[pid].append(candidate)
+            elif len(passages) < limit:
+                passages[pid] = [candidate]
+    return passages
+
+
+def own_triplets(node: BaseNode) -> list[Triplet]:
+    """The triplets a passage carries in ``metadata["graphrag_triplets"]`` (ingestion
+    writes them); malformed entries are skipped."""
+    return [Triplet(*t) for t in node.metadata.get(TRIPLETS_KEY) or ()
+            if isinstance(t, (list, tuple)) and len(t) == 3
+            and all(isinstance(part, str) for part in t)]
+
+
+def relation_texts(hits: ScoredPassages, passages: Mapping[str, Sequence[CandidateRelation]],
+                   seeds: Seeds) -> tuple[dict[str, str], list[str]]:
+    """Texts of the relations attached to the fetched passages, read from the passages'
+    own triplets (``graphrag_triplets``, written at ingestion) and the relation-search hits,
+    and the ids of those still without a text (passages written by other tools), which
+    then cost one Milvus read."""
+    texts = {hit.id: hit.text for hit in seeds.relations}
+    for node, _ in hits:
+        for relation in own_triplets(node):
+            texts.setdefault(relation.id, relation.text)
+    wanted = dict.fromkeys(c.id for node, _ in hits for c in passages.get(node.node_id, ()))
+    return texts, [rid for rid in wanted if rid not in texts]
+
+
+def own_relations(node: BaseNode, scores: Mapping[str, float], hop: int, limit: int
+                  ) -> list[CandidateRelation]:
+    """A passage's own triplets as candidate relations, best ``scores`` first (relations
+    without a score, unknown to the graph, are left out)."""
+    relations = {t.id: t for t in own_triplets(node)}
+    ranked = sorted((rid for rid in relations if rid in scores), key=lambda r: -scores[r])
+    return [CandidateRelation(id=rid, score=scores[rid], hop=hop, text=relations[rid].text,
+                              passage_ids=(node.node_id,)) for rid in ranked[:limit]]
+
+
+def as_result(node: BaseNode, score: float | None,
+              relations: Sequence[CandidateRelation], texts: Mapping[str, str] | None = None,
+              **extra: Any) -> NodeWithScore:
+    """A retrieved passage: ``metadata["graphrag_relations"]`` lists the relations that
+    reached it (``id``, ``text``, ``score``, ``hop``); ``extra`` metadata keys are added.
+    All are kept out of LLM and embedding text and out of the node's hash."""
+    passage = GraphPassageNode.from_node(node)
+    texts = texts or {}
+    passage.metadata[RELATIONS_KEY] = [
+        {**c.as_metadata(), "text": texts.get(c.id, c.text)} for c in relations]
+    passage.metadata.update(extra)
+    for keys in (passage.excluded_embed_metadata_keys, passage.excluded_llm_metadata_keys):
+        keys.extend(k for k in RETRIEVAL_KEYS if k in passage.metadata and k not in keys)
+    return NodeWithScore(node=passage, score=score)
+
+
+def build_results(hits: ScoredPassages, passages: Mapping[str, Sequence[CandidateRelation]],
+                  texts: Mapping[str, str]) -> list[NodeWithScore]:
+    """The fetched passages with the relations that reached them; a passage without its own
+    score gets its best relation's."""
+    results = []
+    for fetched, own_score in hits:
+        relations = passages[fetched.node_id]
+        score = relations[0].score if own_score is None else own_score
+        results.append(as_result(fetched, score, relations, texts))
+    return results

@@ -7,19 +7,34 @@ derives independently (brute-force cosine over the fake embedding, not through M
 from __future__ import annotations
 
 import json
+import re
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import pytest
+from llama_index.core.base.base_retriever import BaseRetriever
+from llama_index.core.schema import (
+    BaseNode,
+    NodeWithScore,
+    QueryBundle,
+    TextNode,
+    TransformComponent,
+)
 
 from llama_index_graphrag_milvus import GraphRAGRetriever
 from llama_index_graphrag_milvus.bench.multihop import (
+    GRAPH,
+    NAIVE,
     BenchmarkConfig,
+    Extractor,
     GraphConfig,
+    Method,
     NeverCalledLLM,
     QuestionResult,
     SweepGrid,
+    evaluate,
     load_dataset,
     main,
     parse_args,
@@ -255,9 +270,10 @@ def test_defaults_follow_the_retriever_and_describe_is_recorded(tmp_path: Path,
 
     defaults = {name: p.default for name, p in
                 inspect.signature(GraphRAGRetriever.__init__).parameters.items()}
-    assert GraphConfig().retriever_kwargs() == {
+    # the benchmark's knob rows run the k-hop method (the retriever's default is the bridge)
+    assert GraphConfig().retriever_kwargs() == {"passage_scoring": "passage", **{
         name: defaults[name] for name in ("hops", "entity_top_k", "relation_top_k",
-                                          "max_candidate_relations")}
+                                          "max_candidate_relations")}}
     args = parse_args(["folder"])
     assert (args.entity_top_k, args.relation_top_k, args.pool_size) == (
         defaults["entity_top_k"], defaults["relation_top_k"],
@@ -332,3 +348,217 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
     assert "| naive RAG |" in table
     assert "| graph h1 e3 r3 pool100 per_hop_max_relations=500 |" in table
     assert (out / "multihop_tiny.json").is_file() and (out / "multihop_tiny.md").is_file()
+
+
+# ---------------------------------------------------------------------------- graph methods
+
+PASSAGE_SCORING = (("passage_scoring", "passage"),)
+CLI = ["--embed-model", "tests.fakes:HashEmbedding", "--no-llm", "--no-progress", "--no-chart",
+       "--warmup", "0", "--entity-top-k", "20", "--relation-top-k", "20"]
+
+
+def test_graph_methods_are_rows_each_with_its_fusion(tmp_path: Path,
+                                                     capsys: pytest.CaptureFixture[str]
+                                                     ) -> None:
+    dataset = write_dataset(tmp_path / "tiny")
+    out = tmp_path / "out"
+    code = main([str(dataset), "--out", str(out), *CLI, "--graph-methods",
+                 '{"label": "rel h2", "passage_scoring": "relation", "hops": 2}',
+                 '{"passage_scoring": "passage", "fusion": false}'])
+    assert code == 0
+    report = json.loads((out / "multihop_tiny.json").read_text())
+    names = [(m["kind"], m["name"]) for m in report["methods"]]
+    # One graph method per row, then the fusion of every row that keeps it, then the
+    # diagnostic twin of the last fused row; no row for the fusion the second one declined.
+    assert names == [
+        ("naive", "naive RAG"),
+        ("graph", "graph rel h2"),
+        ("graph", "graph h1 e20 r20 pool100 passage_scoring=passage"),
+        ("fusion", "fusion rel h2"),
+        ("fusion-aligned", "fusion rel h2, relations metadata stripped (diagnostic)"),
+    ]
+    relation, passage = report["methods"][1:3]
+    assert (relation["config"]["passage_scoring"], relation["config"]["hops"]) == ("relation", 2)
+    assert (passage["config"]["passage_scoring"], passage["config"]["hops"]) == ("passage", 1)
+    # A left-out knob takes the flag's value; the row's retriever gets it.
+    assert relation["config"]["entity_top_k"] == passage["config"]["entity_top_k"] == 20
+    fusion = report["methods"][3]
+    assert fusion["config"]["graph"]["passage_scoring"] == "relation"
+    for entry in report["methods"][1:]:
+        summary = entry["summary"]
+        assert set(summary["recall@2"]) == {"all", "2hop", "3hop"}
+        assert summary["latency_ratio_vs_naive"]["p50"] > 0
+    for graph in (relation, passage):  # the same pool either way: only the order differs
+        assert graph["summary"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
+    assert "pool_coverage" not in fusion["summary"]
+    assert report["config"]["graph_methods"] == [
+        {"label": "rel h2", "kwargs": {"hops": 2, "passage_scoring": "relation"},
+         "fusion": True, "coverage": True},
+        {"label": None, "kwargs": {"passage_scoring": "passage"}, "fusion": False,
+         "coverage": True}]
+    table = capsys.readouterr().out
+    assert "| graph rel h2 |" in table and "| fusion rel h2 |" in table
+    assert "| R@2 2hop | R@2 3hop |" in table  # the per-hop breakdown covers the rows
+
+
+def test_graph_method_without_coverage(tmp_path: Path, embed_model: HashEmbedding) -> None:
+    from llama_index_graphrag_milvus.bench.multihop import GraphMethodSpec
+
+    rows = (GraphMethodSpec.from_json({"label": "plain", "passage_scoring": "passage",
+                                       "coverage": False, "fusion": False}),)
+    report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
+                                  graph_methods=rows), embed_model)
+    assert [m["name"] for m in report["methods"]] == ["naive RAG", "graph plain"]
+    assert "pool_coverage" not in report["methods"][1]["summary"]
+    assert report["methods"][1]["summary"]["recall@5"]["all"] > 0
+
+
+@pytest.mark.parametrize(("argv", "message"), [
+    (["--graph-methods", "{not json"], "expected a JSON object, got '{not json'"),
+    (["--graph-methods", "[1, 2]"], "expected a JSON object"),
+    (["--graph-methods", '{"passage_scorng": "relation"}'],
+     r"unknown GraphRAGRetriever argument\(s\) passage_scorng; expected .*passage_scoring"),
+    (["--graph-methods", '{"similarity_top_k": 3}'],
+     r"unknown GraphRAGRetriever argument\(s\) similarity_top_k"),
+    (["--graph-methods", '{"fusion": "no"}'], "'fusion' must be true or false, got 'no'"),
+    (["--graph-methods", '{"label": ""}'], "'label' must be a non-empty string"),
+    (["--graph-methods", '{"label": "a"}', '{"label": "a", "hops": 2}'],
+     r"distinct labels; \['a'\]"),
+    (["--hops", "1", "--graph-methods", "{}"], "--hops and --graph-methods do not combine"),
+    (["--graph-kwargs", '{"hopz": 2}'], r"unknown GraphRAGRetriever argument\(s\) hopz"),
+])
+def test_graph_methods_flag_errors(argv: list[str], message: str,
+                                   capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        parse_args(["folder", *argv])
+    assert exit_info.value.code == 2
+    error = capsys.readouterr().err
+    assert "error:" in error
+    assert re.search(message, error), error
+
+
+def test_graph_methods_flag_parses() -> None:
+    args = parse_args(["folder", "--graph-methods", '{"label": "ppr-like", "hops": 2}',
+                       '{"passage_scoring": "relation", "fusion": false}'])
+    specs = args.graph_methods
+    assert [(s.label, s.kwargs, s.fusion, s.coverage) for s in specs] == [
+        ("ppr-like", (("hops", 2),), True, True),
+        (None, (("passage_scoring", "relation"),), False, True)]
+    assert parse_args(["folder"]).graph_methods is None
+
+
+# ---------------------------------------------------------------------------- timings
+
+
+class TimedRetriever(BaseRetriever):
+    """Returns one passage per query with ``graphrag_timings`` scripted per call (or none)."""
+
+    def __init__(self, timings: list[dict[str, float]] | None) -> None:
+        super().__init__()
+        self.timings = timings
+        self.calls = 0
+
+    def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
+        metadata: dict[str, Any] = {"corpus_id": "c0"}
+        if self.timings is not None:
+            metadata["graphrag_timings"] = self.timings[self.calls]
+        self.calls += 1
+        return [NodeWithScore(node=TextNode(text="x", metadata=metadata), score=1.0)]
+
+
+def test_retriever_timings_are_aggregated_per_method(tmp_path: Path,
+                                                     embed_model: HashEmbedding) -> None:
+    questions = load_dataset(write_dataset(tmp_path / "tiny")).questions
+    timed = TimedRetriever([{"ppr": 0.002, "seeds": 0.010}, {"ppr": 0.004}])
+    methods = [Method("naive RAG", NAIVE, TimedRetriever(None), {}),
+               Method("graph ppr", GRAPH, timed, {})]
+    assert evaluate(methods, questions, warmup=0, show_progress=False) == []
+    assert [r.timings for r in methods[0].results] == [None, None]
+    assert [r.timings for r in methods[1].results] == [{"ppr": 0.002, "seeds": 0.010},
+                                                       {"ppr": 0.004}]
+    naive, graph = (summarize(m.results, (2, 5)) for m in methods)
+    assert "timings_s" not in naive
+    assert list(graph["timings_s"]) == ["ppr", "seeds"]
+    assert graph["timings_s"]["ppr"] == pytest.approx({"p50": 0.003, "p95": 0.0039, "n": 2})
+    assert graph["timings_s"]["seeds"] == pytest.approx({"p50": 0.010, "p95": 0.010, "n": 1})
+    # In the report: a column per timing name (p50), "-" where a method reports none; the
+    # per-question rows carry the timings only where there are some (never naive RAG's).
+    report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
+                                  fusion=False, graph_kwargs=PASSAGE_SCORING), embed_model)
+    assert all("timings" not in row for row in report["per_question"]["naive RAG"])
+    for entry in report["methods"]:
+        entry["summary"].pop("timings_s", None)
+    assert "| p95 ratio |\n" in render_markdown(report)
+    report["methods"][1]["summary"]["timings_s"] = graph["timings_s"]
+    table = render_markdown(report)
+    assert "| p50 ratio | p95 ratio | ppr ms | seeds ms |" in table
+    assert re.search(r"\| naive RAG \|.* \| - \| - \|\n", table)
+    # p50 in ms; "seeds" came with one question of two, and says so.
+    assert re.search(r"\| graph h1 .*passage_scoring=passage \|.* \| 3\.0 \| 10\.0 \(n=1\) \|\n",
+                     table)
+
+
+# ---------------------------------------------------------------------------- extractor
+
+
+class FakeExtractor(TransformComponent):
+    """Writes the triplets of ``TRIPLETS`` (the first ``keep`` of each passage) where
+    ``SpacyTripletExtractor`` writes them, as an LLM-free extractor does."""
+
+    keep: int = 10
+
+    def __call__(self, nodes: Sequence[BaseNode], **kwargs: Any) -> Sequence[BaseNode]:
+        by_text = {text: corpus_id for corpus_id, _title, text in CORPUS}
+        for node in nodes:
+            triplets = TRIPLETS.get(by_text[node.get_content()], [])[: self.keep]
+            node.metadata["graphrag_triplets"] = [list(t) for t in triplets]
+        return nodes
+
+
+def fake_extractors(keep: int = 10) -> dict[str, Extractor]:
+    return {"spacy": Extractor("FakeExtractor", lambda show_progress: FakeExtractor(keep=keep))}
+
+
+def test_extractor_flag_builds_the_graph_of_a_dataset_without_triplets(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    dataset = write_dataset(tmp_path / "tiny", triplets=False)
+    out = tmp_path / "out"
+    code = main([str(dataset), "--out", str(out), *CLI, "--hops", "1", "--no-fusion",
+                 "--graph-kwargs", '{"passage_scoring": "passage"}', "--extractor", "spacy"],
+                extractors=fake_extractors())
+    assert code == 0
+    report = json.loads((out / "multihop_tiny.json").read_text())
+    build = report["build"]
+    assert (build["extractor"], build["graph_source"]) == ("spacy", "FakeExtractor")
+    assert build["uri"].endswith("tiny_spacy.db") and Path(build["uri"]).exists()
+    assert (build["relations"], build["passages"]) == (7, 6)
+    assert build["triplets_per_passage"] == pytest.approx(7 / 6)
+    assert build["extract_s"] > 0 and build["extract_passages_per_s"] > 0
+    assert report["config"]["extractor"] == "spacy"
+    # The extracted graph is the dataset's own here, so the graph method covers as much.
+    graph = method(report, "graph")
+    assert graph["summary"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
+    table = capsys.readouterr().out
+    assert "graph from FakeExtractor" in table and "of which extraction" in table
+    assert "triplets per passage" in table
+
+
+def test_extractor_replaces_the_dataset_triplets_in_its_own_index(
+        tmp_path: Path, embed_model: HashEmbedding) -> None:
+    dataset = write_dataset(tmp_path / "tiny")
+    out = tmp_path / "out"
+    from_dataset = run_benchmark(config(dataset, out, fusion=False), embed_model)
+    extracted = run_benchmark(config(dataset, out, fusion=False, extractor="spacy",
+                                     reuse_index=True),
+                              embed_model, extractors=fake_extractors(keep=1))
+    assert from_dataset["build"]["relations"] == 7
+    assert extracted["build"]["relations"] == 5  # one triplet per passage c0..c4
+    assert extracted["build"]["triplets_per_passage"] == pytest.approx(5 / 6)
+    assert from_dataset["build"]["extractor"] == "dataset"
+    assert from_dataset["build"]["extract_s"] is None
+    # Two indexes side by side: the dataset's is still there to be reused.
+    assert from_dataset["build"]["uri"] != extracted["build"]["uri"]
+    again = run_benchmark(config(dataset, out, fusion=False, reuse_index=True), embed_model)
+    assert again["build"]["reused"] and again["build"]["relations"] == 7
+    with pytest.raises(ValueError, match="unknown extractor 'regex'; expected 'dataset'"):
+        run_benchmark(config(dataset, out, extractor="regex"), embed_model)

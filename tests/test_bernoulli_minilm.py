@@ -95,5 +95,8 @@ def test_quick_start_example_runs_offline(tmp_path: Path) -> None:
     assert "offline run" in done.stdout
     naive, graph = done.stdout.split("Graph RAG top 2")
     assert naive.count("Leonhard Euler") == 1 and "Daniel Bernoulli" not in naive
-    assert "via:" in graph
+    top2 = graph.split("(graph candidates")[0]
+    # the offline default (the second hop) finds the answer's source: Daniel Bernoulli
+    assert "Leonhard Euler" in top2 and "Daniel Bernoulli" in top2
+    assert "found by bridge Johann Bernoulli" in top2 and "via:" in top2
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr

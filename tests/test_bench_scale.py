@@ -26,7 +26,8 @@ def test_synthetic_graph_is_stored_as_ingestion_would_store_it(tmp_path: Path) -
     assert store.count(store.passage_collection) == synthetic.num_passages == 30
     assert index.graph.num_relations == 300
 
-    hits = index.as_retriever(hops=1).retrieve("synthetic question")
+    # k-hop: every attached relation is one of the passage's own (a bridge relation is not)
+    hits = index.as_retriever(passage_scoring="passage", hops=1).retrieve("synthetic question")
     assert hits
     for hit in hits:
         own = {Triplet(*t).id: Triplet(*t).text for t in hit.node.metadata[TRIPLETS_KEY]}

@@ -10,6 +10,7 @@ from llama_index_graphrag_milvus.errors import (
     GraphRAGError,
     InvalidInputError,
     MilvusStoreError,
+    MissingDependencyError,
 )
 from llama_index_graphrag_milvus.extraction import (
     ExtractionCache,
@@ -21,6 +22,7 @@ from llama_index_graphrag_milvus.extraction import (
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion import IngestionStats
+from llama_index_graphrag_milvus.nlp_extraction import SpacyTripletExtractor
 from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
@@ -45,6 +47,8 @@ __all__ = [
     "InvalidInputError",
     "MilvusGraphStore",
     "MilvusStoreError",
+    "MissingDependencyError",
+    "SpacyTripletExtractor",
     "Triplet",
     "TripletExtractor",
     "__version__",

@@ -38,3 +38,14 @@ class EmbeddingDimensionError(GraphRAGError, ValueError):
 
 class MilvusStoreError(GraphRAGError):
     """Raised when a Milvus call fails; the pymilvus error is chained as ``__cause__``."""
+
+
+class MissingDependencyError(GraphRAGError, ImportError):
+    """Raised when an optional dependency is not installed; the message names the install
+    command.
+
+    Examples: :class:`~llama_index_graphrag_milvus.nlp_extraction.SpacyTripletExtractor`
+    without spaCy (``pip install "llama-index-graphrag-milvus[nlp]"``) or without the spaCy
+    pipeline it is asked to load. The ``ImportError`` (or spaCy's ``OSError``) is chained as
+    ``__cause__``.
+    """

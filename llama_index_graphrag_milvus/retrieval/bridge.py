@@ -256,7 +256,7 @@ class BridgeRetrieval(RetrievalMethod):
             relation = bridge.relation
             first = (CandidateRelation(relation.id, relation.score, 0, relation.text),)
         return with_own_relations(graph, query, ranked.node, 1.0 / (1 + ranked.round), first,
-                                  metadata={FOUND_BY_KEY: found_by, TIMINGS_KEY: timings})
+                                  metadata={FOUND_BY_KEY: found_by, TIMINGS_KEY: dict(timings)})
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "bridge", "max_bridges": self.max_bridges,

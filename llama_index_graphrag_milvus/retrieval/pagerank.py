@@ -185,7 +185,7 @@ class PageRankRetrieval(RetrievalMethod):
              for c in pool.get(node.node_id, [])[:OWN_RELATIONS_PER_PASSAGE]],
             metadata={FOUND_BY_KEY: {"query": "ppr", "mass": score,
                                      "similarity": own_similarity.get(node.node_id)},
-                      TIMINGS_KEY: timings})
+                      TIMINGS_KEY: dict(timings)})
             for node, score in hits]
 
     def describe(self) -> dict[str, Any]:

@@ -236,11 +236,12 @@ class RelationMetadataStripper(BaseRetriever):
     """Diagnostic: the graph retriever's nodes without ``metadata["graphrag_relations"]``.
 
     Core's reciprocal rank fusion matches nodes by ``node.hash`` (text + metadata). The
-    graph retriever adds the relations that reached a passage to its metadata, so the same
-    passage coming from the graph and from naive RAG has two hashes: its two reciprocal
-    ranks are never added (``retrieve()`` then keeps the first of its two entries, by node
-    id), and the fusion degrades to an interleaving of the two lists. Stripping the key (on
-    copies) makes the hashes equal, which shows what the fusion gives when they match.
+    graph retriever adds the relations that reached a passage to its metadata; its passage
+    nodes leave those retrieval keys out of their hash, so the same passage from the graph
+    and from naive RAG matches and its two reciprocal ranks add up. This row strips the key
+    (on copies) as a regression check: its fusion must equal the unstripped one; if the
+    hashes ever diverged again, the fusion would degrade to an interleaving of the two lists
+    and the two rows would differ.
     """
 
     def __init__(self, retriever: BaseRetriever) -> None:

@@ -297,12 +297,14 @@ def write_chart(report: dict[str, Any], path: Path) -> None:
     figure, axes = plt.subplots(1, len(panels), figsize=(5.5 * len(panels), height),
                                 squeeze=False)
     width = 0.8 / max(len(methods), 1)
-    colors = plt.get_cmap("tab10")
+    # distinct colors for up to 20 methods (tab10 repeated after ten rows)
+    colors = plt.get_cmap("tab10" if len(methods) <= 10 else "tab20")
+    palette = 10 if len(methods) <= 10 else 20
     for axis, (title, entries, key) in zip(axes[0], panels, strict=True):
         for i, entry in enumerate(entries):
             values = [100 * (entry["summary"][key].get(g) or 0.0) for g in groups]
             positions = np.arange(len(groups)) + (i - (len(entries) - 1) / 2) * width
-            color = colors(methods.index(entry) % 10)
+            color = colors(methods.index(entry) % palette)
             bars = axis.bar(positions, values, width, label=entry["name"], color=color)
             axis.bar_label(bars, fmt="%.0f", fontsize=5 if len(entries) > 5 else 6)
         counts = entries[0]["summary"]["questions"] if entries else {}

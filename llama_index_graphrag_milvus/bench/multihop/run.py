@@ -245,11 +245,11 @@ FUSION_NOTE = (
     "fusion = core's QueryFusionRetriever([graph, naive], mode='reciprocal_rerank', "
     "num_queries=1, use_async=False, similarity_top_k=2k) with an LLM that raises if "
     "called; its latency includes both retrievals and both query embeddings. Core's "
-    "RRF matches nodes by node.hash (text + metadata) and the graph retriever adds "
-    "'graphrag_relations' to the metadata, so the reciprocal ranks of a passage both "
-    "retrievers find are not added (the fusion is an interleaving); the "
-    "'(diagnostic)' row strips that key from copies of the graph nodes to show the "
-    "fusion with matching hashes.")
+    "RRF matches nodes by node.hash (text + metadata); the graph retriever's own "
+    "metadata keys (graphrag_relations, graphrag_found_by, graphrag_timings) are left "
+    "out of that hash, so a passage both retrievers find adds both reciprocal ranks. "
+    "The '(diagnostic)' row strips those keys from copies of the graph nodes: it must "
+    "equal its fusion row, and a difference would mean the hashes diverge again.")
 
 
 @dataclass(frozen=True)

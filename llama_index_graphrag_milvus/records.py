@@ -27,7 +27,10 @@ FOUND_BY_KEY = "graphrag_found_by"
 entity, own similarity, PageRank mass...)."""
 TIMINGS_KEY = "graphrag_timings"
 """Node metadata key holding the seconds a retrieval method spent in its own steps."""
-RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY)
+SUBGRAPH_KEY = "graphrag_subgraph"
+"""Node metadata key holding the subgraph a retrieval method chose (the PCST method: its
+entities, relations and their G-Retriever text)."""
+RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY, SUBGRAPH_KEY)
 """What retrieval and rerank attach to a passage: kept out of LLM and embedding text and of
 the node's hash."""
 

@@ -3,11 +3,13 @@ and the pool's passages, ranked by their own similarity or by their best relatio
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
     RetrievalMethod,
@@ -26,11 +28,36 @@ from llama_index_graphrag_milvus.retrieval.io import (
 )
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
+    Seeds,
     build_results,
     relation_texts,
     select_passages,
 )
 from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
+
+
+def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[CandidateRelation],
+                 order_by: str = "passage") -> Plan[list[NodeWithScore]]:
+    """The passages of a candidate pool with the relations that reached them.
+
+    ``order_by="passage"``: every passage of the pool ranked by its own similarity to the
+    query (one filtered search, which is also the fetch); ``"relation"``: the first
+    ``similarity_top_k`` passages in the order of their best candidate relation.
+    """
+    hits: ScoredPassages
+    if order_by == "passage":
+        pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
+        hits = first((yield SearchPassages((query.vector,),
+                                           min(query.similarity_top_k, len(pool)),
+                                           tuple(pool), query.where)))
+    else:
+        pool = select_passages(candidates, query.similarity_top_k)
+        nodes = yield GetPassages(tuple(pool), query.where)
+        hits = [(node, None) for node in nodes]
+    texts, missing = relation_texts(hits, pool, seeds)
+    if missing:
+        texts.update((yield GetRelationTexts(tuple(missing))))
+    return build_results(hits, pool, texts)
 
 
 class KHopRetrieval(RetrievalMethod):
@@ -54,20 +81,7 @@ class KHopRetrieval(RetrievalMethod):
         candidates = expand(graph, query, seeds, self.expansion)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
-        hits: ScoredPassages
-        if self.order_by == "passage":
-            pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
-            hits = first((yield SearchPassages((query.vector,),
-                                               min(query.similarity_top_k, len(pool)),
-                                               tuple(pool), query.where)))
-        else:
-            pool = select_passages(candidates, query.similarity_top_k)
-            nodes = yield GetPassages(tuple(pool), query.where)
-            hits = [(node, None) for node in nodes]
-        texts, missing = relation_texts(hits, pool, seeds)
-        if missing:
-            texts.update((yield GetRelationTexts(tuple(missing))))
-        return build_results(hits, pool, texts)
+        return (yield from pool_results(query, seeds, candidates, self.order_by))
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": self.order_by}

@@ -20,6 +20,7 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.graph import ExpansionConfig, PageRankConfig
+from llama_index_graphrag_milvus.graph.pcst import PCSTConfig, load_solver
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
     RetrievalMethod,
@@ -33,6 +34,7 @@ from llama_index_graphrag_milvus.retrieval.pagerank import (
     DEFAULT_PASSAGE_WEIGHT,
     PageRankRetrieval,
 )
+from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.steps import (
     DEFAULT_NER_PROMPT,
     DEFAULT_SIMILARITY_TOP_K,
@@ -42,7 +44,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
-PASSAGE_SCORINGS = ("bridge", "ppr", "passage", "relation")
+PASSAGE_SCORINGS = ("bridge", "ppr", "pcst", "passage", "relation")
 """The retrieval methods, by their ``passage_scoring`` name."""
 
 DEFAULT_PASSAGE_SCORING = "bridge"
@@ -66,11 +68,16 @@ class GraphRAGRetriever(BaseRetriever):
     - ``"ppr"``: personalized PageRank over the entities and passages of the query's k-hop
       neighbourhood, restarting at the seed entities and (lightly) the most similar
       passages; passages ranked by PageRank mass.
+    - ``"pcst"`` (G-Retriever): the prize-collecting Steiner tree of the k-hop pool, the
+      small connected subgraph that collects the most relevant entities and relations;
+      its passages by their own similarity, the subgraph itself (entities, relations and
+      G-Retriever's CSV text) in ``metadata["graphrag_subgraph"]``. Needs the ``[pcst]``
+      extra. See :mod:`llama_index_graphrag_milvus.retrieval.pcst`.
     - ``"passage"``: the passages of the k-hop candidate pool, by their own similarity.
     - ``"relation"``: the passages of the k-hop pool, by their best candidate relation.
 
-    The k-hop pool (``"passage"``, ``"relation"``, ``"ppr"``): entities named in the query
-    (LLM NER when ``llm`` is given, otherwise the query vector) and the whole query are
+    The k-hop pool (``"passage"``, ``"relation"``, ``"ppr"``, ``"pcst"``): entities named in
+    the query (LLM NER when ``llm`` is given, otherwise the query vector) and the whole query are
     searched in Milvus; the hits are expanded ``hops`` steps through the entity-relation
     graph and the candidate relations are pruned to ``max_candidate_relations`` by
     similarity to the query. Whatever the method, a query whose graph steps find nothing
@@ -106,6 +113,14 @@ class GraphRAGRetriever(BaseRetriever):
             to the query. Default 0.05 (HippoRAG 2).
         ppr_max_iterations: PageRank iteration cap. Default 50.
         ppr_tolerance: PageRank convergence tolerance (L1). Default 1e-6.
+        pcst_entity_prizes: entity-search hits that get a PCST prize (``k .. 1`` by
+            similarity). Default 3 (G-Retriever).
+        pcst_relation_prizes: pool relations that get a PCST prize (``k .. 1`` by
+            similarity). Default 3 (G-Retriever).
+        pcst_edge_cost: cost of every relation in the PCST problem; higher gives a smaller
+            subgraph. Default 0.5 (G-Retriever).
+        pcst_subgraph_node: put the subgraph's text first, as a node of its own, for the
+            LLM. Default ``False``.
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -119,6 +134,8 @@ class GraphRAGRetriever(BaseRetriever):
         for hit in retriever.retrieve("What did the son of Euler's teacher contribute?"):
             print(hit.score, hit.node.metadata["graphrag_found_by"])
         ppr = index.as_retriever(passage_scoring="ppr", hops=2)
+        tree = index.as_retriever(passage_scoring="pcst")  # pip install "...[pcst]"
+        print(tree.retrieve("...")[0].node.metadata["graphrag_subgraph"]["text"])
     """
 
     def __init__(
@@ -142,6 +159,10 @@ class GraphRAGRetriever(BaseRetriever):
         ppr_passage_weight: float = DEFAULT_PASSAGE_WEIGHT,
         ppr_max_iterations: int = 50,
         ppr_tolerance: float = 1e-6,
+        pcst_entity_prizes: int = 3,
+        pcst_relation_prizes: int = 3,
+        pcst_edge_cost: float = 0.5,
+        pcst_subgraph_node: bool = False,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         filters: MetadataFilters | None = None,
@@ -162,6 +183,9 @@ class GraphRAGRetriever(BaseRetriever):
             "ppr": PageRankRetrieval(expansion, PageRankConfig(ppr_damping, ppr_tolerance,
                                                                ppr_max_iterations),
                                      ppr_passage_weight),
+            "pcst": PCSTRetrieval(expansion, PCSTConfig(pcst_entity_prizes,
+                                                        pcst_relation_prizes, pcst_edge_cost),
+                                  pcst_subgraph_node),
             "passage": KHopRetrieval(expansion, "passage"),
             "relation": KHopRetrieval(expansion, "relation"),
         }
@@ -170,6 +194,8 @@ class GraphRAGRetriever(BaseRetriever):
                 f"passage_scoring must be one of {', '.join(PASSAGE_SCORINGS)}; got "
                 f"{passage_scoring!r}")
         self._method = methods[passage_scoring]
+        if passage_scoring == "pcst":
+            load_solver()  # a missing extra fails here, with the command that installs it
         self._settings = {k: v for method in methods.values()
                           for k, v in method.describe().items()}
         self._index = index

@@ -1,0 +1,246 @@
+"""Prize-collecting Steiner tree subgraph retrieval (G-Retriever), ``passage_scoring="pcst"``.
+
+The same seeds and bounded k-hop expansion as the k-hop method give the neighbourhood (the
+candidate pool, ``max_candidate_relations`` relations at most: the solver never sees more).
+On it (:mod:`llama_index_graphrag_milvus.graph.pcst`):
+
+- prizes: the ``pcst_entity_prizes`` best entity-search hits (NER names with an LLM, else the
+  query vector) get ``k .. 1`` by similarity, the ``pcst_relation_prizes`` relations of the
+  pool most similar to the query get ``k .. 1``, everything else 0;
+- every relation costs ``pcst_edge_cost``; a relation whose prize exceeds it becomes a virtual
+  node, as G-Retriever does;
+- the solver returns one connected tree per component that holds a prize.
+
+The passages of the chosen relations are returned ranked by their own similarity to the query
+(one filtered Milvus search, which is also the fetch), each with the chosen relations that
+reached it in ``metadata["graphrag_relations"]`` and the whole subgraph in
+``metadata["graphrag_subgraph"]``: entity names, relation texts, and G-Retriever's textual
+form (a CSV of nodes, then of edges), limited to relations whose passages pass the filters.
+With ``pcst_subgraph_node=True`` that text also comes first as a node of its own, for the
+LLM.
+
+Edges: seeds that reach nothing give the passages' own similarity (as every method); no prize
+in the neighbourhood, a subgraph without a relation, or a solver error give the k-hop pool's
+passages (``passage_scoring="passage"``) and a warning.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, ClassVar
+
+import numpy as np
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from llama_index_graphrag_milvus.errors import MissingDependencyError
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.graph.pcst import (
+    PCSTConfig,
+    Solver,
+    load_solver,
+    rank_prizes,
+    solve,
+    textualize,
+)
+from llama_index_graphrag_milvus.records import (
+    FOUND_BY_KEY,
+    RETRIEVAL_KEYS,
+    SUBGRAPH_KEY,
+    TIMINGS_KEY,
+    CandidateRelation,
+)
+from llama_index_graphrag_milvus.retrieval.base import (
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+    by_own_similarity,
+    expand,
+    find_seeds,
+)
+from llama_index_graphrag_milvus.retrieval.io import (
+    GetRelationTexts,
+    LoadGraph,
+    Plan,
+    SearchPassages,
+    first,
+)
+from llama_index_graphrag_milvus.retrieval.khop import pool_results
+from llama_index_graphrag_milvus.retrieval.steps import (
+    ScoredPassages,
+    Seeds,
+    as_result,
+    own_triplets,
+    relation_texts,
+    select_passages,
+)
+from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
+
+logger = logging.getLogger(__name__)
+
+SUBGRAPH_NODE_PREFIX = "graphrag-subgraph-"
+"""Node id prefix of the optional subgraph node (``pcst_subgraph_node=True``)."""
+
+
+@dataclass(frozen=True)
+class ChosenSubgraph:
+    """What the solver chose in one query's neighbourhood."""
+
+    relations: list[CandidateRelation]
+    """The chosen relations, in the pool's order (most similar to the query first)."""
+    endpoints: dict[str, tuple[str, str]]
+    """Subject and object entity ids of each chosen relation."""
+    entities: list[str]
+    """Ids of the chosen entities (endpoints of the chosen relations, and prized entities
+    the solver kept on their own)."""
+    trees: int
+    """Connected components the solver was asked for."""
+    seconds: float
+    """Time of the prizes and the solve."""
+
+
+def choose_subgraph(graph: EntityRelationGraph, seeds: Seeds,
+                    candidates: Sequence[CandidateRelation], config: PCSTConfig,
+                    solver: Solver | None = None) -> ChosenSubgraph:
+    """The PCST subgraph of the candidate pool (pure: the in-memory graph and the solver).
+
+    Entity prizes go to the best entity-search hits, relation prizes to the pool's relations
+    most similar to the query (``candidates`` come best first, with their similarity).
+    """
+    started = time.perf_counter()
+    ids = [c.id for c in candidates]
+    rows = graph.relation_rows(ids)
+    row_of = dict(zip(graph.relation_ids.ids(rows), rows.tolist(), strict=True))
+    kept = [c for c in candidates if c.id in row_of]
+    global_ends = graph.endpoints[[row_of[c.id] for c in kept]].astype(np.int64).reshape(-1, 2)
+    nodes, local = np.unique(global_ends, return_inverse=True)
+    local = local.reshape(-1, 2)
+    node_prizes = np.zeros(nodes.size)
+    best: dict[int, float] = {}
+    for hit in seeds.entities:
+        for row in graph.entity_ids.lookup([hit.id]).tolist():
+            best[row] = max(best.get(row, -np.inf), hit.score)
+    if best:
+        rows = np.fromiter(best, dtype=np.int64, count=len(best))
+        scores = np.fromiter(best.values(), dtype=np.float64, count=len(best))
+        positions = np.minimum(np.searchsorted(nodes, rows), max(nodes.size - 1, 0))
+        inside = (nodes[positions] == rows) if nodes.size else np.zeros(rows.size, bool)
+        node_prizes[positions[inside]] = rank_prizes(scores[inside], config.entity_prizes)
+    edge_prizes = rank_prizes([c.score for c in kept], config.relation_prizes)
+    subgraph = solve(local, node_prizes, edge_prizes, config.edge_cost, solver)
+    chosen = [kept[i] for i in subgraph.edges.tolist()]
+    entity_ids = graph.entity_ids.ids(nodes[subgraph.nodes])
+    endpoints = {kept[i].id: (graph.entity_ids[int(global_ends[i, 0])],
+                              graph.entity_ids[int(global_ends[i, 1])])
+                 for i in subgraph.edges.tolist()}
+    return ChosenSubgraph(chosen, endpoints, entity_ids, subgraph.trees,
+                          time.perf_counter() - started)
+
+
+def describe_subgraph(chosen: ChosenSubgraph, hits: ScoredPassages, seeds: Seeds,
+                      texts: dict[str, str]) -> dict[str, Any]:
+    """``metadata["graphrag_subgraph"]``: the chosen relations that have a passage among
+    ``hits`` (the filters' view), their entities, and G-Retriever's text of them.
+
+    Entity names and predicates come from the passages' own triplets; a relation without one
+    (a passage written by other tools) is an edge labelled with its whole text between
+    entities named by their ids when no other triplet or seed names them.
+    """
+    visible = {node.node_id for node, _ in hits}
+    relations = [c for c in chosen.relations if visible.intersection(c.passage_ids)]
+    triplets = {t.id: t for node, _ in hits for t in own_triplets(node)}
+    names = {hit.id: hit.name for hit in seeds.entities}
+    for triplet in triplets.values():
+        names.setdefault(triplet.subject_id, triplet.subject)
+        names.setdefault(triplet.object_id, triplet.object)
+    order: dict[str, int] = {}
+    edges: list[tuple[int, str, int]] = []
+    for relation in relations:
+        subject, obj = chosen.endpoints[relation.id]
+        known = triplets.get(relation.id)
+        predicate = known.predicate if known else texts.get(relation.id, relation.id)
+        source = order.setdefault(subject, len(order))
+        target = order.setdefault(obj, len(order))
+        edges.append((source, predicate, target))
+    entities = [names.get(eid, eid) for eid in order]
+    return {"entities": entities,
+            "relations": [texts.get(c.id, c.text) for c in relations],
+            "passages": len(visible),
+            "trees": chosen.trees,
+            "text": textualize(entities, edges)}
+
+
+def subgraph_node(subgraph: dict[str, Any], score: float | None) -> NodeWithScore:
+    """The subgraph's text as a node of its own, for the LLM (its id is a hash of the text)."""
+    text = subgraph["text"]
+    digest = hashlib.sha256(text.encode("utf-8")).hexdigest()[:32]
+    node = TextNode(id_=SUBGRAPH_NODE_PREFIX + digest,
+                    text="Knowledge graph (nodes, then edges):\n" + text,
+                    metadata={SUBGRAPH_KEY: subgraph, FOUND_BY_KEY: {"query": "pcst subgraph"}})
+    node.excluded_embed_metadata_keys.extend(RETRIEVAL_KEYS)
+    node.excluded_llm_metadata_keys.extend(RETRIEVAL_KEYS)
+    return NodeWithScore(node=node, score=score)
+
+
+class PCSTRetrieval(RetrievalMethod):
+    """Passages of the prize-collecting Steiner tree chosen in the query's neighbourhood."""
+
+    name: ClassVar[str] = "pcst"
+
+    def __init__(self, expansion: ExpansionConfig, config: PCSTConfig,
+                 subgraph_node: bool = False, solver: Solver | None = None) -> None:
+        self.expansion = expansion
+        self.config = config
+        self.subgraph_node = bool(subgraph_node)
+        self.solver = solver
+
+    def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
+        solver = self.solver or load_solver()  # a missing extra is an error, not a fallback
+        seeds, _ = yield from find_seeds(query, seeds_config)
+        graph: EntityRelationGraph = yield LoadGraph()
+        candidates = expand(graph, query, seeds, self.expansion) if graph.num_relations else []
+        if not candidates:
+            return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
+        try:
+            chosen = choose_subgraph(graph, seeds, candidates, self.config, solver)
+        except MissingDependencyError:
+            raise
+        except Exception as exc:  # the k-hop answer beats no answer
+            logger.warning("the PCST solver failed (%r); returning the k-hop pool's passages",
+                           exc)
+            return (yield from pool_results(query, seeds, candidates))
+        if not chosen.relations:
+            logger.warning("the PCST subgraph holds no relation (no prize in the "
+                           "neighbourhood, or only a lone entity); returning the k-hop "
+                           "pool's passages")
+            return (yield from pool_results(query, seeds, candidates))
+        pool = select_passages(chosen.relations,
+                               len(chosen.relations) * MAX_PASSAGES_PER_RELATION)
+        hits: ScoredPassages = first((yield SearchPassages(
+            (query.vector,), len(pool), tuple(pool), query.where)))
+        if not hits:
+            return (yield from by_own_similarity(
+                query, "question (the filters exclude the subgraph's passages)"))
+        texts, missing = relation_texts(hits, pool, seeds)
+        if missing:
+            texts.update((yield GetRelationTexts(tuple(missing))))
+        subgraph = describe_subgraph(chosen, hits, seeds, texts)
+        results = [as_result(node, score, pool[node.node_id], texts,
+                             **{FOUND_BY_KEY: {"query": "pcst", "similarity": score},
+                                TIMINGS_KEY: {"pcst": chosen.seconds},
+                                SUBGRAPH_KEY: copy.deepcopy(subgraph)})
+                   for node, score in hits[:query.similarity_top_k]]
+        if self.subgraph_node:
+            results.insert(0, subgraph_node(subgraph, results[0].score))
+        return results
+
+    def describe(self) -> dict[str, Any]:
+        return {"passage_scoring": "pcst",
+                "pcst_entity_prizes": self.config.entity_prizes,
+                "pcst_relation_prizes": self.config.relation_prizes,
+                "pcst_edge_cost": self.config.edge_cost,
+                "pcst_subgraph_node": self.subgraph_node}

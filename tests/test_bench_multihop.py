@@ -562,3 +562,24 @@ def test_extractor_replaces_the_dataset_triplets_in_its_own_index(
     assert again["build"]["reused"] and again["build"]["relations"] == 7
     with pytest.raises(ValueError, match="unknown extractor 'regex'; expected 'dataset'"):
         run_benchmark(config(dataset, out, extractor="regex"), embed_model)
+
+
+def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
+        tmp_path: Path, embed_model: HashEmbedding) -> None:
+    from llama_index_graphrag_milvus.bench.multihop import GraphMethodSpec
+
+    rows = tuple(GraphMethodSpec.from_json(row) for row in (
+        {"label": "k-hop", "passage_scoring": "passage", "fusion": False},
+        {"label": "pcst", "passage_scoring": "pcst", "fusion": False}))
+    report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
+                                  graph_methods=rows), embed_model)
+    khop, pcst = (m["summary"] for m in report["methods"][1:])
+    assert "entities" not in khop["pool_sizes"]
+    assert pcst["pool_sizes"]["entities"]["mean"] >= 2
+    relations = (pcst["pool_sizes"]["relations"]["mean"], khop["pool_sizes"]["relations"]["mean"])
+    assert 1 <= relations[0] <= relations[1]
+    assert pcst["pool_passages_mean"] <= khop["pool_passages_mean"]
+    assert pcst["timings_s"]["pcst"]["n"] == khop["questions"]["all"]
+    table = (tmp_path / "out" / "multihop_tiny.md").read_text()
+    assert "| method | passages | relations | entities |" in table
+    assert "| graph pcst |" in table and " pcst ms |" in table

@@ -26,7 +26,7 @@ from llama_index_graphrag_milvus import GraphRAGRetriever
 from llama_index_graphrag_milvus.bench.multihop.data import CORPUS_ID_KEY
 from llama_index_graphrag_milvus.bench.multihop.metrics import QuestionResult
 from llama_index_graphrag_milvus.index import GraphRAGIndex
-from llama_index_graphrag_milvus.records import RELATIONS_KEY
+from llama_index_graphrag_milvus.records import RELATIONS_KEY, SUBGRAPH_KEY
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 
 UNLIMITED_PASSAGES = 1_000_000
@@ -339,6 +339,21 @@ def node_timings(nodes: Sequence[NodeWithScore]) -> dict[str, float] | None:
             return {str(name): float(seconds) for name, seconds in timings.items()
                     if isinstance(seconds, (int, float))}
     return None
+
+
+def pool_sizes(nodes: Sequence[NodeWithScore]) -> dict[str, float]:
+    """Size of a coverage retriever's pool beyond its passages: the distinct ``relations``
+    its passages carry (``graphrag_relations``) and, when the method reports its subgraph
+    (``graphrag_subgraph``), the subgraph's ``entities``."""
+    relations = {str(r.get("id")) for hit in nodes
+                 for r in hit.node.metadata.get(RELATIONS_KEY) or () if isinstance(r, dict)}
+    sizes = {"relations": float(len(relations))}
+    for hit in nodes:
+        subgraph = hit.node.metadata.get(SUBGRAPH_KEY)
+        if isinstance(subgraph, dict):
+            sizes["entities"] = float(len(subgraph.get("entities") or ()))
+            break
+    return sizes
 
 
 def graph_retriever(index: GraphRAGIndex, similarity_top_k: int, graph_config: GraphConfig,

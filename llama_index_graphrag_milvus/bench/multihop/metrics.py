@@ -49,6 +49,9 @@ class QuestionResult:
     latency_s: float | None = None
     pool: tuple[str, ...] | None = None
     timings: dict[str, float] | None = None
+    pool_sizes: dict[str, float] | None = None
+    """Size of the pool beyond its passages: distinct ``relations`` its passages carry and,
+    for a subgraph method, its ``entities``."""
 
 
 def summarize(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str, Any]:
@@ -79,7 +82,24 @@ def summarize(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
     timings = summarize_timings(results)
     if timings:
         summary["timings_s"] = timings
+    sizes = _by_name([r.pool_sizes for r in results])
+    if sizes:
+        summary["pool_sizes"] = {name: {**_stats(values), "mean": mean(values)}
+                                 for name, values in sizes.items()}
     return summary
+
+
+def _by_name(measures: Sequence[dict[str, float] | None]) -> dict[str, list[float]]:
+    """The values of each named measure across results (first seen first)."""
+    by_name: dict[str, list[float]] = {}
+    for measure in measures:
+        for name, value in (measure or {}).items():
+            by_name.setdefault(name, []).append(value)
+    return by_name
+
+
+def _stats(values: Sequence[float]) -> dict[str, Any]:
+    return {"p50": percentile(values, 50), "p95": percentile(values, 95), "n": len(values)}
 
 
 def summarize_timings(results: Sequence[QuestionResult]) -> dict[str, dict[str, Any]]:
@@ -90,10 +110,6 @@ def summarize_timings(results: Sequence[QuestionResult]) -> dict[str, dict[str, 
     ...                    QuestionResult("q3", None, ("a",), ())])
     {'ppr': {'p50': 0.003, 'p95': 0.0039, 'n': 2}}
     """
-    by_name: dict[str, list[float]] = {}
-    for result in results:
-        for name, seconds in (result.timings or {}).items():
-            by_name.setdefault(name, []).append(seconds)
-    return {name: {"p50": percentile(values, 50), "p95": percentile(values, 95),
-                   "n": len(values)} for name, values in by_name.items()}
+    return {name: _stats(values)
+            for name, values in _by_name([r.timings for r in results]).items()}
 

@@ -188,6 +188,11 @@ def render_markdown(report: dict[str, Any]) -> str:
              f"Embedding: {embed['display_name']} ({embed['class']}); graph from "
              f"{build['graph_source']}; recall and coverage in %, latency in ms.", "",
              *_methods_table(report)]
+    sizes = _sizes_table(report)
+    if sizes:
+        lines += ["", "Pool sizes per question (what a reranker or an LLM receives from the "
+                  "coverage retriever: passages, the distinct relations they carry, and a "
+                  "subgraph's entities), mean (p50 / p95)", "", *sizes]
     if dataset["groups"]:
         lines += ["", f"Per {dataset['group_kind']} group (questions: " + ", ".join(
             f"{g} {report['methods'][0]['summary']['questions'][g]}" for g in dataset["groups"])
@@ -216,6 +221,22 @@ def _methods_table(report: dict[str, Any]) -> list[str]:
                      _ratio(ratio.get("p95")),
                      *[_timing(s, name) for name in timings]])
     return _table(header, rows)
+
+
+def _sizes_table(report: dict[str, Any]) -> list[str]:
+    """One row per method with a measured pool; nothing when no method has one."""
+    sized = [e for e in report["methods"] if "pool_sizes" in e["summary"]]
+    if not sized:
+        return []
+
+    def cell(stats: dict[str, Any] | None) -> str:
+        return "-" if stats is None else (
+            f"{stats['mean']:.1f} ({stats['p50']:.0f} / {stats['p95']:.0f})")
+
+    return _table(["method", "passages", "relations", "entities"], (
+        [e["name"], f"{e['summary']['pool_passages_mean']:.1f}",
+         cell(e["summary"]["pool_sizes"].get("relations")),
+         cell(e["summary"]["pool_sizes"].get("entities"))] for e in sized))
 
 
 def _groups_table(report: dict[str, Any]) -> list[str]:

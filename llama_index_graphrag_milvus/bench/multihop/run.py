@@ -33,6 +33,7 @@ from llama_index_graphrag_milvus.bench.multihop.methods import (
     graph_rows,
     make_methods,
     node_timings,
+    pool_sizes,
     retriever_default,
 )
 from llama_index_graphrag_milvus.bench.multihop.metrics import QuestionResult
@@ -122,8 +123,9 @@ class BenchmarkConfig:
         return graph_rows(specs, base)
 
 
-Pools = dict[str, dict[str, tuple[str, ...]]]
-"""Method name -> question id -> the passages of the method's whole candidate pool."""
+Pools = dict[str, dict[str, tuple[tuple[str, ...], dict[str, float]]]]
+"""Method name -> question id -> the passages of the method's whole candidate pool, and its
+other sizes (:func:`~.methods.pool_sizes`)."""
 
 
 def evaluate(methods: Sequence[Method], questions: Sequence[Question], warmup: int,
@@ -155,9 +157,9 @@ def evaluate(methods: Sequence[Method], questions: Sequence[Question], warmup: i
         results = []
         for q in questions:
             retrieved, latency, timings = timed[method.name][q.id]
-            pool = pools[method.name][q.id] if method.name in pools else None
+            pool, sizes = pools[method.name][q.id] if method.name in pools else (None, None)
             results.append(QuestionResult(q.id, q.group, q.supporting_ids, retrieved, latency,
-                                          pool, timings))
+                                          pool, timings, sizes))
         method.results = results
     return notes
 
@@ -183,7 +185,8 @@ def pool_passages(methods: Sequence[Method], questions: Sequence[Question],
         bundle = QueryBundle(question.question, embedding=vector)
         for name, retriever in list(covered.items()):
             try:
-                pools[name][question.id] = corpus_ids(retriever.retrieve(bundle))
+                nodes = retriever.retrieve(bundle)
+                pools[name][question.id] = (corpus_ids(nodes), pool_sizes(nodes))
             except Exception as exc:  # reported, and the other methods' results are kept
                 del covered[name], pools[name]
                 notes.append(f"pool coverage of {name!r} not measured: its retriever with "

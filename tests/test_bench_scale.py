@@ -46,12 +46,15 @@ def test_scale_command_writes_a_report_with_every_measurement(tmp_path: Path, ca
     for row in (small, large):
         assert row["structure_bytes_per_relation"] < 64
         assert row["touched_1hop"] > 0 and row["expand_1hop"]["p50_ms"] > 0
+        assert row["pcst_1hop"]["p95_ms"] >= row["pcst_1hop"]["p50_ms"] > 0
+        assert 1 <= row["pcst_relations_2hop"] <= 100  # within the candidate pool
     assert small["rebuilt_relations"] == 1000
     assert small["retrieve"]["ratio_p50"] > 0
     assert "retrieve" not in large  # above --milvus-max-size: in-memory measurements only
     printed = capsys.readouterr().out
     assert markdown(report) in printed
     assert "1-hop expansion p50, 3,000 relations versus 1,000" in printed
+    assert "PCST subgraph (prizes and solve, after the expansion), 3,000 relations" in printed
 
 
 def test_retrieve_is_timed_again_with_a_query_model(tmp_path: Path) -> None:

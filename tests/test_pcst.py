@@ -161,7 +161,7 @@ def test_pcst_returns_the_chain_passages_and_the_subgraph(family_index: GraphRAG
 @LITE_ONLY
 def test_the_subgraph_is_smaller_than_the_khop_pool(family_index: GraphRAGIndex) -> None:
     khop = family_index.as_retriever(passage_scoring="passage", hops=2)
-    tree = family_index.as_retriever(passage_scoring="pcst", hops=2, pcst_edge_cost=1.5)
+    tree = family_index.as_retriever(passage_scoring="pcst", hops=2, pcst_relation_prizes=2)
     pool = {r["id"] for h in khop.retrieve(QUESTION) for r in h.node.metadata[RELATIONS_KEY]}
     subgraph = tree.retrieve(QUESTION)[0].node.metadata[SUBGRAPH_KEY]
     assert 1 <= len(subgraph["relations"]) < len(pool)

@@ -49,8 +49,11 @@ from llama_index_graphrag_milvus.graph import (
     EntityRelationGraph,
     ExpansionConfig,
 )
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY
+from llama_index_graphrag_milvus.graph.pcst import PCSTConfig
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY, EntityHit
 from llama_index_graphrag_milvus.retrieval import DEFAULT_SIMILARITY_TOP_K
+from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
+from llama_index_graphrag_milvus.retrieval.steps import Seeds
 
 
 class HashedRandomEmbedding(BaseEmbedding):
@@ -119,10 +122,24 @@ class Percentiles:
                    round(float(np.percentile(values, 95)), 3))
 
 
+@dataclass(frozen=True)
+class ExpansionTimes:
+    """One size's expansion measurements at one hop count."""
+
+    expand: Percentiles
+    touched: float
+    """Mean relations probed per query."""
+    pcst: Percentiles
+    """The PCST subgraph of the candidate pool (prizes and solve), after ``expand``."""
+    subgraph_relations: float
+    """Mean relations in the PCST subgraph."""
+
+
 def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hops: int,
-                      queries: int, seed: int = 7) -> tuple[Percentiles, float]:
+                      queries: int, seed: int = 7) -> ExpansionTimes:
     """Latency of ``expand`` and the mean relations touched, seeds = a hub + 2 random
-    entities + 3 random relations per query."""
+    entities + 3 random relations per query; then the PCST subgraph of each candidate pool
+    (the seed entities prized by rank), timed on its own."""
     rng = np.random.default_rng(seed)
     hubs = synthetic.hubs(3)
     touched: list[int] = []
@@ -135,7 +152,9 @@ def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hop
 
     graph.relations_of_entities = counting  # type: ignore[method-assign,assignment]
     config = ExpansionConfig(hops=hops)
-    times = []
+    times: list[float] = []
+    solves: list[float] = []
+    sizes: list[int] = []
     try:
         for number in range(queries):
             query = unit_vectors(rng, 1, synthetic.dim)[0]
@@ -145,11 +164,18 @@ def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hop
                          rng.integers(0, synthetic.num_relations, 3)]
             touched.append(0)
             start = time.perf_counter()
-            graph.expand(query, entities, relations, config)
+            candidates = graph.expand(query, entities, relations, config)
             times.append(time.perf_counter() - start)
+            seeds = Seeds(tuple(EntityHit(e, e, 1.0 - 0.1 * i, "query")
+                                for i, e in enumerate(entities)), ())
+            start = time.perf_counter()
+            chosen = choose_subgraph(graph, seeds, candidates, PCSTConfig())
+            solves.append(time.perf_counter() - start)
+            sizes.append(len(chosen.relations))
     finally:
         del graph.relations_of_entities
-    return Percentiles.of(times), float(np.mean(touched))
+    return ExpansionTimes(Percentiles.of(times), float(np.mean(touched)),
+                          Percentiles.of(solves), float(np.mean(sizes)))
 
 
 def write_to_milvus(synthetic: SyntheticGraph, index: GraphRAGIndex, batch_size: int = 10_000
@@ -281,9 +307,11 @@ def in_memory_measurements(synthetic: SyntheticGraph, queries: int) -> dict[str,
     row["vector_bytes_per_relation"] = round(memory["vectors"] / size, 1)
     row["hubs"] = int(graph.hubs.hub_rows.size)
     for hops in (1, 2):
-        latency, touched = expansion_latency(graph, synthetic, hops, queries)
-        row[f"expand_{hops}hop"] = latency.__dict__
-        row[f"touched_{hops}hop"] = round(touched)
+        measured = expansion_latency(graph, synthetic, hops, queries)
+        row[f"expand_{hops}hop"] = measured.expand.__dict__
+        row[f"touched_{hops}hop"] = round(measured.touched)
+        row[f"pcst_{hops}hop"] = measured.pcst.__dict__
+        row[f"pcst_relations_{hops}hop"] = round(measured.subgraph_relations, 1)
     return row
 
 
@@ -366,6 +394,14 @@ def markdown(report: dict[str, Any]) -> str:
             lines.append(f"\nWith the query model embedding each query, {row['relations']:,} "
                          f"relations: graph {timed['graph']['p50_ms']} ms, naive "
                          f"{timed['naive']['p50_ms']} ms at p50 ({timed['ratio_p50']}x)")
+    for row in report["results"]:
+        if "pcst_1hop" in row:
+            lines.append(
+                f"\nPCST subgraph (prizes and solve, after the expansion), "
+                f"{row['relations']:,} relations: 1 hop p50/p95 {row['pcst_1hop']['p50_ms']} / "
+                f"{row['pcst_1hop']['p95_ms']} ms ({row['pcst_relations_1hop']} relations), "
+                f"2 hops {row['pcst_2hop']['p50_ms']} / {row['pcst_2hop']['p95_ms']} ms "
+                f"({row['pcst_relations_2hop']} relations)")
     results = report["results"]
     if len(results) > 1:
         small, large = results[0], results[-1]

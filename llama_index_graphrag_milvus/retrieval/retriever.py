@@ -20,7 +20,11 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.graph import ExpansionConfig, PageRankConfig
-from llama_index_graphrag_milvus.graph.pcst import PCSTConfig, load_solver
+from llama_index_graphrag_milvus.graph.pcst import (
+    DEFAULT_RELATION_PRIZES,
+    PCSTConfig,
+    load_solver,
+)
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
     RetrievalMethod,
@@ -116,7 +120,8 @@ class GraphRAGRetriever(BaseRetriever):
         pcst_entity_prizes: entity-search hits that get a PCST prize (``k .. 1`` by
             similarity). Default 3 (G-Retriever).
         pcst_relation_prizes: pool relations that get a PCST prize (``k .. 1`` by
-            similarity). Default 3 (G-Retriever).
+            similarity); more gives a larger subgraph. Default 20 (G-Retriever: 3; see
+            :data:`~llama_index_graphrag_milvus.graph.pcst.DEFAULT_RELATION_PRIZES`).
         pcst_edge_cost: cost of every relation in the PCST problem; higher gives a smaller
             subgraph. Default 0.5 (G-Retriever).
         pcst_subgraph_node: put the subgraph's text first, as a node of its own, for the
@@ -160,7 +165,7 @@ class GraphRAGRetriever(BaseRetriever):
         ppr_max_iterations: int = 50,
         ppr_tolerance: float = 1e-6,
         pcst_entity_prizes: int = 3,
-        pcst_relation_prizes: int = 3,
+        pcst_relation_prizes: int = DEFAULT_RELATION_PRIZES,
         pcst_edge_cost: float = 0.5,
         pcst_subgraph_node: bool = False,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,

@@ -8,6 +8,9 @@ top 2 passages next to the graph pipeline's top 2.
   needs no LLM: the relation "Leonhard Euler was a student of Johann Bernoulli" names a bridge
   entity the question does not (Johann Bernoulli), and the second query "the son of 's
   teacher ... Johann Bernoulli" finds Daniel Bernoulli's passage.
+- It then prints the prize-collecting Steiner tree subgraph (G-Retriever, passage_scoring=
+  "pcst", with G-Retriever's 3 prized relations) beside the size of the k-hop pool: the
+  small connected context an LLM would read instead of every relation around the seeds.
 - With OPENAI_API_KEY set, OpenAI also reranks the relations and writes the answer.
 
 Run:  python examples/bernoulli.py [--uri ./bernoulli.db]
@@ -23,7 +26,11 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
+from llama_index_graphrag_milvus import (
+    GraphRAGIndex,
+    GraphRelationRerank,
+    MissingDependencyError,
+)
 
 QUESTION = "What contribution did the son of Euler's teacher make?"
 
@@ -115,6 +122,27 @@ def first_line(hit: NodeWithScore) -> str:
     return hit.node.get_content().split(":")[0].split("(")[0].strip()
 
 
+def show_subgraph(index: GraphRAGIndex, llm: Any) -> None:
+    """The PCST subgraph (G-Retriever's 3 prized relations) next to the k-hop pool."""
+    try:
+        tree = index.as_retriever(passage_scoring="pcst", pcst_relation_prizes=3, llm=llm)
+    except MissingDependencyError as exc:  # the [pcst] extra is not installed
+        print(f"\nPCST subgraph skipped: {exc}")
+        return
+    pool = index.as_retriever(passage_scoring="passage", llm=llm).retrieve(QUESTION)
+    pool_relations = {r["id"] for h in pool for r in h.node.metadata["graphrag_relations"]}
+    hits = tree.retrieve(QUESTION)
+    subgraph = hits[0].node.metadata.get("graphrag_subgraph")
+    if subgraph is None:  # nothing prized: the k-hop passages came back (and a warning)
+        print("\nPCST subgraph: empty for this question")
+        return
+    print(f"\nPCST subgraph (G-Retriever): {len(subgraph['relations'])} relations and "
+          f"{len(subgraph['entities'])} entities, against the k-hop pool's "
+          f"{len(pool_relations)} relations; passages: "
+          + ", ".join(first_line(h) for h in hits))
+    print("  " + subgraph["text"].replace("\n", "\n  "))
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", default="./bernoulli.db", help="Milvus Lite path or server URL")
@@ -150,6 +178,8 @@ def main() -> None:
         print(f"  {found['similarity']:.3f}  {first_line(hit)}   found by {how}; "
               f"via: {relation}")
     print(f"  (graph candidates handed to the reranker: {candidates})")
+
+    show_subgraph(index, llm)
 
     if llm is not None:
         answer = index.as_query_engine(llm=llm, top_n=2).query(QUESTION)

@@ -99,4 +99,10 @@ def test_quick_start_example_runs_offline(tmp_path: Path) -> None:
     # the offline default (the second hop) finds the answer's source: Daniel Bernoulli
     assert "Leonhard Euler" in top2 and "Daniel Bernoulli" in top2
     assert "found by bridge Johann Bernoulli" in top2 and "via:" in top2
+    subgraph = graph.split("PCST subgraph (G-Retriever): ")[1]
+    relations, pool = re.match(r"(\d+) relations and \d+ entities, against the k-hop "
+                               r"pool's (\d+) relations", subgraph).groups()
+    assert 1 <= int(relations) < int(pool)  # a smaller context than the k-hop pool
+    assert "node_id,node_attr" in subgraph and "src,edge_attr,dst" in subgraph
+    assert "was a student of" in subgraph  # the relation that joins Euler to his teacher
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr

@@ -145,14 +145,19 @@ class CallSpy:
             monkeypatch.setattr(client, name, spy)
 
 
-def test_bridge_makes_one_relation_search_and_one_batched_passage_search(
-        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+@pytest.mark.parametrize(("relation_search", "first_call"), [
+    ("auto", ("get", "graphrag_relations", 0)),  # ranked in memory: only the texts are read
+    ("milvus", ("search", "graphrag_relations", 1)),
+])
+def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
+        first_call: tuple[str, str, int]) -> None:
     family_index.graph  # noqa: B018 (loaded: the spy counts query-time calls only)
     spy = CallSpy(family_index, monkeypatch)
-    retriever = family_index.as_retriever(max_bridges=2)
+    retriever = family_index.as_retriever(max_bridges=2, relation_search=relation_search)
     hits = retriever.retrieve(QUESTION)
     searches = [(name, collection, n) for name, collection, n in spy.calls]
-    assert searches[0] == ("search", "graphrag_relations", 1)
+    assert searches[0] == first_call
     assert searches[1][:2] == ("search", "graphrag_passages")
     assert 2 <= searches[1][2] <= 3  # the question and one or two bridges, one call
     assert len(searches) == 2

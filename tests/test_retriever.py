@@ -57,13 +57,18 @@ def ner(names: list[str]) -> ScriptedLLM:
     return ScriptedLLM(lambda prompt: json.dumps({"named_entities": names}))
 
 
-def test_without_llm_the_query_vector_searches_entities(family_index: GraphRAGIndex,
-                                                        monkeypatch) -> None:
-    spy = SearchSpy(family_index, monkeypatch)
-    hits = khop(family_index, hops=1).retrieve(QUESTION)
+@pytest.mark.parametrize(("relation_search", "searches"), [
     # entity search, relation search, then the pool's passages ranked by a filtered search
-    assert spy.calls == [("graphrag_entities", 1), ("graphrag_relations", 1),
-                         ("graphrag_passages", 1)]
+    ("milvus", [("graphrag_entities", 1), ("graphrag_relations", 1), ("graphrag_passages", 1)]),
+    # the relations ranked in memory (the graph holds their vectors): no relation search
+    ("auto", [("graphrag_entities", 1), ("graphrag_passages", 1)]),
+])
+def test_without_llm_the_query_vector_searches_entities(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
+        searches: list[tuple[str, int]]) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    hits = khop(family_index, hops=1, relation_search=relation_search).retrieve(QUESTION)
+    assert spy.calls == searches
     assert DANIEL in texts(hits)
     for hit in hits:
         relations = hit.node.metadata[RELATIONS_KEY]
@@ -306,7 +311,9 @@ def test_relation_texts_come_from_the_passages_without_another_read(
         return {h.node.get_content(): [(r["id"], r["text"]) for r in
                                        h.node.metadata[RELATIONS_KEY]] for h in hits}
 
-    before = attached(khop(index, hops=1).retrieve(QUESTION))
+    # the relation seeds searched in Milvus come with their texts (in memory, their texts
+    # would be one read: see test_relation_seeds_in_memory_equal_the_milvus_search)
+    before = attached(khop(index, hops=1, relation_search="milvus").retrieve(QUESTION))
     assert reads == []  # two searches and the passage search, nothing else
     assert DANIEL in before
     assert all(text == expected[rid] for pairs in before.values() for rid, text in pairs)
@@ -316,7 +323,7 @@ def test_relation_texts_come_from_the_passages_without_another_read(
                         embedding=index.embed_model.get_text_embedding(DANIEL))
     store.upsert_passages([stripped])
     store.flush()
-    after = attached(khop(index, hops=1).retrieve(QUESTION))
+    after = attached(khop(index, hops=1, relation_search="milvus").retrieve(QUESTION))
     assert after == before
     # (a relation that the relation search found brings its own text)
     assert len(reads) == 1 and reads[0][0] == store.relation_collection
@@ -334,3 +341,46 @@ def test_store_runs_the_two_seed_searches_at_the_same_time(
     assert family_index.store.concurrently(lambda: search("entities"),
                                            lambda: search("relations")) == ("entities",
                                                                              "relations")
+
+
+@pytest.mark.parametrize("threshold", [None, 0.0, 0.99])
+def test_relation_seeds_in_memory_equal_the_milvus_search(
+        family_index: GraphRAGIndex, threshold: float | None) -> None:
+    from llama_index_graphrag_milvus.retrieval.base import (
+        QueryContext,
+        SeedConfig,
+        search_relations,
+    )
+    from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
+    from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+
+    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    query = QueryContext(QUESTION, vector, 5)
+    found = {}
+    for where in ("memory", "milvus"):
+        config = SeedConfig(relation_top_k=4, relation_threshold=threshold,
+                            relation_search=where)
+        driver = SyncDriver(family_index, None, DEFAULT_NER_PROMPT)
+        found[where] = driver.run(search_relations(query, config))
+        async_driver = AsyncDriver(family_index, None, DEFAULT_NER_PROMPT)
+        assert asyncio.run(async_driver.run(search_relations(query, config))) == found[where]
+    memory, milvus = found["memory"], found["milvus"]
+    assert [(h.id, h.text, h.subject_id, h.object_id) for h in memory] == [
+        (h.id, h.text, h.subject_id, h.object_id) for h in milvus]
+    assert [h.score for h in memory] == pytest.approx([h.score for h in milvus], abs=1e-5)
+    if threshold == 0.99:
+        assert memory == []
+    else:
+        assert len(memory) == 4 and all(h.text for h in memory)
+
+
+def test_relation_search_auto_uses_milvus_above_the_memory_budget(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    from llama_index_graphrag_milvus.retrieval import base
+
+    spy = SearchSpy(family_index, monkeypatch)
+    monkeypatch.setattr(base, "MEMORY_RELATION_SEARCH_MAX_FLOATS", 1)
+    khop(family_index, hops=1).retrieve(QUESTION)
+    assert ("graphrag_relations", 1) in spy.calls
+    with pytest.raises(InvalidInputError, match="relation_search must be one of auto"):
+        khop(family_index, relation_search="gpu")

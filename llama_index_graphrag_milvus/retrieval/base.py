@@ -8,16 +8,17 @@ from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
-from llama_index_graphrag_milvus.records import FOUND_BY_KEY, CandidateRelation
+from llama_index_graphrag_milvus.records import FOUND_BY_KEY, CandidateRelation, RelationHit
 from llama_index_graphrag_milvus.retrieval.io import (
     EmbedTexts,
+    GetRelationTexts,
     LoadGraph,
     Ner,
     Plan,
@@ -48,14 +49,82 @@ class QueryContext:
     where: str = ""
 
 
+RELATION_SEARCHES = ("auto", "memory", "milvus")
+"""Where the relation seeds are searched (``relation_search``)."""
+
+MEMORY_RELATION_SEARCH_MAX_FLOATS = 20_000_000
+"""``relation_search="auto"`` searches the in-memory relation vectors while
+``num_relations * dim`` is at most this (about 52,000 relations of 384 dimensions, 5 to 10 ms
+per query on one core), and Milvus above it."""
+
+
 @dataclass(frozen=True)
 class SeedConfig:
-    """The seed searches: entities (per NER name, or the query) and relations (the query)."""
+    """The seed searches: entities (per NER name, or the query) and relations (the query).
+
+    ``relation_search``: ``"memory"`` ranks the relations by the in-memory graph's vectors
+    (exact, no Milvus search; one read by primary key for the texts of the hits),
+    ``"milvus"`` searches the relation collection, ``"auto"`` (default) takes memory up to
+    :data:`MEMORY_RELATION_SEARCH_MAX_FLOATS`.
+    """
 
     entity_top_k: int = 3
     relation_top_k: int = 3
     entity_threshold: float | None = None
     relation_threshold: float | None = None
+    relation_search: str = "auto"
+
+    def __post_init__(self) -> None:
+        if self.relation_search not in RELATION_SEARCHES:
+            raise InvalidInputError(
+                f"relation_search must be one of {', '.join(RELATION_SEARCHES)}; got "
+                f"{self.relation_search!r}")
+
+
+@dataclass(frozen=True)
+class RelationSearch:
+    """How one query's relation seeds are found: ``hits`` found in memory (their texts still
+    to read), or ``None`` for a Milvus search."""
+
+    hits: tuple[RelationHit, ...] | None
+
+    def request(self, query: QueryContext, config: SeedConfig) -> Any:
+        """The Milvus request: the search, or the read of the in-memory hits' texts."""
+        if self.hits is None:
+            return SearchRelations(query.vector, config.relation_top_k,
+                                   config.relation_threshold)
+        return GetRelationTexts(tuple(h.id for h in self.hits))
+
+    def finish(self, answer: Any) -> list[RelationHit]:
+        """The hits, from the request's answer (a relation whose text is gone from Milvus,
+        deleted since the graph was loaded, is left out)."""
+        if self.hits is None:
+            return list(answer)
+        return [replace(h, text=answer[h.id]) for h in self.hits if h.id in answer]
+
+
+def plan_relation_search(query: QueryContext, config: SeedConfig) -> Plan[RelationSearch]:
+    """Decide where the relation seeds come from; rank them now when it is memory."""
+    if config.relation_search == "milvus":
+        return RelationSearch(None)
+    graph: EntityRelationGraph = yield LoadGraph()
+    if (config.relation_search == "auto"
+            and graph.num_relations * graph.vectors.shape[1] > MEMORY_RELATION_SEARCH_MAX_FLOATS):
+        return RelationSearch(None)
+    rows, scores = graph.nearest_relations(query.vector, config.relation_top_k,
+                                           config.relation_threshold)
+    ends = graph.endpoints[rows]
+    return RelationSearch(tuple(
+        RelationHit(rid, "", float(score), graph.entity_ids[int(subject)],
+                    graph.entity_ids[int(obj)])
+        for rid, score, (subject, obj) in zip(graph.relation_ids.ids(rows), scores.tolist(),
+                                               ends.tolist(), strict=True)))
+
+
+def search_relations(query: QueryContext, config: SeedConfig) -> Plan[list[RelationHit]]:
+    """The relation seeds alone (in memory or in Milvus, see :class:`SeedConfig`)."""
+    search = yield from plan_relation_search(query, config)
+    return search.finish((yield search.request(query, config)))
 
 
 def positive_int(name: str, value: Any) -> int:
@@ -71,13 +140,15 @@ def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Any
     with any ``alongside`` requests; returns the seeds and the answers of those requests."""
     names = yield Ner(query.text)
     vectors = (yield EmbedTexts(tuple(names))) if names else [query.vector]
-    entity_hits, relation_hits, *others = yield Together((
+    relations = yield from plan_relation_search(query, config)
+    entity_hits, relation_answer, *others = yield Together((
         SearchEntities(vectors, tuple(names or [query.text]), config.entity_top_k,
                        config.entity_threshold),
-        SearchRelations(query.vector, config.relation_top_k, config.relation_threshold),
+        relations.request(query, config),
         *alongside,
     ))
-    seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
+    seeds = Seeds(tuple(h for hits in entity_hits for h in hits),
+                  tuple(relations.finish(relation_answer)))
     return seeds, tuple(others)
 
 

@@ -40,6 +40,7 @@ from llama_index_graphrag_milvus.retrieval.base import (
     RetrievalMethod,
     SeedConfig,
     positive_int,
+    search_relations,
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.io import (
@@ -47,7 +48,6 @@ from llama_index_graphrag_milvus.retrieval.io import (
     LoadGraph,
     Plan,
     SearchPassages,
-    SearchRelations,
 )
 
 DEFAULT_MAX_BRIDGES = 3
@@ -230,8 +230,7 @@ class BridgeRetrieval(RetrievalMethod):
         self.bridge_query = bridge_query
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
-        hits = yield SearchRelations(query.vector, seeds_config.relation_top_k,
-                                     seeds_config.relation_threshold)
+        hits = yield from search_relations(query, seeds_config)
         graph: EntityRelationGraph = yield LoadGraph()
         bridges = choose_bridges(query.text, hits, self.max_bridges, graph)
         started = time.perf_counter()

@@ -126,6 +126,11 @@ class GraphRAGRetriever(BaseRetriever):
             subgraph. Default 0.5 (G-Retriever).
         pcst_subgraph_node: put the subgraph's text first, as a node of its own, for the
             LLM. Default ``False``.
+        relation_search: where the relation seeds are searched: ``"memory"`` (the in-memory
+            graph's relation vectors, exact; then one read by primary key for their texts),
+            ``"milvus"`` (a search of the relation collection), ``"auto"`` (default):
+            memory while ``relations * dim`` is at most 20 million (about 52,000 relations
+            of 384 dimensions), Milvus above.
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -168,6 +173,7 @@ class GraphRAGRetriever(BaseRetriever):
         pcst_relation_prizes: int = DEFAULT_RELATION_PRIZES,
         pcst_edge_cost: float = 0.5,
         pcst_subgraph_node: bool = False,
+        relation_search: str = "auto",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         filters: MetadataFilters | None = None,
@@ -176,7 +182,8 @@ class GraphRAGRetriever(BaseRetriever):
     ) -> None:
         self._seeds = SeedConfig(positive_int("entity_top_k", entity_top_k),
                                  positive_int("relation_top_k", relation_top_k),
-                                 entity_similarity_threshold, relation_similarity_threshold)
+                                 entity_similarity_threshold, relation_similarity_threshold,
+                                 relation_search)
         self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)
         expansion = ExpansionConfig(
             hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
@@ -265,6 +272,7 @@ class GraphRAGRetriever(BaseRetriever):
             "relation_top_k": self._seeds.relation_top_k,
             "entity_similarity_threshold": self._seeds.entity_threshold,
             "relation_similarity_threshold": self._seeds.relation_threshold,
+            "relation_search": self._seeds.relation_search,
             "max_candidate_relations": self._expansion.max_candidate_relations,
             "max_relations_per_passage": self._expansion.max_relations_per_passage,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,

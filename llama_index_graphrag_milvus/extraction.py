@@ -74,10 +74,24 @@ DEFAULT_TRIPLET_EXTRACT_PROMPT = PromptTemplate(
 """The default extraction prompt; variables ``{text}`` and ``{max_triplets}``."""
 
 
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (no lone surrogates such as ``"\\ud800"``).
+
+    >>> is_utf8("Ōsaka"), is_utf8("bad \\ud800")
+    (True, False)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
 def _part_text(part: Any) -> str | None:
-    """A triplet part as text: strings, and numbers (years, counts) written as text."""
+    """A triplet part as text: strings, and numbers (years, counts) written as text; a
+    string Milvus cannot store (lone surrogates, not valid UTF-8) is ``None``."""
     if isinstance(part, str):
-        return part
+        return part if is_utf8(part) else None
     if isinstance(part, (int, float)) and not isinstance(part, bool):
         return str(part)
     return None

@@ -9,7 +9,6 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
-from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.ingestion import run_transformations
 from llama_index.core.llms.llm import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
@@ -32,6 +31,7 @@ from llama_index_graphrag_milvus.ingestion import (
 )
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
 
 
@@ -223,6 +223,10 @@ class GraphRAGIndex:
     def delete(self, ref_doc_id: str) -> DeletionStats:
         """Delete a source document's passages, the relations only they supported (shared
         relations just lose those passages) and the entities left with no relation."""
+        if not isinstance(ref_doc_id, str) or not ref_doc_id:
+            raise InvalidInputError(
+                f"ref_doc_id must be a non-empty string (the id of the source document, as "
+                f"node.ref_doc_id gives it), got {ref_doc_id!r}")
         stats = delete_document(self.store, ref_doc_id)
         self._graph = None
         return stats
@@ -278,13 +282,13 @@ class GraphRAGIndex:
 
     def as_naive_retriever(self, similarity_top_k: int = 2,
                            filters: MetadataFilters | None = None, **kwargs: Any
-                           ) -> VectorIndexRetriever:
+                           ) -> NaiveRetriever:
         """Plain vector search over the passage collection, for comparison; ``filters``
         on passage metadata as for :class:`GraphRAGRetriever`."""
         vector_index = VectorStoreIndex.from_vector_store(self.store.passages,
                                                           embed_model=self.embed_model)
-        return VectorIndexRetriever(
-            vector_index, similarity_top_k=similarity_top_k,
+        return NaiveRetriever(
+            self.store, vector_index, similarity_top_k=similarity_top_k,
             filters=for_vector_store(filters) if filters is not None else None, **kwargs)
 
     def as_query_engine(self, llm: LLM | None = None, top_n: int = 2,

@@ -19,7 +19,7 @@ from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import to_triplets, triplets_from_node
+from llama_index_graphrag_milvus.extraction import is_utf8, to_triplets, triplets_from_node
 from llama_index_graphrag_milvus.records import (
     PASSAGE_TEXT_MAX_BYTES,
     RELATION_TEXT_MAX_BYTES,
@@ -87,6 +87,12 @@ def _passage_node(position: int, passage: PassageInput) -> TextNode:
         raise InvalidInputError(
             f"passage {position} is empty or whitespace; remove it or give it text."
         )
+    if not is_utf8(text):
+        raise InvalidInputError(
+            f"passage {position} holds characters UTF-8 cannot encode (lone surrogates such "
+            "as '\\ud800', often from text decoded with errors='surrogateescape'); clean it, "
+            "for example with text.encode('utf-8', 'replace').decode('utf-8')."
+        )
     size = len(text.encode())
     if size > PASSAGE_TEXT_MAX_BYTES:
         raise InvalidInputError(
@@ -116,6 +122,12 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]]) -> Inges
     dropped = 0
     for position, (passage, raw_triplets) in enumerate(items):
         node = _passage_node(position, passage)
+        if raw_triplets is None or isinstance(raw_triplets, (str, bytes)) or not isinstance(
+                raw_triplets, Iterable):
+            raise InvalidInputError(
+                f"the triplets of passage {position} are a {type(raw_triplets).__name__}; "
+                "expected a list of (subject, predicate, object) tuples (an empty list for "
+                "none). Nothing has been written.")
         triplets, skipped = to_triplets(raw_triplets)
         dropped += skipped
         node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]

@@ -89,6 +89,13 @@ class ExpansionConfig:
     per_hop_max_hub_relations: int = 2000
 
     def __post_init__(self) -> None:
+        for name in ("hops", "per_hop_max_relations", "max_candidate_relations",
+                     "per_hop_max_entities", "per_hop_max_hub_relations",
+                     "max_relations_per_passage"):
+            value = getattr(self, name)
+            if not (isinstance(value, int) and not isinstance(value, bool)) and not (
+                    value is None and name == "max_relations_per_passage"):
+                raise InvalidInputError(f"{name} must be an integer, got {value!r}")
         if self.hops < 0:
             raise InvalidInputError(f"hops must be 0 or more, got {self.hops}")
         for name in ("per_hop_max_relations", "max_candidate_relations",

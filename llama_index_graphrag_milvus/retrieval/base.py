@@ -127,10 +127,15 @@ def search_relations(query: QueryContext, config: SeedConfig) -> Plan[list[Relat
     return search.finish((yield search.request(query, config)))
 
 
-def positive_int(name: str, value: Any) -> int:
-    """``value`` if it is a positive ``int``; else :class:`InvalidInputError`."""
+def positive_int(name: str, value: Any, maximum: int | None = None) -> int:
+    """``value`` if it is a positive ``int`` (at most ``maximum``); else
+    :class:`InvalidInputError`."""
     if not isinstance(value, int) or isinstance(value, bool) or value < 1:
         raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
+    if maximum is not None and value > maximum:
+        raise InvalidInputError(
+            f"{name} must be at most {maximum} (the largest search limit Milvus accepts), "
+            f"got {value}")
     return value
 
 

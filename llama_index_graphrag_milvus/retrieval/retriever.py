@@ -42,6 +42,8 @@ from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.steps import (
     DEFAULT_NER_PROMPT,
     DEFAULT_SIMILARITY_TOP_K,
+    MILVUS_MAX_TOP_K,
+    CheckedQueryMixin,
     check_query,
 )
 
@@ -55,7 +57,7 @@ DEFAULT_PASSAGE_SCORING = "bridge"
 """The best LLM-free method measured (see the README's multi-hop benchmark)."""
 
 
-class GraphRAGRetriever(BaseRetriever):
+class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
     """Graph RAG retriever over the three Milvus collections of a :class:`GraphRAGIndex`.
 
     Every method returns passages as ``NodeWithScore``, each with
@@ -180,8 +182,9 @@ class GraphRAGRetriever(BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        self._seeds = SeedConfig(positive_int("entity_top_k", entity_top_k),
-                                 positive_int("relation_top_k", relation_top_k),
+        self._seeds = SeedConfig(positive_int("entity_top_k", entity_top_k, MILVUS_MAX_TOP_K),
+                                 positive_int("relation_top_k", relation_top_k,
+                                              MILVUS_MAX_TOP_K),
                                  entity_similarity_threshold, relation_similarity_threshold,
                                  relation_search)
         self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)

@@ -55,6 +55,32 @@ ScoredPassages = Sequence[tuple[BaseNode, float | None]]
 """Passages fetched from Milvus, each with its own similarity (``None``: not scored)."""
 
 
+MILVUS_MAX_TOP_K = 16_384
+"""The largest ``limit`` a Milvus search accepts."""
+
+
+def query_input(str_or_query_bundle: Any) -> str | QueryBundle:
+    """What ``retrieve`` may be given: a string or a ``QueryBundle``; anything else is an
+    :class:`InvalidInputError` (before core's instrumentation sees it)."""
+    if isinstance(str_or_query_bundle, (str, QueryBundle)):
+        return str_or_query_bundle
+    hint = " (decode bytes first)" if isinstance(str_or_query_bundle, bytes) else ""
+    raise InvalidInputError(
+        f"the query must be a string or a QueryBundle, got "
+        f"{type(str_or_query_bundle).__name__}{hint}.")
+
+
+class CheckedQueryMixin:
+    """``retrieve``/``aretrieve`` that refuse non-text queries with a package error."""
+
+    def retrieve(self, str_or_query_bundle: str | QueryBundle) -> list[NodeWithScore]:
+        return super().retrieve(query_input(str_or_query_bundle))  # type: ignore[misc]
+
+    async def aretrieve(self, str_or_query_bundle: str | QueryBundle) -> list[NodeWithScore]:
+        return await super().aretrieve(  # type: ignore[misc]
+            query_input(str_or_query_bundle))
+
+
 def check_query(query_bundle: QueryBundle) -> str:
     """The query text, stripped; :class:`InvalidInputError` when it is not a non-empty string."""
     query = query_bundle.query_str

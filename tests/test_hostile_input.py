@@ -1,0 +1,140 @@
+"""Hostile and careless input through the public API (issue 11, item 6): every case is a
+package error (or the documented skip), never a raw TypeError, AttributeError,
+UnicodeEncodeError, pydantic ValidationError or pymilvus error, and nothing is written."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from llama_index_graphrag_milvus import (
+    EmbeddingDimensionError,
+    GraphRAGError,
+    GraphRAGIndex,
+    InvalidInputError,
+)
+from tests.fakes import HashEmbedding
+
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+"""Input checks happen before Milvus is called: the server adds nothing but time."""
+
+QUESTION = "Who taught Euler?"
+SURROGATE = "bad \ud800 text"
+
+
+def counts(index: GraphRAGIndex) -> tuple[int, int, int]:
+    store = index.store
+    return (store.count(store.entity_collection), store.count(store.relation_collection),
+            store.count(store.passage_collection))
+
+
+WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
+    "passage with a lone surrogate":
+        lambda i: i.insert_triplets([(SURROGATE, [("a", "b", "c")])]),
+    "None instead of a triplet list": lambda i: i.insert_triplets([("fine text", None)]),
+    "a string instead of a triplet list": lambda i: i.insert_triplets([("fine", "a,b,c")]),
+    "a number instead of a triplet list": lambda i: i.insert_triplets([("fine", 3)]),
+    "bad passage after good ones": lambda i: i.insert_triplets(
+        [("good passage one", [("a", "b", "c")]), (SURROGATE, [])]),
+    "delete(None)": lambda i: i.delete(None),
+    "delete(123)": lambda i: i.delete(123),
+    "delete('')": lambda i: i.delete(""),
+}
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("case", list(WRITES))
+def test_bad_writes_are_package_errors_and_write_nothing(
+        family_index: GraphRAGIndex, case: str) -> None:
+    before = counts(family_index)
+    with pytest.raises(InvalidInputError) as raised:
+        WRITES[case](family_index)
+    assert "got" in str(raised.value) or "expected" in str(raised.value) or "UTF-8" in str(
+        raised.value)
+    assert counts(family_index) == before
+
+
+@LITE_ONLY
+def test_triplet_parts_with_lone_surrogates_are_skipped_and_counted(
+        family_index: GraphRAGIndex) -> None:
+    stats = family_index.insert_triplets([("Ada wrote notes.", [
+        ("Ada\ud800", "wrote", "notes"), ("Ada", "wrote", "notes"), ("Ada", "born in", 1815)])])
+    assert (stats.passages, stats.relations, stats.dropped_triplets) == (1, 2, 1)
+
+
+RETRIEVER_ARGS: list[dict[str, Any]] = [
+    {"hops": "2"}, {"hops": None}, {"hops": 1.5}, {"hops": True}, {"hops": -1},
+    {"max_candidate_relations": "100"}, {"max_relations_per_passage": 0.5},
+    {"entity_top_k": 16_385}, {"relation_top_k": 20_000}, {"entity_top_k": 0},
+    {"similarity_top_k": -1}, {"relation_search": "gpu"}, {"passage_scoring": None},
+]
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("kwargs", RETRIEVER_ARGS, ids=str)
+def test_bad_retriever_arguments_are_package_errors(family_index: GraphRAGIndex,
+                                                   kwargs: dict[str, Any]) -> None:
+    with pytest.raises(InvalidInputError):
+        family_index.as_retriever(**kwargs)
+
+
+BAD_QUERIES: list[Any] = [None, 42, ["x"], b"who taught Euler", {"q": 1}, "", "   \n"]
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("query", BAD_QUERIES, ids=repr)
+@pytest.mark.parametrize("kind", ["graph", "naive"])
+def test_bad_queries_are_package_errors_sync_and_async(family_index: GraphRAGIndex,
+                                                       query: Any, kind: str) -> None:
+    retriever = (family_index.as_retriever() if kind == "graph"
+                 else family_index.as_naive_retriever())
+    with pytest.raises(InvalidInputError):
+        retriever.retrieve(query)
+    with pytest.raises(InvalidInputError):
+        asyncio.run(retriever.aretrieve(query))
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("top_k", [0, -1, True, "5", 16_385])
+def test_naive_similarity_top_k_is_checked(family_index: GraphRAGIndex, top_k: Any) -> None:
+    with pytest.raises(InvalidInputError, match="similarity_top_k"):
+        family_index.as_naive_retriever(similarity_top_k=top_k)
+
+
+@LITE_ONLY
+def test_naive_retriever_refuses_a_model_of_another_dimension(
+        family_index: GraphRAGIndex) -> None:
+    naive = family_index.as_naive_retriever(embed_model=HashEmbedding(dim=32))
+    with pytest.raises(EmbeddingDimensionError):
+        naive.retrieve(QUESTION)
+    with pytest.raises(EmbeddingDimensionError):
+        asyncio.run(naive.aretrieve(QUESTION))
+    assert family_index.as_naive_retriever().retrieve(QUESTION)  # the right model still works
+
+
+@LITE_ONLY
+def test_every_error_here_is_a_graphrag_error(family_index: GraphRAGIndex) -> None:
+    """One sweep over all the cases above: nothing escapes as another exception type."""
+    raw: list[str] = []
+    calls: list[tuple[str, Callable[[], Any]]] = [
+        *((f"retriever {kw}", lambda kw=kw: family_index.as_retriever(**kw))
+          for kw in RETRIEVER_ARGS),
+        *((f"query {q!r}", lambda q=q: family_index.as_retriever().retrieve(q))
+          for q in BAD_QUERIES),
+        *((f"naive query {q!r}", lambda q=q: family_index.as_naive_retriever().retrieve(q))
+          for q in BAD_QUERIES),
+        *((name, lambda w=w: w(family_index)) for name, w in WRITES.items()),
+    ]
+    for name, call in calls:
+        try:
+            call()
+        except GraphRAGError:
+            continue
+        except Exception as exc:  # collected: the assert lists them all
+            raw.append(f"{name}: {type(exc).__name__}: {exc}")
+        else:
+            raw.append(f"{name}: no error")
+    assert raw == []

@@ -34,6 +34,8 @@ RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY, SUBGRAPH
 """What retrieval and rerank attach to a passage: kept out of LLM and embedding text and of
 the node's hash."""
 
+MILVUS_MAX_TOP_K = 16_384
+"""The largest ``limit`` a Milvus search accepts."""
 ENTITY_NAME_MAX_BYTES = 2048
 """Longest entity name (UTF-8 bytes) the entity collection accepts."""
 RELATION_TEXT_MAX_BYTES = 8192

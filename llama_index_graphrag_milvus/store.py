@@ -37,6 +37,7 @@ from llama_index_graphrag_milvus.errors import (
 )
 from llama_index_graphrag_milvus.records import (
     ENTITY_NAME_MAX_BYTES,
+    MILVUS_MAX_TOP_K,
     RELATION_TEXT_MAX_BYTES,
     EntityHit,
     RelationColumns,
@@ -139,7 +140,7 @@ def _search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: i
         **({"filter": _id_filter(ids, where)} if ids is not None else {}),
         "collection_name": collection,
         "data": [list(v) for v in vectors],
-        "limit": limit,
+        "limit": min(limit, MILVUS_MAX_TOP_K),  # more is a ParamError on a server
         "output_fields": output_fields,
         "search_params": {"metric_type": METRIC},
     }

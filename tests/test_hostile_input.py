@@ -138,3 +138,21 @@ def test_every_error_here_is_a_graphrag_error(family_index: GraphRAGIndex) -> No
         else:
             raw.append(f"{name}: no error")
     assert raw == []
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("scoring", ["bridge", "ppr", "pcst", "passage"])
+def test_a_huge_similarity_top_k_never_reaches_milvus_as_a_limit_above_16384(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, scoring: str) -> None:
+    limits: list[int] = []
+    client = family_index.store.client
+    original = client.search
+
+    def search(*args: Any, **kwargs: Any) -> Any:
+        limits.append(kwargs["limit"])
+        return original(*args, **kwargs)
+
+    monkeypatch.setattr(client, "search", search)
+    hits = family_index.as_retriever(passage_scoring=scoring,
+                                     similarity_top_k=1_000_000).retrieve(QUESTION)
+    assert hits and limits and max(limits) <= 16_384

@@ -14,9 +14,9 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.steps import (
-    MILVUS_MAX_TOP_K,
     CheckedQueryMixin,
     check_query,
 )

@@ -25,6 +25,7 @@ from llama_index_graphrag_milvus.graph.pcst import (
     PCSTConfig,
     load_solver,
 )
+from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
     RetrievalMethod,
@@ -42,7 +43,6 @@ from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.steps import (
     DEFAULT_NER_PROMPT,
     DEFAULT_SIMILARITY_TOP_K,
-    MILVUS_MAX_TOP_K,
     CheckedQueryMixin,
     check_query,
 )

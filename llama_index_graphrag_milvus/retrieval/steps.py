@@ -55,10 +55,6 @@ ScoredPassages = Sequence[tuple[BaseNode, float | None]]
 """Passages fetched from Milvus, each with its own similarity (``None``: not scored)."""
 
 
-MILVUS_MAX_TOP_K = 16_384
-"""The largest ``limit`` a Milvus search accepts."""
-
-
 def query_input(str_or_query_bundle: Any) -> str | QueryBundle:
     """What ``retrieve`` may be given: a string or a ``QueryBundle``; anything else is an
     :class:`InvalidInputError` (before core's instrumentation sees it)."""

@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llama_index_graphrag_milvus.errors import MissingDependencyError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.graph.pcst import (
     PCSTConfig,
@@ -120,16 +119,14 @@ def choose_subgraph(graph: EntityRelationGraph, seeds: Seeds,
     nodes, local = np.unique(global_ends, return_inverse=True)
     local = local.reshape(-1, 2)
     node_prizes = np.zeros(nodes.size)
-    best: dict[int, float] = {}
+    best: dict[int, float] = {}  # entity position in the problem -> best hit similarity
+    position = {row: i for i, row in enumerate(nodes.tolist())}
     for hit in seeds.entities:
         for row in graph.entity_ids.lookup([hit.id]).tolist():
-            best[row] = max(best.get(row, -np.inf), hit.score)
+            if row in position:
+                best[position[row]] = max(best.get(position[row], -np.inf), hit.score)
     if best:
-        rows = np.fromiter(best, dtype=np.int64, count=len(best))
-        scores = np.fromiter(best.values(), dtype=np.float64, count=len(best))
-        positions = np.minimum(np.searchsorted(nodes, rows), max(nodes.size - 1, 0))
-        inside = (nodes[positions] == rows) if nodes.size else np.zeros(rows.size, bool)
-        node_prizes[positions[inside]] = rank_prizes(scores[inside], config.entity_prizes)
+        node_prizes[list(best)] = rank_prizes(list(best.values()), config.entity_prizes)
     edge_prizes = rank_prizes([c.score for c in kept], config.relation_prizes)
     subgraph = solve(local, node_prizes, edge_prizes, config.edge_cost, solver)
     chosen = [kept[i] for i in subgraph.edges.tolist()]
@@ -207,8 +204,6 @@ class PCSTRetrieval(RetrievalMethod):
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
         try:
             chosen = choose_subgraph(graph, seeds, candidates, self.config, solver)
-        except MissingDependencyError:
-            raise
         except Exception as exc:  # the k-hop answer beats no answer
             logger.warning("the PCST solver failed (%r); returning the k-hop pool's passages",
                            exc)

@@ -6,6 +6,7 @@
 from llama_index_graphrag_milvus.deletion import DeletionStats
 from llama_index_graphrag_milvus.errors import (
     EmbeddingDimensionError,
+    EmbeddingModelError,
     EmptyIndexError,
     GraphRAGError,
     InvalidInputError,
@@ -34,6 +35,7 @@ __all__ = [
     "CandidateRelation",
     "DeletionStats",
     "EmbeddingDimensionError",
+    "EmbeddingModelError",
     "EmptyIndexError",
     "EntityRelationGraph",
     "ExpansionConfig",

@@ -28,7 +28,14 @@ class EmptyIndexError(GraphRAGError):
     """
 
 
-class EmbeddingDimensionError(GraphRAGError, ValueError):
+class EmbeddingModelError(GraphRAGError, ValueError):
+    """Raised when a reopened index is given an embedding model other than the one it was
+    built with (its vectors differ from the recorded probe's), and
+    ``allow_embed_model_change`` is off.
+    """
+
+
+class EmbeddingDimensionError(EmbeddingModelError):
     """Raised when the embedding model's dimension differs from the stored collections'.
 
     The collections were created with the embedding model used at ingestion; a reopened

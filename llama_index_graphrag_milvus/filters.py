@@ -12,6 +12,7 @@ identifiers.
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any
 
@@ -35,7 +36,14 @@ _COMPARISONS = {
 def _literal(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
-    if isinstance(value, (int, float)):
+    if isinstance(value, int):
+        return repr(value)
+    if isinstance(value, float):
+        if not math.isfinite(value):
+            raise InvalidInputError(
+                f"metadata filter value {value!r} is not a finite number; Milvus "
+                "expressions have no literal for it: use a finite bound."
+            )
         return repr(value)
     if isinstance(value, str):
         return quote(value)
@@ -63,37 +71,23 @@ def _condition(item: MetadataFilter) -> str:
     )
 
 
-def for_vector_store(filters: MetadataFilters) -> MetadataFilters:
-    """``filters`` prepared for ``MilvusVectorStore`` (the naive retriever).
-
-    The vector store quotes string values with single quotes and escapes single quotes, but
-    not backslashes: a value ending in a backslash would escape the closing quote. Doubling
-    backslashes first makes the value match literally. Keys and operators are validated as
-    for :func:`to_milvus_expression`.
-    """
-    to_milvus_expression(filters)
-
-    def escape(value: Any) -> Any:
-        if isinstance(value, str):
-            return value.replace("\\", "\\\\")
-        if isinstance(value, list):
-            return [escape(v) for v in value]
-        return value
-
-    return MetadataFilters(
-        filters=[for_vector_store(f) if isinstance(f, MetadataFilters)
-                 else f.model_copy(update={"value": escape(f.value)}) for f in filters.filters],
-        condition=filters.condition,
-    )
-
-
 def to_milvus_expression(filters: MetadataFilters) -> str:
-    """The Milvus expression of ``filters`` (nested filters and AND/OR/NOT included)."""
+    """The Milvus expression of ``filters`` (nested filters and AND/OR/NOT included).
+
+    ``NOT`` keeps what matches none of its filters, as core's ``SimpleVectorStore`` does:
+    ``not (a or b)``.
+
+    >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    >>> print(to_milvus_expression(MetadataFilters(condition="not", filters=[
+    ...     MetadataFilter(key="tenant_id", value="acme"),
+    ...     MetadataFilter(key="year", value=2000, operator=">")])))
+    not (tenant_id == "acme" or year > 2000)
+    """
     parts = [to_milvus_expression(f) if isinstance(f, MetadataFilters) else _condition(f)
              for f in filters.filters]
     if not parts:
         return ""
     condition = filters.condition or FilterCondition.AND
     if condition == FilterCondition.NOT:
-        return f"not ({' and '.join(parts)})"
+        return f"not ({' or '.join(parts)})"
     return "(" + f" {condition.value} ".join(parts) + ")"

@@ -19,8 +19,15 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtractor
-from llama_index_graphrag_milvus.filters import for_vector_store
+from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
+from llama_index_graphrag_milvus.identity import (
+    ALL_METADATA,
+    EmbedModelRecord,
+    IndexSettings,
+    check_embed_model,
+    check_identity_keys,
+)
 from llama_index_graphrag_milvus.ingestion import (
     IngestionPlan,
     IngestionStats,
@@ -60,6 +67,17 @@ class GraphRAGIndex:
         hub_degree: entities with more relations are hubs; expansion probes only the
             clusters of a hub's relations closest to the query (about ``hub_degree``
             relations), so one hub costs the same per query whatever its size.
+        passage_identity_keys: the metadata keys that make two passages with the same text
+            (and source document) distinct: ``"*"`` (all metadata, the default for a new
+            index), a list such as ``["tenant_id"]`` (metadata changes of other keys then
+            update the passage in place), or ``[]`` (text and source document only).
+            Recorded at creation; ``None`` (the default) uses the recorded rule when
+            reopening.
+        allow_embed_model_change: a reopened index checks that ``embed_model`` gives the
+            vectors of the model it was built with (one embedding of a fixed probe text)
+            and raises :class:`~llama_index_graphrag_milvus.errors.EmbeddingModelError`
+            otherwise. ``True`` accepts the new model and records it instead (for a
+            deliberate switch).
 
     Example::
 
@@ -80,15 +98,47 @@ class GraphRAGIndex:
         show_progress: bool = False,
         milvus_client_kwargs: dict[str, Any] | None = None,
         hub_degree: int = DEFAULT_HUB_DEGREE,
+        passage_identity_keys: Sequence[str] | str | None = None,
+        allow_embed_model_change: bool = False,
     ) -> None:
+        keys = None if passage_identity_keys is None else check_identity_keys(
+            passage_identity_keys)
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs)
         self.embed_model: BaseEmbedding = embed_model or Settings.embed_model
         self.show_progress = show_progress
         self.hub_degree = hub_degree
+        try:
+            self.passage_identity_keys: tuple[str, ...] | str = self._bind(
+                keys, allow_embed_model_change)
+        except BaseException:
+            self.store.close()  # a refused open must not keep a Milvus Lite file held
+            raise
         self._graph: EntityRelationGraph | None = None
         self._graph_lock = threading.Lock()
+
+    def _bind(self, keys: tuple[str, ...] | str | None, allow_model_change: bool
+              ) -> tuple[str, ...] | str:
+        """Check the recorded settings of an existing index against the given ones; the
+        passage identity rule to use."""
+        where = f"the index {self.store.prefix!r} at {self.store.uri!r}"
+        settings = IndexSettings.from_properties(self.store.properties)
+        if settings is None:  # a new index, or one created before settings were recorded
+            return ALL_METADATA if keys is None else keys
+        if keys is not None and keys != settings.passage_identity_keys:
+            raise InvalidInputError(
+                f"{where} identifies passages by the metadata keys "
+                f"{settings.passage_identity_keys!r}, not {keys!r}: changing the rule would "
+                "store the same passages again under new ids. Leave passage_identity_keys "
+                "unset to use the recorded rule, or build a new index.")
+        if settings.embed_model is not None:
+            current = EmbedModelRecord.of(self.embed_model)
+            self.store.check_dimension(current.dim, "the embedding model")
+            if check_embed_model(settings.embed_model, current, where, allow_model_change):
+                self.store.set_properties(IndexSettings(
+                    current, settings.passage_identity_keys).to_properties())
+        return settings.passage_identity_keys
 
     # ------------------------------------------------------------------ building
 
@@ -209,32 +259,58 @@ class GraphRAGIndex:
         kg_extractor: TransformComponent | None = None,
         extraction_cache: ExtractionCache | None = None,
         extraction_workers: int | None = None,
+        filters: MetadataFilters | None = None,
     ) -> IngestionStats:
         """Replace what ``document.doc_id`` contributed with the document's new content.
 
-        Extraction runs first; then the old passages, the relations only they supported and
-        the entities left with no relation are deleted, and the new content is written.
+        Extraction runs first; then the old passages (those matching ``filters``, when
+        given: see :meth:`delete`), the relations only they supported and the entities
+        left with no relation are deleted, and the new content is written.
         """
+        where = self._delete_scope(document.doc_id, filters)
         nodes = self._extract([document], llm, transformations, kg_extractor,
                               extraction_cache, extraction_workers)
-        self.delete(document.doc_id)
+        self._delete(document.doc_id, where)
         return self.insert_nodes(nodes)
 
-    def delete(self, ref_doc_id: str) -> DeletionStats:
+    def delete(self, ref_doc_id: str, filters: MetadataFilters | None = None
+               ) -> DeletionStats:
         """Delete a source document's passages, the relations only they supported (shared
-        relations just lose those passages) and the entities left with no relation."""
+        relations just lose those passages) and the entities left with no relation.
+
+        A document id names the document in every tenant: ``delete("handbook.md")``
+        removes each tenant's copy. Pass ``filters`` (on passage metadata, as for
+        retrieval) to delete only the matching passages of the document.
+
+        Example::
+
+            index.delete("handbook.md", filters=MetadataFilters(
+                filters=[MetadataFilter(key="tenant_id", value="acme")]))
+        """
+        return self._delete(ref_doc_id, self._delete_scope(ref_doc_id, filters))
+
+    @staticmethod
+    def _delete_scope(ref_doc_id: str, filters: MetadataFilters | None) -> str:
+        """The metadata expression a delete is restricted to; checks the arguments."""
         if not isinstance(ref_doc_id, str) or not ref_doc_id:
             raise InvalidInputError(
                 f"ref_doc_id must be a non-empty string (the id of the source document, as "
                 f"node.ref_doc_id gives it), got {ref_doc_id!r}")
-        stats = delete_document(self.store, ref_doc_id)
+        if filters is not None and not isinstance(filters, MetadataFilters):
+            raise InvalidInputError(
+                f"filters must be a llama_index MetadataFilters, got "
+                f"{type(filters).__name__}")
+        return to_milvus_expression(filters) if filters is not None else ""
+
+    def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
+        stats = delete_document(self.store, ref_doc_id, where)
         self._graph = None
         return stats
 
     def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
                         ) -> IngestionStats:
         """Upsert passages with their triplets; see :meth:`from_triplets`."""
-        return self._write(plan_ingestion(data))
+        return self._write(plan_ingestion(data, self.passage_identity_keys))
 
     def insert_nodes(self, nodes: Sequence[BaseNode]) -> IngestionStats:
         """Upsert nodes whose triplets are in metadata.
@@ -243,10 +319,14 @@ class GraphRAGIndex:
         from the ``nodes``/``relations`` keys written by core's path extractors. A node with
         no triplets is stored as a passage (searchable by naive RAG) with no relations.
         """
-        return self._write(plan_from_nodes(nodes))
+        return self._write(plan_from_nodes(nodes, self.passage_identity_keys))
 
     def _write(self, plan: IngestionPlan) -> IngestionStats:
-        stats = write_plan(plan, self.store, self.embed_model, self.show_progress)
+        properties = None
+        if self.store.dim is None:  # this write creates the collections: record the settings
+            properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
+                                       self.passage_identity_keys).to_properties()
+        stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
         self._graph = None
         return stats
 
@@ -284,12 +364,12 @@ class GraphRAGIndex:
                            filters: MetadataFilters | None = None, **kwargs: Any
                            ) -> NaiveRetriever:
         """Plain vector search over the passage collection, for comparison; ``filters``
-        on passage metadata as for :class:`GraphRAGRetriever`."""
+        on passage metadata as for :class:`GraphRAGRetriever`: the same Milvus expression,
+        so both retrievers keep the same passages."""
         vector_index = VectorStoreIndex.from_vector_store(self.store.passages,
                                                           embed_model=self.embed_model)
-        return NaiveRetriever(
-            self.store, vector_index, similarity_top_k=similarity_top_k,
-            filters=for_vector_store(filters) if filters is not None else None, **kwargs)
+        return NaiveRetriever(self.store, vector_index, similarity_top_k=similarity_top_k,
+                              filters=filters, **kwargs)
 
     def as_query_engine(self, llm: LLM | None = None, top_n: int = 2,
                         **retriever_kwargs: Any) -> RetrieverQueryEngine:
@@ -301,3 +381,52 @@ class GraphRAGIndex:
         retriever = self.as_retriever(llm=llm, **retriever_kwargs)
         rerank = GraphRelationRerank(llm=llm, top_n=top_n)
         return RetrieverQueryEngine.from_args(retriever, node_postprocessors=[rerank], llm=llm)
+
+    # ---- lifecycle
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or :meth:`aclose`."""
+        return self.store.closed
+
+    def close(self) -> None:
+        """Close the Milvus clients, stop the store's threads and drop the in-memory graph.
+
+        Idempotent. Afterwards the index and its retrievers raise
+        :class:`~llama_index_graphrag_milvus.errors.MilvusStoreError` ("... is closed") when
+        used. With Milvus Lite, the file is released as soon as no other open index of this
+        process uses it: another process can then open it (Milvus Lite allows one process
+        per file at a time). Or use the index as a context manager:
+
+        Example::
+
+            with GraphRAGIndex(uri="./graphrag.db", embed_model=embed_model) as index:
+                nodes = index.as_retriever().retrieve("Who taught Euler?")
+            # here the file is free for another process
+        """
+        self.store.close()
+        with self._graph_lock:
+            self._graph = None
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`.
+
+        Example::
+
+            async with GraphRAGIndex(uri="./graphrag.db", embed_model=embed_model) as index:
+                nodes = await index.as_retriever().aretrieve("Who taught Euler?")
+        """
+        await self.store.aclose()
+        self._graph = None
+
+    def __enter__(self) -> GraphRAGIndex:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    async def __aenter__(self) -> GraphRAGIndex:
+        return self
+
+    async def __aexit__(self, *exc_info: object) -> None:
+        await self.aclose()

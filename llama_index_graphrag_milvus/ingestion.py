@@ -10,7 +10,7 @@ writes are upserts, a relation's passage links are merged with the stored ones).
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -18,8 +18,10 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 
+from llama_index_graphrag_milvus.deletion import drop_stale_links
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction import is_utf8, to_triplets, triplets_from_node
+from llama_index_graphrag_milvus.identity import ALL_METADATA, identity_key, identity_metadata
 from llama_index_graphrag_milvus.records import (
     PASSAGE_TEXT_MAX_BYTES,
     RELATION_TEXT_MAX_BYTES,
@@ -65,7 +67,8 @@ class IngestionStats:
     dropped_triplets: int
 
 
-def _passage_node(position: int, passage: PassageInput) -> TextNode:
+def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[str] | str
+                  ) -> TextNode:
     if isinstance(passage, str):
         text, metadata, source = passage, {}, None
         excluded_embed: list[str] = []
@@ -101,7 +104,8 @@ def _passage_node(position: int, passage: PassageInput) -> TextNode:
             "SentenceSplitter(chunk_size=1024)."
         )
     document_id = source.node_id if source is not None else None
-    node = TextNode(id_=passage_id(text, document_id), text=text, metadata=metadata,
+    identity = identity_key(identity_metadata(metadata, identity_keys))
+    node = TextNode(id_=passage_id(text, document_id, identity), text=text, metadata=metadata,
                     excluded_embed_metadata_keys=excluded_embed,
                     excluded_llm_metadata_keys=excluded_llm)
     if source is not None:
@@ -109,8 +113,13 @@ def _passage_node(position: int, passage: PassageInput) -> TextNode:
     return node
 
 
-def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]]) -> IngestionPlan:
+def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]],
+                   identity_keys: Sequence[str] | str = ALL_METADATA) -> IngestionPlan:
     """Validate ``(passage, triplets)`` pairs and group them into rows to write.
+
+    A passage's id covers its text, its source document and the metadata named by
+    ``identity_keys`` (all of it by default). A passage given twice (same id) is one passage
+    with the triplets of both.
 
     Raises:
         InvalidInputError: a passage is not text, is empty, or is longer than Milvus allows.
@@ -121,7 +130,7 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]]) -> Inges
     relations: dict[str, PlannedRelation] = {}
     dropped = 0
     for position, (passage, raw_triplets) in enumerate(items):
-        node = _passage_node(position, passage)
+        node = _passage_node(position, passage, identity_keys)
         if raw_triplets is None or isinstance(raw_triplets, (str, bytes)) or not isinstance(
                 raw_triplets, Iterable):
             raise InvalidInputError(
@@ -130,6 +139,10 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]]) -> Inges
                 "none). Nothing has been written.")
         triplets, skipped = to_triplets(raw_triplets)
         dropped += skipped
+        earlier = passages.get(node.node_id)
+        if earlier is not None:  # the same passage twice: one passage, both triplet lists
+            known = {t.id for t in triplets}
+            triplets = [*triplets, *(t for t in _stored_triplets(earlier) if t.id not in known)]
         node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]
         for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
             if TRIPLETS_KEY not in keys:
@@ -152,7 +165,12 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]]) -> Inges
     return IngestionPlan(list(passages.values()), entities, relations, dropped)
 
 
-def plan_from_nodes(nodes: Sequence[BaseNode]) -> IngestionPlan:
+def _stored_triplets(node: TextNode) -> list[Triplet]:
+    return [Triplet(*parts) for parts in node.metadata[TRIPLETS_KEY]]
+
+
+def plan_from_nodes(nodes: Sequence[BaseNode], identity_keys: Sequence[str] | str = ALL_METADATA
+                    ) -> IngestionPlan:
     """:func:`plan_ingestion` for nodes that carry their triplets in metadata."""
     pairs = []
     dropped = 0
@@ -160,7 +178,7 @@ def plan_from_nodes(nodes: Sequence[BaseNode]) -> IngestionPlan:
         triplets, skipped = triplets_from_node(node)
         dropped += skipped
         pairs.append((node, triplets))
-    plan = plan_ingestion(pairs)
+    plan = plan_ingestion(pairs, identity_keys)
     plan.dropped_triplets += dropped
     return plan
 
@@ -176,6 +194,15 @@ def _merge_passage_ids(stored: Sequence[str], new: Sequence[str], relation_id: s
     return merged
 
 
+def _links(plan: IngestionPlan) -> dict[str, set[str]]:
+    """Each planned passage and the relations it supports."""
+    links: dict[str, set[str]] = {p.node_id: set() for p in plan.passages}
+    for relation_id, planned in plan.relations.items():
+        for passage in planned.passage_ids:
+            links[passage].add(relation_id)
+    return links
+
+
 def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
            ) -> list[list[float]]:
     return embed_model.get_text_embedding_batch(texts, show_progress=show_progress) if texts \
@@ -183,8 +210,14 @@ def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
 
 
 def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
-               show_progress: bool = False) -> IngestionStats:
-    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations)."""
+               show_progress: bool = False, properties: Mapping[str, str] | None = None
+               ) -> IngestionStats:
+    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations).
+
+    Passages stored before with other triplets lose their old links (see
+    :func:`~llama_index_graphrag_milvus.deletion.drop_stale_links`). ``properties`` are
+    recorded on the collections if this call creates them.
+    """
     passage_vectors = _embed(
         embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED) for p in plan.passages],
         show_progress,
@@ -205,8 +238,9 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     relation_vectors = dict(zip(new_relations, _embed(
         embed_model, [plan.relations[r].triplet.text for r in new_relations], show_progress),
         strict=True))
-    if store.dim is None and passage_vectors:
-        store.create(len(passage_vectors[0]))
+    existed = store.dim is not None
+    if not existed and passage_vectors:
+        store.create(len(passage_vectors[0]), properties)
 
     for node, vector in zip(plan.passages, passage_vectors, strict=True):
         node.embedding = vector
@@ -228,6 +262,10 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
             "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
         })
     store.upsert_rows(store.relation_collection, relation_rows)
+    if existed:
+        stale = drop_stale_links(store, _links(plan))
+        if stale.relations_updated or stale.relations_deleted:
+            logger.info("ingestion: passages ingested again with other triplets: %s", stale)
     store.flush()
     return IngestionStats(len(plan.passages), len(new_entities), len(relation_rows),
                           plan.dropped_triplets)

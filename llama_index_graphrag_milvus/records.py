@@ -100,12 +100,25 @@ def entity_id(name: str) -> str:
     return stable_id("entity", normalize_name(name))
 
 
-def passage_id(text: str, document_id: str | None = None) -> str:
-    """Passage id: a hash of the source document id (when there is one) and of the passage
-    text with whitespace collapsed. The same text in two documents gives two passages, so
-    that deleting one document never removes the other's passage."""
-    key = clean_text(text) if document_id is None else f"{document_id}\x1f{clean_text(text)}"
-    return stable_id("passage", key)
+def passage_id(text: str, document_id: str | None = None, identity: str = "") -> str:
+    """Passage id: a hash of the source document id (when there is one), of the identity
+    metadata (``identity``, a canonical text of the metadata that makes passages distinct,
+    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.identity`) and of the
+    passage text with whitespace collapsed. The same text in two documents, or in two
+    tenants, gives two passages, so that deleting one never removes the other's.
+
+    >>> passage_id("Euler was Swiss.") == passage_id("Euler  was Swiss.")
+    True
+    >>> passage_id("Euler was Swiss.", identity='{"tenant_id": "acme"}') == passage_id(
+    ...     "Euler was Swiss.", identity='{"tenant_id": "globex"}')
+    False
+    """
+    parts = [clean_text(text)]
+    if document_id is not None:
+        parts.insert(0, document_id)
+    if identity:
+        parts.append(identity)
+    return stable_id("passage", "\x1f".join(parts))
 
 
 @dataclass(frozen=True)

@@ -15,11 +15,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import re
+import threading
+import weakref
 from collections import deque
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from itertools import islice, pairwise
 from typing import Any, TypeVar
 
@@ -113,14 +116,118 @@ def _quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
         target.removeFilter(quiet)
 
 
+# Milvus Lite 3.x serves each .db path from one in-process gRPC server
+# (``milvus_lite.server_manager``), started by the path's first pymilvus client and shared by
+# the later ones. The server holds an flock on ``{path}/LOCK`` until it is stopped. Closing
+# pymilvus clients does not stop it: only ``server_manager_instance.release_server(path)``
+# or the end of the process does. Meanwhile another process that opens the path gets
+# pymilvus' bare "Open local milvus failed"; the cause is only in milvus_lite's log.
+
+_LITE_LOCK = threading.Lock()
+"""Held while a store connects to a Lite path or stops its server: no store connects to a
+server that is being stopped."""
+_LITE_STORES: dict[str, weakref.WeakSet[MilvusGraphStore]] = {}
+"""The open stores of each Lite path (absolute, as milvus_lite keys its servers)."""
+
+
+class _LiteLockedByOther(logging.Filter):
+    """Catches milvus_lite's log record of a server that could not start for ``path``
+    because another process holds the file's lock, and drops it: the error raised instead
+    says what happened."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.cause: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if (type(exc).__name__ == "DataDirLockedError" and isinstance(record.args, tuple)
+                and self.path in record.args):
+            self.cause = exc
+            return False
+        return True
+
+
+@contextmanager
+def _lite_connection(store: MilvusGraphStore) -> Iterator[None]:
+    """Around the connect of a Lite store: registers the store as a user of its path, and
+    turns the failure to open a file that another process holds into a clear error."""
+    path = os.path.abspath(store.uri)
+    watch = _LiteLockedByOther(path)
+    target = logging.getLogger("milvus_lite.server_manager")
+    target.addFilter(watch)
+    try:
+        with _LITE_LOCK:
+            yield
+            _LITE_STORES.setdefault(path, weakref.WeakSet()).add(store)
+    except MilvusException as exc:
+        if watch.cause is None:
+            raise
+        raise MilvusStoreError(
+            f"the Milvus Lite file {path!r} is held by another process ({watch.cause}). "
+            "Milvus Lite allows one process per file: close the index in the other process "
+            "(index.close(), or end that process) and open it again, give each process its "
+            "own Lite file, or run a Milvus server and pass its uri "
+            "(uri=\"http://localhost:19530\") to share one index between processes."
+        ) from exc
+    finally:
+        target.removeFilter(watch)
+
+
+def _release_lite(store: MilvusGraphStore) -> None:
+    """Stop the in-process Lite server of ``store``'s path unless another open store of this
+    process uses it: this releases the file's lock, so another process can open it."""
+    path = os.path.abspath(store.uri)
+    with _LITE_LOCK:
+        users = _LITE_STORES.get(path)
+        if users is not None:
+            users.discard(store)
+            if users:
+                logger.debug("Milvus Lite file %s stays open: %d other store(s) use it",
+                             path, len(users))
+                return
+            del _LITE_STORES[path]
+        try:
+            from milvus_lite.server_manager import server_manager_instance
+        except ImportError:  # no milvus-lite: nothing was started
+            return
+        server_manager_instance.release_server(path)
+
+
+async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
+    for client in clients:
+        await client.close()
+
+
 def quote(value: str) -> str:
-    r"""``value`` as a Milvus string literal: quotes and backslashes escaped, so that user
-    input in a filter expression is matched literally.
+    r"""``value`` as a Milvus string literal: backslashes, double quotes and line breaks
+    escaped, so that user input in a filter expression is matched literally.
+
+    A raw line break inside a literal is a parse error; Milvus reads ``\n`` and ``\r`` back
+    as the line break. Every other character (tabs, control characters, non-ASCII) is matched
+    as it is (checked on Milvus Lite 3.2, tests/test_filter_parity.py).
 
     >>> print(quote('say "hi" \ bye'))
     "say \"hi\" \\ bye"
+    >>> print(quote("line\nbreak\r"))
+    "line\nbreak\r"
+
+    Raises:
+        InvalidInputError: ``value`` holds a lone surrogate (such as ``"\ud800"``): it is not
+            UTF-8 text, so Milvus can neither store nor match it.
     """
-    return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        raise InvalidInputError(
+            f"filter value {value!r} holds characters UTF-8 cannot encode (lone surrogates "
+            "such as '\\ud800', often from text decoded with errors='surrogateescape'): "
+            "Milvus can neither store nor match it; clean it, for example with "
+            "value.encode('utf-8', 'replace').decode('utf-8')."
+        ) from exc
+    return '"' + (value.replace("\\", "\\\\").replace('"', '\\"')
+                  .replace("\n", "\\n").replace("\r", "\\r")) + '"'
 
 
 def in_list(field: str, values: Sequence[str]) -> str:
@@ -299,15 +406,23 @@ class MilvusGraphStore:
         self.entity_collection = f"{self.prefix}_entities"
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
-        with _milvus_errors(f"connect to {uri!r}"):
-            self.client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
+        self._closed = False
+        with _milvus_errors(f"connect to {uri!r}"), \
+                (_lite_connection(self) if self.is_lite else nullcontext()):
+            self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
         self._async_clients: dict[int, AsyncMilvusClient] = {}
         # threads start on first use; a shared pool bounds them however many threads query
-        self._worker = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphrag-milvus")
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphrag-milvus")
         self._passages: MilvusVectorStore | None = None
-        self.dim: int | None = self._read_dim()
-        if self.dim is not None:
-            self._open(self.dim)
+        self.properties: dict[str, str] = {}
+        """What the index recorded about itself (relation collection properties)."""
+        try:
+            self.dim: int | None = self._read_dim()
+            if self.dim is not None:
+                self._open(self.dim)
+        except BaseException:
+            self.close()  # release a Milvus Lite file this failed open would keep held
+            raise
 
     # ------------------------------------------------------------------ set-up
 
@@ -318,6 +433,7 @@ class MilvusGraphStore:
             return None
         with _milvus_errors(f"describe {self.relation_collection}"):
             info = self.client.describe_collection(self.relation_collection)
+        self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
         for field in info["fields"]:
             if field["name"] == "embedding":
                 return int(field["params"]["dim"])
@@ -344,11 +460,14 @@ class MilvusGraphStore:
                 )
             self.client.load_collection(self.passage_collection)
 
-    def create(self, dim: int) -> None:
-        """Create the three collections for vectors of ``dim`` (no-op when they exist)."""
+    def create(self, dim: int, properties: Mapping[str, str] | None = None) -> None:
+        """Create the three collections for vectors of ``dim`` (no-op when they exist);
+        ``properties`` (what the index records about itself) go on the relation
+        collection."""
         if self.dim is not None:
             self.check_dimension(dim, "the embedding model")
             return
+        self.properties = dict(properties or {})
         with _milvus_errors("create the graph collections"):
             self._create_collection(
                 self.entity_collection, dim, [("name", ENTITY_NAME_MAX_BYTES)], arrays=False
@@ -358,13 +477,13 @@ class MilvusGraphStore:
                 dim,
                 [("text", RELATION_TEXT_MAX_BYTES), ("subject_id", ID_MAX_LENGTH),
                  ("object_id", ID_MAX_LENGTH)],
-                arrays=True,
+                arrays=True, properties=self.properties,
             )
         self.dim = dim
         self._open(dim)
 
     def _create_collection(self, name: str, dim: int, varchars: list[tuple[str, int]],
-                           arrays: bool) -> None:
+                           arrays: bool, properties: Mapping[str, str] | None = None) -> None:
         schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
         schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX_LENGTH)
         for field, max_length in varchars:
@@ -376,14 +495,24 @@ class MilvusGraphStore:
         index_params = self.client.prepare_index_params()
         index_params.add_index("embedding", index_type=self.index_type, metric_type=METRIC)
         self.client.create_collection(name, schema=schema,
-                                      consistency_level=self.consistency_level)
+                                      consistency_level=self.consistency_level,
+                                      **({"properties": dict(properties)} if properties else {}))
         # sync=False: Milvus builds the index in the background and load waits for it; the
         # synchronous wait polls every 0.5 s through an RPC Milvus Lite does not implement.
         self.client.create_index(name, index_params, sync=False)
         self.client.load_collection(name)
 
+    def set_properties(self, properties: Mapping[str, str]) -> None:
+        """Record ``properties`` on the relation collection (what the index says of itself)."""
+        with _milvus_errors(f"alter {self.relation_collection}"):
+            self.client.alter_collection_properties(self.relation_collection,
+                                                    properties=dict(properties))
+        self.properties.update(properties)
+
     def check_dimension(self, dim: int, source: str) -> None:
-        """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one."""
+        """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one
+        (and :class:`MilvusStoreError` if the store is closed: retrievers check this first)."""
+        self._check_open()
         if self.dim is not None and dim != self.dim:
             raise EmbeddingDimensionError(
                 f"{source} gives {dim}-dimensional vectors, but the collections under prefix "
@@ -394,6 +523,7 @@ class MilvusGraphStore:
     @property
     def passages(self) -> MilvusVectorStore:
         """The passage collection as a LlamaIndex vector store (exists after ingestion)."""
+        self._check_open()
         if self._passages is None:
             raise MilvusStoreError(
                 f"the passage collection {self.passage_collection!r} does not exist yet: "
@@ -403,6 +533,7 @@ class MilvusGraphStore:
 
     def _aclient(self) -> AsyncMilvusClient:
         """One async client per running event loop (a gRPC channel is bound to its loop)."""
+        self._check_open()
         loop_id = id(asyncio.get_running_loop())
         client = self._async_clients.get(loop_id)
         if client is None:
@@ -411,6 +542,79 @@ class MilvusGraphStore:
                                            **self._client_kwargs)
             self._async_clients = {loop_id: client}
         return client
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or :meth:`aclose`."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MilvusStoreError(
+                f"the graph store at {self.uri!r} (collection_prefix={self.prefix!r}) is "
+                "closed: close() was called on it or on its GraphRAGIndex. Open a new "
+                "GraphRAGIndex with the same uri to use the graph again."
+            )
+
+    @property
+    def client(self) -> MilvusClient:
+        """The pymilvus client; raises :class:`MilvusStoreError` once the store is closed."""
+        self._check_open()
+        return self._client
+
+    @property
+    def _worker(self) -> ThreadPoolExecutor:
+        self._check_open()
+        return self._pool
+
+    def close(self) -> None:
+        """Close every Milvus client of the store (its own, sync and async, and those of the
+        passage vector store) and stop its worker threads. Idempotent; afterwards any use
+        raises :class:`MilvusStoreError`.
+
+        For Milvus Lite this also stops the file's in-process Lite server, unless another
+        open store of this process uses the same file: that releases the file's lock, so
+        that another process can open it while this one goes on.
+
+        Example::
+
+            store = MilvusGraphStore("./graphrag.db")
+            try:
+                print(store.count(store.relation_collection))
+            finally:
+                store.close()
+        """
+        if self._closed:
+            return
+        self._closed = True
+        async_clients = [*self._async_clients.values()]
+        self._async_clients = {}
+        try:
+            if self._passages is not None:
+                self._passages.client.close()
+                if self._passages.aclient is not None:
+                    async_clients.append(self._passages.aclient)
+            self._client.close()
+            if async_clients:
+                # their channels belong to event loops that may be gone or busy: release
+                # them from a fresh loop in a worker thread (this only drops references)
+                self._pool.submit(asyncio.run, _close_async_clients(async_clients)).result()
+        finally:
+            self._pool.shutdown(wait=True)
+            if self.is_lite:
+                _release_lite(self)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: the async client of the running event loop is closed
+        on it, the rest in a worker thread."""
+        if self._closed:
+            return
+        client = self._async_clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+        await asyncio.to_thread(self.close)
 
     def concurrently(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
         """Run two blocking Milvus calls at the same time: ``second`` in this thread while
@@ -450,19 +654,23 @@ class MilvusGraphStore:
             for start in range(0, len(ids), WRITE_BATCH_SIZE):
                 self.client.delete(collection, ids=list(ids[start:start + WRITE_BATCH_SIZE]))
 
-    def document_passages(self, ref_doc_id: str) -> list[BaseNode]:
-        """The passage nodes whose source document is ``ref_doc_id``."""
+    def document_passages(self, ref_doc_id: str, where: str = "") -> list[BaseNode]:
+        """The passage nodes whose source document is ``ref_doc_id`` (and that match
+        ``where``, a filter expression on metadata, when given)."""
         if self.dim is None:
             return []
+        expression = f"doc_id == {quote(ref_doc_id)}" + (f" and {where}" if where else "")
         with _milvus_errors(f"read {self.passage_collection}"):
             rows = self.client.query(collection_name=self.passage_collection,
                                      **self._read,
-                                     filter=f"doc_id == {quote(ref_doc_id)}",
+                                     filter=expression,
                                      output_fields=["id", *_PASSAGE_FIELDS])
         return _rows_to_passages(rows, [row["id"] for row in rows])
 
-    def entities_in_use(self, entity_ids: Sequence[str]) -> set[str]:
-        """Those of ``entity_ids`` that are the subject or object of a stored relation."""
+    def entities_in_use(self, entity_ids: Sequence[str],
+                        excluding: Collection[str] = ()) -> set[str]:
+        """Those of ``entity_ids`` that are the subject or object of a stored relation
+        (other than the relations ``excluding`` names)."""
         used: set[str] = set()
         with _milvus_errors(f"read {self.relation_collection}"):
             for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
@@ -470,9 +678,26 @@ class MilvusGraphStore:
                 expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
                 for row in self.client.query(collection_name=self.relation_collection,
                                              **self._read, filter=expression,
-                                             output_fields=["subject_id", "object_id"]):
-                    used.update((row["subject_id"], row["object_id"]))
+                                             output_fields=["id", "subject_id", "object_id"]):
+                    if row["id"] not in excluding:
+                        used.update((row["subject_id"], row["object_id"]))
         return used & set(entity_ids)
+
+    def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The relations whose ``passage_ids`` contain any of ``passage_ids``: relation id
+        to its passage ids."""
+        linked: dict[str, list[str]] = {}
+        if self.dim is None:
+            return linked
+        with _milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(passage_ids), WRITE_BATCH_SIZE):
+                batch = ", ".join(quote(p) for p in passage_ids[start:start + WRITE_BATCH_SIZE])
+                for row in self.client.query(
+                        collection_name=self.relation_collection, **self._read,
+                        filter=f"array_contains_any(passage_ids, [{batch}])",
+                        output_fields=["id", "passage_ids"]):
+                    linked[row["id"]] = list(row["passage_ids"])
+        return linked
 
     def flush(self) -> None:
         """Seal what was written, so that searches run on indexed segments."""

@@ -21,6 +21,7 @@ from llama_index_graphrag_milvus import (
 )
 from llama_index_graphrag_milvus import store as store_module
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.identity import IndexSettings
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
@@ -263,7 +264,12 @@ def test_illegal_collection_prefix(milvus_uri: str, prefix: str) -> None:
 
 
 def test_dimension_mismatch_on_reopen_is_caught_before_any_write(
-        family_index: GraphRAGIndex, milvus_uri: str) -> None:
+        family_index: GraphRAGIndex, milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the reopened index checks the recorded model when it opens
+    with pytest.raises(EmbeddingDimensionError, match=r"32-dimensional.*64-dimensional"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=32))
+    # and the store still checks every vector (as for an index that recorded no model)
+    monkeypatch.setattr(IndexSettings, "from_properties", classmethod(lambda cls, _: None))
     wrong = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=32))
     with pytest.raises(EmbeddingDimensionError, match=r"32-dimensional.*64-dimensional"):
         wrong.as_retriever().retrieve("Euler")

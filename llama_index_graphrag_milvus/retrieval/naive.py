@@ -4,6 +4,11 @@ Core's ``VectorIndexRetriever`` on the passages' ``MilvusVectorStore``, plus wha
 retriever guarantees: an empty query, a non-text query, a ``similarity_top_k`` Milvus refuses
 and an embedding model of the wrong dimension are package errors, not pymilvus or pydantic
 ones.
+
+Metadata ``filters`` are turned into a Milvus expression by the package's own
+:func:`~llama_index_graphrag_milvus.filters.to_milvus_expression` (the graph retriever's
+expression, handed to ``MilvusVectorStore.query`` as ``string_expr``), not by the vector
+store's translation: both retrievers read the same filter language with the same results.
 """
 
 from __future__ import annotations
@@ -13,7 +18,10 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core import VectorStoreIndex
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.vector_stores import MetadataFilters
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -33,13 +41,34 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
 
         naive = index.as_naive_retriever(similarity_top_k=5)
         hits = naive.retrieve("Who taught Euler?")
+
+    Raises:
+        InvalidInputError: ``filters`` holds a key, operator or value the filter language
+            refuses (see :mod:`llama_index_graphrag_milvus.filters`), or comes with
+            ``node_ids``, ``doc_ids`` or a ``string_expr`` of its own, which
+            ``MilvusVectorStore`` would let override it.
     """
 
     def __init__(self, store: MilvusGraphStore, index: VectorStoreIndex,
-                 similarity_top_k: int = 2, **kwargs: Any) -> None:
+                 similarity_top_k: int = 2, filters: MetadataFilters | None = None,
+                 **kwargs: Any) -> None:
         self._graph_store = store
+        store_kwargs = dict(kwargs.pop("vector_store_kwargs", None) or {})
+        expression = to_milvus_expression(filters) if filters is not None else ""
+        if expression:
+            clashing = [name for name in ("node_ids", "doc_ids") if kwargs.get(name)]
+            if store_kwargs.get("string_expr"):
+                clashing.append("vector_store_kwargs['string_expr']")
+            if clashing:
+                raise InvalidInputError(
+                    f"filters cannot be combined with {' and '.join(clashing)}: "
+                    "MilvusVectorStore would apply one and drop the other; express the "
+                    "restriction as metadata filters only."
+                )
+            store_kwargs["string_expr"] = expression
         super().__init__(index, similarity_top_k=positive_int(
-            "similarity_top_k", similarity_top_k, MILVUS_MAX_TOP_K), **kwargs)
+            "similarity_top_k", similarity_top_k, MILVUS_MAX_TOP_K),
+            vector_store_kwargs=store_kwargs, **kwargs)
 
     def _checked(self, query_bundle: QueryBundle, vector: list[float]) -> QueryBundle:
         self._graph_store.check_dimension(len(vector), "the embedding model")

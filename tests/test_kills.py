@@ -1,0 +1,74 @@
+"""A write killed by SIGKILL at any step, then run again, leaves what a clean run leaves.
+
+The operation runs in a child process (forked from a forkserver that has imported the
+package once, so a child starts in a fraction of a second) that kills itself just before a
+chosen store call; the child must die by SIGKILL, or the kill point was never reached.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+from collections.abc import Iterator
+from multiprocessing.context import ForkServerContext
+
+import pytest
+
+from tests import kill_scenarios
+from tests.kill_scenarios import OPERATIONS, content, open_index, prepare
+
+KILL_POINTS = [
+    # (operation, store method killed before its first call, on the collection ending with)
+    ("ingest", "upsert_rows", "_entities"),     # passages written, nothing else
+    ("ingest", "upsert_rows", "_relations"),    # passages and entities written
+    ("ingest", "flush", None),                  # every row written, not flushed
+    ("delete", "delete_rows", "_entities"),     # nothing removed yet
+    ("delete", "delete_rows", "_relations"),    # orphaned entities removed, relations not
+    ("delete", "delete_rows", "_passages"),     # relations unlinked, passages still there
+    ("update", "delete_rows", "_relations"),    # in the delete of the old content
+    ("update", "upsert_passages", None),        # old content deleted, new not written
+    ("update", "upsert_rows", "_entities"),     # new passages written, entities not
+]
+SERVER_KILL_POINTS = [KILL_POINTS[1], KILL_POINTS[4], KILL_POINTS[7]]
+
+
+@pytest.fixture(scope="module")
+def forkserver() -> Iterator[ForkServerContext]:
+    context = multiprocessing.get_context("forkserver")
+    context.set_forkserver_preload(["tests.kill_scenarios"])
+    yield context
+
+
+def killed_then_rerun_equals_clean(context: ForkServerContext, uri: str, operation: str,
+                                   method: str, suffix: str | None) -> None:
+    prepare(uri, "killed", operation)
+    child = context.Process(target=kill_scenarios.run_killed,
+                            args=(uri, "killed", operation, method, suffix))
+    child.start()
+    child.join()
+    assert child.exitcode == -9, f"the child was not killed at {method} ({child.exitcode})"
+    with open_index(uri, "killed") as index:
+        OPERATIONS[operation](index)
+        after_rerun = content(index)
+    prepare(uri, "clean", operation)
+    with open_index(uri, "clean") as index:
+        OPERATIONS[operation](index)
+        clean = content(index)
+    assert after_rerun == clean
+    assert clean["passages"], "the scenario must leave passages"
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+@pytest.mark.parametrize(("operation", "method", "suffix"), KILL_POINTS)
+def test_a_killed_write_run_again_equals_a_clean_run_lite(
+        forkserver: ForkServerContext, milvus_uri: str, operation: str, method: str,
+        suffix: str | None) -> None:
+    killed_then_rerun_equals_clean(forkserver, milvus_uri, operation, method, suffix)
+
+
+@pytest.mark.server
+@pytest.mark.parametrize("milvus_uri", ["server"], indirect=True)
+@pytest.mark.parametrize(("operation", "method", "suffix"), SERVER_KILL_POINTS)
+def test_a_killed_write_run_again_equals_a_clean_run_server(
+        forkserver: ForkServerContext, milvus_uri: str, operation: str, method: str,
+        suffix: str | None) -> None:
+    killed_then_rerun_equals_clean(forkserver, milvus_uri, operation, method, suffix)

@@ -1,0 +1,160 @@
+"""close(), aclose() and the context managers; releasing a Milvus Lite file for other processes.
+
+Milvus Lite serves a .db path from an in-process server that holds an flock on
+``{path}/LOCK``: these tests check the lock itself, and open the file from a second process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import fcntl
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+from tests.fakes import HashEmbedding
+
+REPO = Path(__file__).resolve().parents[1]
+DATA = [("Euler was a student of Johann Bernoulli.",
+         [("Euler", "was a student of", "Johann Bernoulli")])]
+QUESTION = "Who taught Euler?"
+CLOSED = r"is closed: close\(\) was called"
+
+# Opens the index (argv[1]) in another process and prints the top passage; exit code 3 and
+# the message when the package refuses to open it.
+CHILD = """
+import sys
+from tests.fakes import HashEmbedding
+from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+try:
+    index = GraphRAGIndex(uri=sys.argv[1], embed_model=HashEmbedding(dim=64))
+except MilvusStoreError as exc:
+    print(exc)
+    sys.exit(3)
+with index:
+    print(index.as_retriever().retrieve(sys.argv[2])[0].node.get_content())
+"""
+
+
+def build(path: Path) -> GraphRAGIndex:
+    return GraphRAGIndex.from_triplets(DATA, uri=str(path), embed_model=HashEmbedding(dim=64))
+
+
+def lite_file_is_locked(path: Path) -> bool:
+    """True when someone holds Milvus Lite's flock on the file (this process included: an
+    flock on a new open file conflicts with the server's)."""
+    fd = os.open(path / "LOCK", os.O_RDWR)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError:
+        return True
+    finally:
+        os.close(fd)  # closing the descriptor drops a lock taken here
+    return False
+
+
+def open_in_other_process(path: Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-c", CHILD, str(path), QUESTION], cwd=REPO,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> Path:
+    return tmp_path / "graph.db"
+
+
+def test_another_process_is_told_why_and_opens_the_file_after_close(db: Path) -> None:
+    index = build(db)
+    held = open_in_other_process(db)
+    assert held.returncode == 3, held.stderr
+    message = held.stdout
+    assert f"Milvus Lite file {str(db)!r} is held by another process" in message
+    assert "one process per file" in message
+    assert "index.close()" in message and "uri" in message
+    # the package says it all: milvus_lite's own traceback of the failed start is dropped
+    assert "Failed to start MilvusLite server" not in held.stderr
+
+    index.close()
+    assert not lite_file_is_locked(db)
+    opened = open_in_other_process(db)  # while this process lives on
+    assert opened.returncode == 0, opened.stdout + opened.stderr
+    assert opened.stdout.strip() == "Euler was a student of Johann Bernoulli."
+
+
+def test_close_is_idempotent_and_any_later_use_raises_the_package_error(db: Path) -> None:
+    index = build(db)
+    retriever = index.as_retriever()
+    naive = index.as_naive_retriever()
+    assert retriever.retrieve(QUESTION)
+    index.close()
+    index.close()
+    asyncio.run(index.aclose())
+    assert index.closed
+
+    uses = {
+        "graph retriever": lambda: retriever.retrieve(QUESTION),
+        "async graph retriever": lambda: asyncio.run(retriever.aretrieve(QUESTION)),
+        "naive retriever": lambda: naive.retrieve(QUESTION),
+        "new retriever": lambda: index.as_retriever().retrieve(QUESTION),
+        "new naive retriever": lambda: index.as_naive_retriever(),
+        "graph": lambda: index.refresh(),
+        "insert": lambda: index.insert_triplets(DATA),
+        "store": lambda: index.store.client,
+    }
+    for name, use in uses.items():
+        with pytest.raises(MilvusStoreError, match=CLOSED):
+            use()
+            pytest.fail(f"{name} worked after close()")
+
+
+def test_context_manager_closes_and_releases_the_file(db: Path) -> None:
+    build(db).close()
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        assert lite_file_is_locked(db)
+        assert index.as_retriever().retrieve(QUESTION)
+    assert index.closed
+    assert not lite_file_is_locked(db)
+    with pytest.raises(MilvusStoreError, match=CLOSED):
+        index.as_retriever().retrieve(QUESTION)
+
+    # the file opens again in this process too
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as again:
+        assert again.as_retriever().retrieve(QUESTION)
+
+
+def test_async_context_manager_closes_and_releases_the_file(db: Path) -> None:
+    build(db).close()
+
+    async def use() -> GraphRAGIndex:
+        async with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+            assert await index.as_retriever().aretrieve(QUESTION)
+            assert await index.as_naive_retriever().aretrieve(QUESTION)
+        with pytest.raises(MilvusStoreError, match=CLOSED):
+            await index.as_retriever().aretrieve(QUESTION)
+        return index
+
+    assert asyncio.run(use()).closed
+    assert not lite_file_is_locked(db)
+
+
+def test_file_stays_open_while_another_index_of_this_process_uses_it(db: Path) -> None:
+    first = build(db)
+    second = GraphRAGIndex(uri=str(db), collection_prefix="other",
+                           embed_model=HashEmbedding(dim=64))
+    second.insert_triplets(DATA)
+    first.close()
+    assert lite_file_is_locked(db)
+    assert second.as_retriever().retrieve(QUESTION)
+    second.close()
+    assert not lite_file_is_locked(db)
+
+
+def test_other_connect_failures_are_not_blamed_on_another_process(tmp_path: Path) -> None:
+    with pytest.raises(MilvusStoreError, match="failed to connect") as caught:
+        GraphRAGIndex(uri=str(tmp_path / "missing" / "graph.db"),
+                      embed_model=HashEmbedding(dim=64))
+    assert "another process" not in str(caught.value)

@@ -36,6 +36,9 @@ from llama_index_graphrag_milvus.retrieval.bridge import (
 from tests.conftest import FAMILY
 from tests.fakes import ScriptedLLM
 
+# Argument checks do not depend on the backend.
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
 
@@ -248,6 +251,7 @@ def test_a_graph_without_relations_still_answers_by_similarity(
     ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be in"),
     ({"similarity_top_k": True}, "similarity_top_k must be a positive integer"),
 ])
+@LITE_ONLY
 def test_bad_method_arguments_are_refused(family_index: GraphRAGIndex,
                                           kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):

@@ -26,6 +26,9 @@ from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
 
+# Backend-independent logic (parsing, validation, naming) runs on Lite only, to keep the suite fast.
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
 MakeIndex = Callable[..., GraphRAGIndex]
 
 
@@ -71,6 +74,7 @@ def test_reingesting_the_same_input_duplicates_nothing(make_index: MakeIndex) ->
     assert retrieved(index) == first
 
 
+@LITE_ONLY
 def test_entity_names_are_normalized_for_identity_but_shown_as_written(
         make_index: MakeIndex) -> None:
     index = make_index([
@@ -151,6 +155,7 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
     assert fast.incidence[person_0].nnz == 4 + 3 + 1
 
 
+@LITE_ONLY
 def test_collection_prefixes_keep_graphs_apart(make_index: MakeIndex, milvus_uri: str) -> None:
     make_index(collection_prefix="first")
     other = make_index(FAMILY[:1], collection_prefix="second")
@@ -182,6 +187,7 @@ def extraction_script(prompt: str) -> str:
     return "I could not find any triplets."
 
 
+@LITE_ONLY
 def test_from_documents_extracts_triplets_with_an_llm(milvus_uri: str, caplog) -> None:
     documents = [Document(text="Leonhard Euler was a student of Johann Bernoulli."),
                  Document(text="Daniel Bernoulli was the son of Johann Bernoulli."),
@@ -199,6 +205,7 @@ def test_from_documents_extracts_triplets_with_an_llm(milvus_uri: str, caplog) -
     assert "Daniel Bernoulli was the son of Johann Bernoulli." in texts
 
 
+@LITE_ONLY
 def test_from_documents_accepts_core_path_extractors(milvus_uri: str) -> None:
     llm = ScriptedLLM(lambda prompt: "(Leonhard Euler, was a student of, Johann Bernoulli)\n"
                                      "(Leonhard Euler, was born in, Basel)")
@@ -215,6 +222,7 @@ def test_from_documents_accepts_core_path_extractors(milvus_uri: str) -> None:
     assert "nodes" not in hit.node.metadata and "relations" not in hit.node.metadata
 
 
+@LITE_ONLY
 def test_nodes_without_triplets_are_still_stored_as_passages(make_index: MakeIndex) -> None:
     index = make_index([*FAMILY, ("A passage with no triplets at all.", [])])
     assert counts(index)[2] == 5
@@ -225,6 +233,7 @@ def test_nodes_without_triplets_are_still_stored_as_passages(make_index: MakeInd
 # ---------------------------------------------------------------------- bad input
 
 
+@LITE_ONLY
 def test_triplets_with_empty_or_wrong_parts_are_skipped_and_counted(
         make_index: MakeIndex, caplog) -> None:
     with caplog.at_level(logging.WARNING):
@@ -240,6 +249,7 @@ def test_triplets_with_empty_or_wrong_parts_are_skipped_and_counted(
     ("x" * 70000, "70000 bytes"),
     (42, "expected a str or a LlamaIndex node"),
 ])
+@LITE_ONLY
 def test_bad_passages_raise_before_anything_is_written(
         family_index: GraphRAGIndex, passage: object, match: str) -> None:
     before = counts(family_index)
@@ -284,6 +294,7 @@ def test_query_on_an_empty_index(milvus_uri: str) -> None:
         index.as_retriever().retrieve("Euler")
 
 
+@LITE_ONLY
 def test_query_on_passages_without_relations(make_index: MakeIndex) -> None:
     index = make_index([("Only a passage.", [])])
     with pytest.raises(EmptyIndexError, match="no relations"):  # k-hop needs relations

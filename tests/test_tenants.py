@@ -12,6 +12,9 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.filters import to_milvus_expression
 
+# The real kills on a server are in tests/test_kills.py; this simulated one runs on Lite only.
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
 HOSTILE = 'acme" or tenant_id != "'
 TENANTS = ["acme", "globex", HOSTILE, "back\\slash\\", "o'brien"]
 
@@ -120,6 +123,7 @@ def snapshot(index: GraphRAGIndex) -> dict[str, list[tuple]]:
     return result
 
 
+@LITE_ONLY
 def test_a_write_killed_midway_and_run_again_equals_a_clean_run(
         make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
     clean = make_index(tenant_data(), collection_prefix="clean")

@@ -27,6 +27,7 @@ import contextvars
 import functools
 import hashlib
 import logging
+import math
 import os
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
@@ -92,7 +93,12 @@ def _part_text(part: Any) -> str | None:
     string Milvus cannot store (lone surrogates, not valid UTF-8) is ``None``."""
     if isinstance(part, str):
         return part if is_utf8(part) else None
-    if isinstance(part, (int, float)) and not isinstance(part, bool):
+    if isinstance(part, int) and not isinstance(part, bool):
+        try:
+            return str(part)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            return None
+    if isinstance(part, float) and math.isfinite(part):  # NaN, infinities: no entity
         return str(part)
     return None
 

@@ -26,7 +26,10 @@ from llama_index.core.vector_stores import (
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.store import quote
 
-_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
+_FIELDS = frozenset({"id", "text", "embedding"})
+"""Fields of the passage collection, not metadata: Milvus would compare the field itself."""
+_INT64 = (-(2**63), 2**63 - 1)
 _COMPARISONS = {
     FilterOperator.EQ: "==", FilterOperator.NE: "!=", FilterOperator.GT: ">",
     FilterOperator.GTE: ">=", FilterOperator.LT: "<", FilterOperator.LTE: "<=",
@@ -37,6 +40,11 @@ def _literal(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
+        if not _INT64[0] <= value <= _INT64[1]:
+            raise InvalidInputError(
+                f"metadata filter value {value} is outside the 64-bit integers Milvus "
+                "compares; use a bound within -2**63 .. 2**63 - 1."
+            )
         return repr(value)
     if isinstance(value, float):
         if not math.isfinite(value):
@@ -58,6 +66,11 @@ def _condition(item: MetadataFilter) -> str:
         raise InvalidInputError(
             f"metadata filter key {item.key!r} is not a plain identifier (letters, digits, "
             "underscores): rename the metadata key."
+        )
+    if item.key in _FIELDS:
+        raise InvalidInputError(
+            f"metadata filter key {item.key!r} names a field of the passage collection "
+            f"({', '.join(sorted(_FIELDS))}), not metadata: rename the metadata key."
         )
     if item.operator in _COMPARISONS:
         return f"{item.key} {_COMPARISONS[item.operator]} {_literal(item.value)}"
@@ -83,9 +96,22 @@ def to_milvus_expression(filters: MetadataFilters) -> str:
     ...     MetadataFilter(key="year", value=2000, operator=">")])))
     not (tenant_id == "acme" or year > 2000)
     """
-    parts = [to_milvus_expression(f) if isinstance(f, MetadataFilters) else _condition(f)
+    if not isinstance(filters, MetadataFilters):
+        hint = (": wrap it, MetadataFilters(filters=[...])"
+                if isinstance(filters, MetadataFilter) else "")
+        raise InvalidInputError(
+            f"filters must be a llama_index MetadataFilters, got {type(filters).__name__}{hint}")
+    return _expression(filters, nested=False)
+
+
+def _expression(filters: MetadataFilters, nested: bool) -> str:
+    parts = [_expression(f, nested=True) if isinstance(f, MetadataFilters) else _condition(f)
              for f in filters.filters]
     if not parts:
+        if nested:  # Milvus has no literal for an empty group (true in AND, false in OR)
+            raise InvalidInputError(
+                "a nested MetadataFilters holds no filter; remove it (an empty top-level "
+                "MetadataFilters means no filtering).")
         return ""
     condition = filters.condition or FilterCondition.AND
     if condition == FilterCondition.NOT:

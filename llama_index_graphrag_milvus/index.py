@@ -38,6 +38,7 @@ from llama_index_graphrag_milvus.ingestion import (
 )
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
 
@@ -103,6 +104,7 @@ class GraphRAGIndex:
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
+        positive_int("hub_degree", hub_degree)
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs)

@@ -9,6 +9,7 @@ writes are upserts, a relation's passage links are merged with the stored ones).
 
 from __future__ import annotations
 
+import json
 import logging
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -17,6 +18,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
+from pydantic_core import to_jsonable_python
 
 from llama_index_graphrag_milvus.deletion import drop_stale_links
 from llama_index_graphrag_milvus.errors import InvalidInputError
@@ -103,6 +105,14 @@ def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[
             "a Milvus VARCHAR holds; split long documents first, for example with "
             "SentenceSplitter(chunk_size=1024)."
         )
+    try:  # what Milvus stores: the JSON form pydantic gives (dates as text...), UTF-8
+        json.dumps(to_jsonable_python(metadata), ensure_ascii=False, allow_nan=False).encode()
+    except (TypeError, ValueError) as exc:  # PydanticSerializationError, UnicodeEncodeError
+        raise InvalidInputError(
+            f"the metadata of passage {position} cannot be stored as JSON ({exc}); use "
+            "strings, finite numbers, booleans, None, and lists or dicts of them, with text "
+            "UTF-8 can encode (no lone surrogates such as '\\ud800')."
+        ) from exc
     document_id = source.node_id if source is not None else None
     identity = identity_key(identity_metadata(metadata, identity_keys))
     node = TextNode(id_=passage_id(text, document_id, identity), text=text, metadata=metadata,
@@ -122,14 +132,25 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]],
     with the triplets of both.
 
     Raises:
-        InvalidInputError: a passage is not text, is empty, or is longer than Milvus allows.
-            Nothing has been written then.
+        InvalidInputError: ``items`` is not a list of pairs; a passage is not text, is
+            empty, is longer than Milvus allows, or has metadata that cannot be stored as
+            JSON. Nothing has been written then.
     """
     passages: dict[str, TextNode] = {}
     entities: dict[str, str] = {}
     relations: dict[str, PlannedRelation] = {}
     dropped = 0
-    for position, (passage, raw_triplets) in enumerate(items):
+    if isinstance(items, (str, bytes)) or not isinstance(items, Iterable):
+        raise InvalidInputError(
+            f"data must be a list of (passage, triplets) pairs, got a {type(items).__name__}: "
+            "for example [('Euler was born in Basel.', [('Euler', 'born in', 'Basel')])].")
+    for position, pair in enumerate(items):
+        if isinstance(pair, (str, bytes)) or not isinstance(pair, Sequence) or len(pair) != 2:
+            raise InvalidInputError(
+                f"item {position} of data is {pair!r:.100}; expected a (passage, triplets) "
+                "pair such as ('Euler was born in Basel.', [('Euler', 'born in', 'Basel')]). "
+                "Nothing has been written.")
+        passage, raw_triplets = pair
         node = _passage_node(position, passage, identity_keys)
         if raw_triplets is None or isinstance(raw_triplets, (str, bytes)) or not isinstance(
                 raw_triplets, Iterable):

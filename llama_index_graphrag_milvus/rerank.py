@@ -13,6 +13,7 @@ import asyncio
 import contextvars
 import logging
 import re
+import threading
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
@@ -20,7 +21,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, SerializeAsAny
+from llama_index.core.bridge.pydantic import Field, SerializeAsAny, ValidationError
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.llms.llm import LLM
@@ -140,6 +141,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
     timeout: float | None = Field(
         default=120.0,
         gt=0,
+        le=threading.TIMEOUT_MAX,  # longer waits overflow the worker thread's lock
         description="Seconds to wait for the LLM before keeping the incoming order; None "
         "waits as long as the LLM client does.",
     )
@@ -150,7 +152,13 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
 
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
-        super().__init__(**kwargs)
+        try:
+            super().__init__(**kwargs)
+        except ValidationError as exc:
+            raise InvalidInputError(
+                f"GraphRelationRerank arguments rejected: {exc}\nFix the arguments listed: "
+                "top_n and max_selected_relations are integers > 0, timeout is seconds > 0 "
+                "(or None).") from exc
 
     @classmethod
     def class_name(cls) -> str:

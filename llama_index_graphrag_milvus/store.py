@@ -57,7 +57,9 @@ MAX_PASSAGES_PER_RELATION = 4096
 """Milvus' largest ARRAY capacity: a relation links to at most this many passages."""
 WRITE_BATCH_SIZE = 1000
 METRIC = "COSINE"
-_PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}$")
+CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
+"""The Milvus consistency levels ``consistency_level`` accepts."""
+_PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\Z")  # \Z: no trailing newline
 _PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
 _RELATION_GRAPH_FIELDS = ["id", "subject_id", "object_id", "passage_ids", "embedding"]
 _RANGE_ROWS = 16384
@@ -396,6 +398,14 @@ class MilvusGraphStore:
         client_kwargs: dict[str, Any] | None = None,
     ) -> None:
         self.prefix = validate_collection_prefix(collection_prefix)
+        if not isinstance(uri, str) or not uri.strip():
+            raise InvalidInputError(
+                f"uri must be a Milvus Lite file path ending in .db or a server URL, got "
+                f"{uri!r}: for example uri='./graphrag.db' or uri='http://localhost:19530'.")
+        if not isinstance(consistency_level, str) or consistency_level not in CONSISTENCY_LEVELS:
+            raise InvalidInputError(
+                f"consistency_level must be one of {', '.join(CONSISTENCY_LEVELS)} (as "
+                f"written), got {consistency_level!r}.")
         self.uri = uri
         self._token = token
         self._client_kwargs = dict(client_kwargs or {})

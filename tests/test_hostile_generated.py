@@ -39,12 +39,14 @@ from llama_index.core.vector_stores import (
     MetadataFilters,
 )
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+from pydantic_core import to_jsonable_python
 
 from llama_index_graphrag_milvus import (
     GraphRAGError,
     GraphRAGIndex,
     GraphRelationRerank,
 )
+from llama_index_graphrag_milvus.extraction import is_utf8
 from llama_index_graphrag_milvus.retrieval.pcst import SUBGRAPH_NODE_PREFIX
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
@@ -196,16 +198,8 @@ CONSTRUCTOR_EXTRAS: list[tuple[str, Any]] = [
 """Values close to legal ones (a trailing newline, a lower-case level...)."""
 
 
-@pytest.mark.parametrize(("argument", "value"), CONSTRUCTOR_EXTRAS, ids=repr)
-def test_constructor_near_misses(index: GraphRAGIndex, db: str, argument: str,
-                                 value: Any) -> None:
-    test_constructor(index, db, argument, "", value)
-
-
-@pytest.mark.parametrize("argument", CONSTRUCTOR_ARGS)
-@pytest.mark.parametrize(("name", "value"), cases())
-def test_constructor(index: GraphRAGIndex, db: str, argument: str, name: str,
-                     value: Any) -> None:
+def check_constructor(index: GraphRAGIndex, db: str, argument: str, value: Any) -> None:
+    """Reopen ``index`` with one hostile argument: refused, or a working index."""
     kwargs: dict[str, Any] = {"uri": db, "embed_model": HashEmbedding(dim=64), argument: value}
     ok, opened = attempt(lambda: GraphRAGIndex(**kwargs))
     if not ok:
@@ -218,6 +212,19 @@ def test_constructor(index: GraphRAGIndex, db: str, argument: str, name: str,
     finally:
         opened.close()
     assert_answers(index)
+
+
+@pytest.mark.parametrize("argument", CONSTRUCTOR_ARGS)
+@pytest.mark.parametrize(("name", "value"), cases())
+def test_constructor(index: GraphRAGIndex, db: str, argument: str, name: str,
+                     value: Any) -> None:
+    check_constructor(index, db, argument, value)
+
+
+@pytest.mark.parametrize(("argument", "value"), CONSTRUCTOR_EXTRAS, ids=repr)
+def test_constructor_near_misses(index: GraphRAGIndex, db: str, argument: str,
+                                 value: Any) -> None:
+    check_constructor(index, db, argument, value)
 
 
 # ---------------------------------------------------------------------- writes
@@ -243,6 +250,20 @@ WRITES: dict[str, Callable[[Any], Any]] = {
 """Where the bad value goes in ``insert_triplets(data)``."""
 
 
+def legal_part(value: Any) -> bool:
+    """Whether the README says ``value`` makes a triplet part (else the triplet is skipped)."""
+    if isinstance(value, str):
+        return bool(value.strip()) and is_utf8(value) and len(value.encode()) <= 2048
+    return (isinstance(value, int) and not isinstance(value, bool)) or (
+        isinstance(value, float) and math.isfinite(value))
+
+
+def stored(target: GraphRAGIndex, text: str) -> list[Any]:
+    """The stored passages with this text (nodes, metadata included)."""
+    hits = target.as_naive_retriever(similarity_top_k=1000).retrieve("Ada notes")
+    return [h.node for h in hits if h.node.get_content() == text]
+
+
 @pytest.mark.parametrize("where", list(WRITES))
 @pytest.mark.parametrize(("name", "value"), cases())
 def test_insert_triplets(scratch: GraphRAGIndex, where: str, name: str, value: Any) -> None:
@@ -251,11 +272,23 @@ def test_insert_triplets(scratch: GraphRAGIndex, where: str, name: str, value: A
     after = counts(scratch)
     if not ok:
         assert after == before, "a refused write changed the stored content"
-    else:  # at most the case's passage and triplet (an upsert may also drop stale links)
-        assert stats.passages <= 1 and stats.relations <= 1, stats
-        assert before[2] <= after[2] <= before[2] + stats.passages, (before, after, stats)
-        assert after[1] <= before[1] + stats.relations, (before, after, stats)
-        assert after[0] <= before[0] + stats.new_entities, (before, after, stats)
+        assert_answers(scratch)
+        return
+    # at most the case's passage and triplet (an upsert may also drop stale links)
+    assert stats.passages <= 1 and stats.relations <= 1, stats
+    assert before[2] <= after[2] <= before[2] + stats.passages, (before, after, stats)
+    assert after[1] <= before[1] + stats.relations, (before, after, stats)
+    assert after[0] <= before[0] + stats.new_entities, (before, after, stats)
+    if where in ("subject", "predicate", "object"):  # kept or skipped as the README says
+        kept = legal_part(value)
+        assert (stats.relations, stats.dropped_triplets) == (int(kept), int(not kept))
+    if where == "passage":  # stored as given
+        assert len(stored(scratch, value)) == 1
+    if where in ("tenant_id", "nested_metadata"):  # metadata comes back in its JSON form
+        want = to_jsonable_python(value)
+        got = [node.metadata.get("tenant_id") if where == "tenant_id"
+               else node.metadata.get("extra") for node in stored(scratch, fine_node().text)]
+        assert (want if where == "tenant_id" else {"inner": [want]}) in got
     assert_answers(scratch)
 
 
@@ -328,6 +361,8 @@ RETRIEVER_ARGS: dict[str, str | None] = {
     "filters": "bridge",
     "ner_prompt": "passage",
     "llm": "passage",
+    "callback_manager": None,
+    "verbose": None,
 }
 """Each retriever argument and the method that reads it (a successful hostile value is then
 used by the retrieve that follows)."""
@@ -367,6 +402,7 @@ QUERY_EXTRAS: dict[str, Any] = {
     "bundle_numpy_vector": QueryBundle(query_str=QUESTION,
                                        embedding=np.full(64, 0.125)),  # type: ignore[arg-type]
     "bundle_nested_vector": QueryBundle(query_str=QUESTION, embedding=[[0.1] * 64]),
+    "bundle_huge_int_vector": QueryBundle(query_str=QUESTION, embedding=[10**400] * 64),
 }
 QUERIES = {**BAD, **QUERY_EXTRAS}
 
@@ -416,8 +452,17 @@ def stored_metadata() -> dict[str, dict[str, Any]]:
 
 
 def expected_texts(filters: Any) -> set[str] | None:
-    """The passages core's own filter function keeps (``None`` when it cannot judge)."""
+    """The passages core's own filter function keeps (``None`` when it cannot judge).
+
+    One difference, on purpose: ``IN``/``NIN`` with a single string means ``[string]`` here,
+    where core's function tests for a substring of it."""
     meta = stored_metadata()
+    if isinstance(filters, MetadataFilters):
+        filters = filters.model_copy(update={"filters": [
+            f.model_copy(update={"value": [f.value]})
+            if isinstance(f, MetadataFilter) and isinstance(f.value, str)
+            and f.operator in (FilterOperator.IN, FilterOperator.NIN) else f
+            for f in filters.filters]})
     try:
         keep = build_metadata_filter_fn(meta.__getitem__, filters)
         return {text for text in meta if keep(text)}

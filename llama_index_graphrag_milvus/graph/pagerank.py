@@ -19,6 +19,7 @@ Node weights (the edges of the local graph, symmetric):
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,11 +48,17 @@ class PageRankConfig:
     passage_edge_weight: float = 1.0
 
     def __post_init__(self) -> None:
+        for name in ("damping", "tolerance", "passage_edge_weight"):
+            value = getattr(self, name)
+            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
+                    -math.inf < value < math.inf):
+                raise InvalidInputError(f"ppr {name} must be a finite number, got {value!r}")
         if not 0.0 <= self.damping < 1.0:
             raise InvalidInputError(f"ppr damping must be in [0, 1), got {self.damping!r}")
         if not self.tolerance > 0:
             raise InvalidInputError(f"ppr tolerance must be positive, got {self.tolerance!r}")
-        if not isinstance(self.max_iterations, int) or self.max_iterations < 1:
+        if (not isinstance(self.max_iterations, int) or isinstance(self.max_iterations, bool)
+                or self.max_iterations < 1):
             raise InvalidInputError(
                 f"ppr max_iterations must be a positive integer, got {self.max_iterations!r}")
         if not self.passage_edge_weight >= 0:

@@ -79,7 +79,8 @@ class PCSTConfig:
             value = getattr(self, name)
             if not isinstance(value, int) or isinstance(value, bool) or value < 0:
                 raise InvalidInputError(f"pcst_{name} must be an integer >= 0, got {value!r}")
-        if not isinstance(self.edge_cost, (int, float)) or not self.edge_cost >= 0:
+        if (not isinstance(self.edge_cost, (int, float)) or isinstance(self.edge_cost, bool)
+                or not self.edge_cost >= 0):
             raise InvalidInputError(
                 f"pcst_edge_cost must be a number >= 0, got {self.edge_cost!r}")
 

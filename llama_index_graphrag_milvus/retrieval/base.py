@@ -6,6 +6,7 @@ ranks passages. The query, its vector, the filters and the seed searches come fr
 
 from __future__ import annotations
 
+import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -75,6 +76,13 @@ class SeedConfig:
     relation_search: str = "auto"
 
     def __post_init__(self) -> None:
+        for name, value in (("entity_similarity_threshold", self.entity_threshold),
+                            ("relation_similarity_threshold", self.relation_threshold)):
+            if value is not None and (isinstance(value, bool) or not isinstance(
+                    value, (int, float)) or not -math.inf < value < math.inf):
+                raise InvalidInputError(
+                    f"{name} must be None or a cosine similarity (a number, usually between "
+                    f"-1 and 1), got {value!r}")
         if self.relation_search not in RELATION_SEARCHES:
             raise InvalidInputError(
                 f"relation_search must be one of {', '.join(RELATION_SEARCHES)}; got "

@@ -27,7 +27,10 @@ from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,
+    check_vector,
+    given_vector,
 )
+from llama_index_graphrag_milvus.store import _milvus_errors
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.store import MilvusGraphStore
@@ -47,6 +50,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             refuses (see :mod:`llama_index_graphrag_milvus.filters`), or comes with
             ``node_ids``, ``doc_ids`` or a ``string_expr`` of its own, which
             ``MilvusVectorStore`` would let override it.
+        MilvusStoreError: the search failed in Milvus (the pymilvus error is chained).
     """
 
     def __init__(self, store: MilvusGraphStore, index: VectorStoreIndex,
@@ -71,17 +75,22 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             vector_store_kwargs=store_kwargs, **kwargs)
 
     def _checked(self, query_bundle: QueryBundle, vector: list[float]) -> QueryBundle:
+        vector = check_vector(vector)
         self._graph_store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector
         return query_bundle
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
-        vector = query_bundle.embedding or self._embed_model.get_query_embedding(query)
-        return super()._retrieve(self._checked(query_bundle, vector))
+        vector = given_vector(query_bundle) or self._embed_model.get_query_embedding(query)
+        checked = self._checked(query_bundle, vector)
+        with _milvus_errors(f"search {self._graph_store.passage_collection}"):
+            return super()._retrieve(checked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
-        vector = (query_bundle.embedding
+        vector = (given_vector(query_bundle)
                   or await self._embed_model.aget_query_embedding(query))
-        return await super()._aretrieve(self._checked(query_bundle, vector))
+        checked = self._checked(query_bundle, vector)
+        with _milvus_errors(f"search {self._graph_store.passage_collection}"):
+            return await super()._aretrieve(checked)

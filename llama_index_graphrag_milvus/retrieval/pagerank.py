@@ -144,9 +144,10 @@ class PageRankRetrieval(RetrievalMethod):
 
     def __init__(self, expansion: ExpansionConfig, config: PageRankConfig,
                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> None:
-        if not 0.0 <= passage_weight <= 1.0:
+        if isinstance(passage_weight, bool) or not isinstance(passage_weight, (int, float)) \
+                or not 0.0 <= passage_weight <= 1.0:
             raise InvalidInputError(
-                f"ppr_passage_weight must be in [0, 1], got {passage_weight!r}")
+                f"ppr_passage_weight must be a number in [0, 1], got {passage_weight!r}")
         self.expansion = expansion
         self.config = config
         self.passage_weight = passage_weight

@@ -37,6 +37,7 @@ from typing import Any, ClassVar
 import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.graph.pcst import (
     PCSTConfig,
@@ -190,9 +191,12 @@ class PCSTRetrieval(RetrievalMethod):
 
     def __init__(self, expansion: ExpansionConfig, config: PCSTConfig,
                  subgraph_node: bool = False, solver: Solver | None = None) -> None:
+        if not isinstance(subgraph_node, bool):
+            raise InvalidInputError(
+                f"pcst_subgraph_node must be True or False, got {subgraph_node!r}")
         self.expansion = expansion
         self.config = config
-        self.subgraph_node = bool(subgraph_node)
+        self.subgraph_node = subgraph_node
         self.solver = solver
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:

@@ -45,6 +45,8 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     DEFAULT_SIMILARITY_TOP_K,
     CheckedQueryMixin,
     check_query,
+    check_vector,
+    given_vector,
 )
 
 if TYPE_CHECKING:
@@ -204,7 +206,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "passage": KHopRetrieval(expansion, "passage"),
             "relation": KHopRetrieval(expansion, "relation"),
         }
-        if passage_scoring not in methods:
+        if not isinstance(passage_scoring, str) or passage_scoring not in methods:
             raise InvalidInputError(
                 f"passage_scoring must be one of {', '.join(PASSAGE_SCORINGS)}; got "
                 f"{passage_scoring!r}")
@@ -213,6 +215,18 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             load_solver()  # a missing extra fails here, with the command that installs it
         self._settings = {k: v for method in methods.values()
                           for k, v in method.describe().items()}
+        if llm is not None and not isinstance(llm, LLM):
+            raise InvalidInputError(
+                f"llm must be a llama_index LLM (for query NER) or None, got "
+                f"{type(llm).__name__}")
+        if callback_manager is not None and not isinstance(callback_manager, CallbackManager):
+            raise InvalidInputError(
+                f"callback_manager must be a llama_index CallbackManager or None, got "
+                f"{type(callback_manager).__name__}")
+        if ner_prompt is not None and not isinstance(ner_prompt, BasePromptTemplate):
+            raise InvalidInputError(
+                f"ner_prompt must be a PromptTemplate with {{query_str}} or None, got "
+                f"{type(ner_prompt).__name__}: wrap the text, PromptTemplate(text)")
         self._index = index
         self._llm = llm
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
@@ -245,6 +259,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
 
     def _context(self, query: str, vector: list[float], query_bundle: QueryBundle
                  ) -> QueryContext:
+        vector = check_vector(vector)
         self._index.store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         return QueryContext(query, list(vector), self._similarity_top_k, self._where)
@@ -252,7 +267,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         self._check_not_empty()
-        vector = (query_bundle.embedding
+        vector = (given_vector(query_bundle)
                   or self._index.embed_model.get_query_embedding(query))
         driver = SyncDriver(self._index, self._llm, self._ner_prompt)
         return driver.run(self._method.plan(self._context(query, vector, query_bundle),
@@ -261,7 +276,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         self._check_not_empty()
-        vector = (query_bundle.embedding
+        vector = (given_vector(query_bundle)
                   or await self._index.embed_model.aget_query_embedding(query))
         driver = AsyncDriver(self._index, self._llm, self._ner_prompt)
         return await driver.run(self._method.plan(self._context(query, vector, query_bundle),

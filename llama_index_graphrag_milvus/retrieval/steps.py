@@ -7,7 +7,8 @@ those relations, and the ``NodeWithScore`` results with ``metadata["graphrag_rel
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Mapping, Sequence, Sized
 from dataclasses import dataclass
 from typing import Any
 
@@ -85,6 +86,31 @@ def check_query(query_bundle: QueryBundle) -> str:
             "the query is empty or whitespace; pass the question as a non-empty string."
         )
     return query.strip()
+
+
+def check_vector(vector: Any) -> list[float]:
+    """The query vector as floats; :class:`InvalidInputError` unless it is a sequence of
+    finite numbers (a ``QueryBundle.embedding`` given by the caller, or a broken model's)."""
+    try:
+        values = [float(x) for x in vector]
+    except (TypeError, ValueError, OverflowError) as exc:
+        raise InvalidInputError(
+            f"the query vector must be a list of numbers, got {str(vector)[:80]}; set "
+            "QueryBundle.embedding to the embedding model's vector, or leave it None.") from exc
+    if not all(math.isfinite(x) for x in values):
+        raise InvalidInputError(
+            "the query vector holds NaN or infinite values; set QueryBundle.embedding to the "
+            "embedding model's vector, or leave it None (check the embedding model).")
+    return values
+
+
+def given_vector(query_bundle: QueryBundle) -> list[float] | None:
+    """``query_bundle.embedding`` checked by :func:`check_vector` (a list or a numpy
+    array); ``None`` when it is not set or empty: the retriever embeds the query then."""
+    embedding: Any = query_bundle.embedding
+    if embedding is None or (isinstance(embedding, Sized) and len(embedding) == 0):
+        return None
+    return check_vector(embedding)
 
 
 def parse_ner(raw: str | BaseException) -> list[str]:

@@ -94,6 +94,19 @@ class CandidateList:
         return "\n".join(f"[{i}] {text}" for i, text in enumerate(self.texts, start=1))
 
 
+def strip_echo(answer: str, prompt: str) -> str:
+    """``answer`` without an echo of ``prompt``: what follows its last occurrence. Some
+    completion endpoints, and core's ``MockLLM``, repeat the prompt, whose one-shot example
+    would otherwise be read as the choice.
+
+    >>> strip_echo('Example: {"useful_relationships": [7]} Answer:' + ' {"x": 1}',
+    ...            'Example: {"useful_relationships": [7]} Answer:')
+    ' {"x": 1}'
+    """
+    at = answer.rfind(prompt) if prompt else -1
+    return answer[at + len(prompt):] if at >= 0 else answer
+
+
 def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
     """Chosen relation numbers (1-based, in order, deduplicated) from the LLM answer.
 
@@ -177,12 +190,14 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         return {"query_str": query, "relations_str": candidates.render(),
                 "max_relations": self.max_selected_relations}
 
-    def _selection(self, raw: str | BaseException, candidates: CandidateList) -> list[int]:
+    def _selection(self, raw: str | BaseException, candidates: CandidateList,
+                   prompt_kwargs: dict[str, Any]) -> list[int]:
         """The chosen relation numbers, or ``[]`` (and a warning) when the LLM failed."""
         if isinstance(raw, BaseException):
             logger.warning("GraphRelationRerank: the LLM failed (%r); keeping the retriever "
                            "order", raw)
             return []
+        raw = strip_echo(raw, self.rerank_prompt.format(**prompt_kwargs))
         chosen = parse_selection(raw, len(candidates.ids))
         if chosen is None:
             logger.warning("GraphRelationRerank: no JSON useful_relationships list in the "
@@ -260,7 +275,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         finally:
             executor.shutdown(wait=False)
         return self._end(self._reorder(nodes, candidates,
-                                        self._selection(raw, candidates)))
+                                        self._selection(raw, candidates, kwargs)))
 
     async def _apostprocess_nodes(self, nodes: list[NodeWithScore],
                                   query_bundle: QueryBundle | None = None
@@ -285,4 +300,4 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         else:
             raw = task.result()  # re-raises a BaseException such as KeyboardInterrupt
         return self._end(self._reorder(nodes, candidates,
-                                        self._selection(raw, candidates)))
+                                        self._selection(raw, candidates, kwargs)))

@@ -235,6 +235,26 @@ def test_malformed_answer_keeps_incoming_order(raw: str,
     assert "no JSON useful_relationships list" in warnings[0]
 
 
+async def test_an_llm_that_echoes_the_prompt_is_not_read_as_a_choice(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """Core's MockLLM (and some completion endpoints) repeat the prompt: its one-shot example
+    ([11], [7], [1]...) must not be taken as the answer."""
+    from llama_index.core.llms import MockLLM
+
+    rerank = GraphRelationRerank(llm=MockLLM(), top_n=4)
+    with caplog.at_level(logging.WARNING, logger=RERANK_LOGGER):
+        sync = rerank.postprocess_nodes(make_nodes(), query_str=QUERY)
+        asynch = await rerank.apostprocess_nodes(make_nodes(), query_str=QUERY)
+    assert ids(sync) == ids(asynch) == ["A", "B", "C", "D"]
+    warnings = rerank_warnings(caplog)
+    assert len(warnings) == 2 and all("no JSON useful_relationships" in w for w in warnings)
+    # an echo followed by a real answer is read from the answer
+    echo_then_answer = ScriptedLLM(lambda prompt: prompt + ' {"useful_relationships": ["[3]"]}')
+    result = GraphRelationRerank(llm=echo_then_answer, top_n=1).postprocess_nodes(
+        make_nodes(), query_str=QUERY)
+    assert result[0].node.metadata["graphrag_rerank"]["relation_rank"] == 0  # chosen first
+
+
 async def test_llm_exception_keeps_incoming_order(caplog: pytest.LogCaptureFixture) -> None:
     llm = ScriptedLLM(lambda _prompt: RuntimeError("rate limited"))
     rerank = GraphRelationRerank(llm=llm, top_n=3)

@@ -248,7 +248,7 @@ def test_a_graph_without_relations_still_answers_by_similarity(
     ({"bridge_query": "replace"}, "bridge_query must be one of substitute, append"),
     ({"passage_scoring": "pagerank"}, "passage_scoring must be one of bridge, ppr"),
     ({"ppr_damping": 1.0}, "damping must be in"),
-    ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be in"),
+    ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be a number in"),
     ({"similarity_top_k": True}, "similarity_top_k must be a positive integer"),
 ])
 @LITE_ONLY

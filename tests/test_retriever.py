@@ -26,6 +26,9 @@ from llama_index_graphrag_milvus.records import (
 from tests.conftest import FAMILY
 from tests.fakes import ScriptedLLM
 
+# Parsing, argument checks and fallbacks do not depend on the backend: Lite only.
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
 
@@ -139,6 +142,7 @@ def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
     assert all(r["hop"] == 1 for h in reached for r in h.node.metadata[RELATIONS_KEY])
 
 
+@LITE_ONLY
 @pytest.mark.parametrize("answer", [
     "Sorry, I cannot help with that.",
     '{"entities": ["Euler"]}',
@@ -154,6 +158,7 @@ def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex
     assert "searching entities with the query vector" in caplog.text
 
 
+@LITE_ONLY
 def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     llm = ScriptedLLM(['```json\n{"named_entities": ["Euler", "Euler", "Basel"]}\n``` ok'])
@@ -161,6 +166,7 @@ def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkey
     assert ("graphrag_entities", 2) in spy.calls
 
 
+@LITE_ONLY
 def test_retriever_never_reaches_for_settings_llm(family_index: GraphRAGIndex,
                                                   monkeypatch) -> None:
     trap = ScriptedLLM(lambda prompt: pytest.fail("Settings.llm was called"))
@@ -169,6 +175,7 @@ def test_retriever_never_reaches_for_settings_llm(family_index: GraphRAGIndex,
     assert trap.prompts == []
 
 
+@LITE_ONLY
 @pytest.mark.parametrize("scoring", ["passage", "relation", "ppr", "bridge"])
 def test_seeds_that_reach_nothing_fall_back_to_the_passages_own_similarity(
         family_index: GraphRAGIndex, scoring: str) -> None:
@@ -205,6 +212,7 @@ def test_query_bundle_embedding_is_used(family_index: GraphRAGIndex) -> None:
     assert by_vector == by_text
 
 
+@LITE_ONLY
 @pytest.mark.parametrize("query", ["", "   \n\t"])
 def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
     with pytest.raises(InvalidInputError, match="empty or whitespace"):
@@ -213,6 +221,7 @@ def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
         asyncio.run(khop(family_index).aretrieve(query))
 
 
+@LITE_ONLY
 @pytest.mark.parametrize("kwargs, match", [
     ({"hops": -1}, "hops must be 0 or more"),
     ({"entity_top_k": 0}, "entity_top_k must be a positive integer"),
@@ -247,6 +256,7 @@ def test_async_on_a_reopened_index_builds_the_graph(family_index: GraphRAGIndex,
     assert texts(hits) == texts(khop(family_index).retrieve(QUESTION))
 
 
+@LITE_ONLY
 def test_prompts_are_customizable(family_index: GraphRAGIndex) -> None:
     from llama_index.core.prompts import PromptTemplate
 

@@ -298,11 +298,7 @@ class GraphRAGIndex:
             raise InvalidInputError(
                 f"ref_doc_id must be a non-empty string (the id of the source document, as "
                 f"node.ref_doc_id gives it), got {ref_doc_id!r}")
-        if filters is not None and not isinstance(filters, MetadataFilters):
-            raise InvalidInputError(
-                f"filters must be a llama_index MetadataFilters, got "
-                f"{type(filters).__name__}")
-        return to_milvus_expression(filters) if filters is not None else ""
+        return to_milvus_expression(filters) if filters is not None else ""  # checks them
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)

@@ -135,6 +135,19 @@ def search_relations(query: QueryContext, config: SeedConfig) -> Plan[list[Relat
     return search.finish((yield search.request(query, config)))
 
 
+def optional_instance(name: str, value: object, kind: type | tuple[type, ...], what: str
+                      ) -> None:
+    """:class:`InvalidInputError` unless ``value`` is ``None`` or a ``kind``.
+
+    >>> optional_instance("llm", "gpt-4o", int, "an LLM")
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: llm must be an LLM or None, got str
+    """
+    if value is not None and not isinstance(value, kind):
+        raise InvalidInputError(f"{name} must be {what} or None, got {type(value).__name__}")
+
+
 def positive_int(name: str, value: Any, maximum: int | None = None) -> int:
     """``value`` if it is a positive ``int`` (at most ``maximum``); else
     :class:`InvalidInputError`."""

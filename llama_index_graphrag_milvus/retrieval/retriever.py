@@ -30,6 +30,7 @@ from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
     RetrievalMethod,
     SeedConfig,
+    optional_instance,
     positive_int,
 )
 from llama_index_graphrag_milvus.retrieval.bridge import DEFAULT_MAX_BRIDGES, BridgeRetrieval
@@ -215,18 +216,11 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             load_solver()  # a missing extra fails here, with the command that installs it
         self._settings = {k: v for method in methods.values()
                           for k, v in method.describe().items()}
-        if llm is not None and not isinstance(llm, LLM):
-            raise InvalidInputError(
-                f"llm must be a llama_index LLM (for query NER) or None, got "
-                f"{type(llm).__name__}")
-        if callback_manager is not None and not isinstance(callback_manager, CallbackManager):
-            raise InvalidInputError(
-                f"callback_manager must be a llama_index CallbackManager or None, got "
-                f"{type(callback_manager).__name__}")
-        if ner_prompt is not None and not isinstance(ner_prompt, BasePromptTemplate):
-            raise InvalidInputError(
-                f"ner_prompt must be a PromptTemplate with {{query_str}} or None, got "
-                f"{type(ner_prompt).__name__}: wrap the text, PromptTemplate(text)")
+        optional_instance("llm", llm, LLM, "a llama_index LLM (for query NER)")
+        optional_instance("callback_manager", callback_manager, CallbackManager,
+                          "a llama_index CallbackManager")
+        optional_instance("ner_prompt", ner_prompt, BasePromptTemplate,
+                          "a PromptTemplate with {query_str} (wrap a text: PromptTemplate(text))")
         self._index = index
         self._llm = llm
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT

@@ -14,6 +14,10 @@ from llama_index_graphrag_milvus.deletion import delete_document
 from llama_index_graphrag_milvus.records import entity_id
 from tests.fakes import HashEmbedding, ScriptedLLM
 
+# Splitting and the simulated interruption do not depend on the backend (real kills on a
+# server: tests/test_kills.py).
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
 TRIPLETS = {
     "Euler was a student of Johann Bernoulli.": [
         ["Leonhard Euler", "was a student of", "Johann Bernoulli"]],
@@ -77,6 +81,7 @@ def all_texts(index: GraphRAGIndex, query: str) -> set[str]:
     return {h.node.get_content() for h in hits}
 
 
+@LITE_ONLY
 def test_documents_are_split_and_linked(index: GraphRAGIndex) -> None:
     # entities: Euler, Johann, Basel, Daniel; relations: student (in 2 passages), born, son
     assert counts(index) == (4, 3, 4)
@@ -132,6 +137,7 @@ def test_unknown_and_hostile_document_ids_delete_nothing(index: GraphRAGIndex) -
     assert (counts(index), signature(index)) == before
 
 
+@LITE_ONLY
 def test_an_interrupted_delete_can_be_run_again(index: GraphRAGIndex,
                                                 monkeypatch: pytest.MonkeyPatch) -> None:
     store = index.store

@@ -12,7 +12,8 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.filters import to_milvus_expression
 
-# The real kills on a server are in tests/test_kills.py; this simulated one runs on Lite only.
+# Lite only: the refused filters (checked before any query) and the simulated crash (the real
+# kills on a server are in tests/test_kills.py).
 LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 
 HOSTILE = 'acme" or tenant_id != "'
@@ -93,6 +94,7 @@ BAD_FILTERS = [
 ]
 
 
+@LITE_ONLY
 def test_bad_filters_are_refused_before_any_query(tenant_index: GraphRAGIndex) -> None:
     for filters, match in BAD_FILTERS:
         with pytest.raises(InvalidInputError, match=match):

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+import time
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -61,12 +64,16 @@ class IngestionPlan:
 
 @dataclass(frozen=True)
 class IngestionStats:
-    """What one ingestion call wrote (counts of rows upserted, triplets skipped)."""
+    """What one ingestion call wrote (counts of rows upserted, triplets skipped) and where
+    its time went (``seconds`` per stage: ``embed_passages``, ``embed_entities``,
+    ``embed_relations``, ``read_stored``, ``create``, ``write_passages``, ``write_entities``,
+    ``write_relations``, ``stale_links``, ``flush``)."""
 
     passages: int
     new_entities: int
     relations: int
     dropped_triplets: int
+    seconds: dict[str, float] = field(default_factory=dict, compare=False)
 
 
 def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[str] | str
@@ -239,37 +246,45 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     :func:`~llama_index_graphrag_milvus.deletion.drop_stale_links`). ``properties`` are
     recorded on the collections if this call creates them.
     """
-    passage_vectors = _embed(
-        embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED) for p in plan.passages],
-        show_progress,
-    )
+    seconds: dict[str, float] = {}
+    timed = partial(_timed, seconds)
+    with timed("embed_passages"):
+        passage_vectors = _embed(
+            embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
+                          for p in plan.passages], show_progress)
     if passage_vectors:
         store.check_dimension(len(passage_vectors[0]), "the embedding model")
     stored_entities: set[str] = set()
     stored_relations: dict[str, dict[str, Any]] = {}
     if store.dim is not None:
-        stored_entities = set(store.get_rows(store.entity_collection, list(plan.entities),
-                                             ["id"]))
-        stored_relations = store.get_rows(store.relation_collection, list(plan.relations),
-                                          ["passage_ids", "embedding"])
+        with timed("read_stored"):
+            stored_entities = set(store.get_rows(store.entity_collection,
+                                                 list(plan.entities), ["id"]))
+            stored_relations = store.get_rows(store.relation_collection, list(plan.relations),
+                                              ["passage_ids", "embedding"])
     new_entities = [eid for eid in plan.entities if eid not in stored_entities]
-    entity_vectors = _embed(embed_model, [plan.entities[e] for e in new_entities],
-                            show_progress)
+    with timed("embed_entities"):
+        entity_vectors = _embed(embed_model, [plan.entities[e] for e in new_entities],
+                                show_progress)
     new_relations = [rid for rid in plan.relations if rid not in stored_relations]
-    relation_vectors = dict(zip(new_relations, _embed(
-        embed_model, [plan.relations[r].triplet.text for r in new_relations], show_progress),
-        strict=True))
+    with timed("embed_relations"):
+        relation_vectors = dict(zip(new_relations, _embed(
+            embed_model, [plan.relations[r].triplet.text for r in new_relations],
+            show_progress), strict=True))
     existed = store.dim is not None
     if not existed and passage_vectors:
-        store.create(len(passage_vectors[0]), properties)
+        with timed("create"):
+            store.create(len(passage_vectors[0]), properties)
 
     for node, vector in zip(plan.passages, passage_vectors, strict=True):
         node.embedding = vector
-    store.upsert_passages(plan.passages)
-    store.upsert_rows(store.entity_collection, [
-        {"id": eid, "name": plan.entities[eid], "embedding": vector}
-        for eid, vector in zip(new_entities, entity_vectors, strict=True)
-    ])
+    with timed("write_passages"):
+        store.upsert_passages(plan.passages)
+    with timed("write_entities"):
+        store.upsert_rows(store.entity_collection, [
+            {"id": eid, "name": plan.entities[eid], "embedding": vector}
+            for eid, vector in zip(new_entities, entity_vectors, strict=True)
+        ])
     relation_rows = []
     for rid, planned in plan.relations.items():
         stored = stored_relations.get(rid)
@@ -282,11 +297,23 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
                                               planned.passage_ids, rid),
             "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
         })
-    store.upsert_rows(store.relation_collection, relation_rows)
+    with timed("write_relations"):
+        store.upsert_rows(store.relation_collection, relation_rows)
     if existed:
-        stale = drop_stale_links(store, _links(plan))
+        with timed("stale_links"):
+            stale = drop_stale_links(store, _links(plan))
         if stale.relations_updated or stale.relations_deleted:
             logger.info("ingestion: passages ingested again with other triplets: %s", stale)
-    store.flush()
+    with timed("flush"):
+        store.flush()
     return IngestionStats(len(plan.passages), len(new_entities), len(relation_rows),
-                          plan.dropped_triplets)
+                          plan.dropped_triplets, seconds)
+
+
+@contextmanager
+def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start

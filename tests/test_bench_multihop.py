@@ -583,3 +583,18 @@ def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
     table = (tmp_path / "out" / "multihop_tiny.md").read_text()
     assert "| method | passages | relations | entities |" in table
     assert "| graph pcst |" in table and " pcst ms |" in table
+
+
+def test_ingest_benchmark_reports_the_build_beside_embedding_only(
+        tmp_path: Path, embed_model: HashEmbedding) -> None:
+    from llama_index_graphrag_milvus.bench.ingest import run
+
+    report = run(str(write_dataset(tmp_path)), embed_model, str(tmp_path / "ingest.db"))
+    stages = report["build_stages_s"]
+    assert {"embed_passages", "embed_entities", "embed_relations", "create", "write_passages",
+            "write_entities", "write_relations", "flush"} <= set(stages)
+    assert all(seconds >= 0 for seconds in stages.values())
+    assert sum(stages.values()) <= report["build_s"]
+    assert set(report["embedding_only_stages_s"]) == {"passages", "entities", "relations"}
+    assert report["passages"] > 0 and report["relations"] > 0
+    assert report["build_over_embedding"] > 0

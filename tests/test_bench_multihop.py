@@ -23,7 +23,7 @@ from llama_index.core.schema import (
     TransformComponent,
 )
 
-from llama_index_graphrag_milvus import GraphRAGRetriever
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever
 from llama_index_graphrag_milvus.bench.multihop import (
     GRAPH,
     NAIVE,
@@ -598,3 +598,19 @@ def test_ingest_benchmark_reports_the_build_beside_embedding_only(
     assert set(report["embedding_only_stages_s"]) == {"passages", "entities", "relations"}
     assert report["passages"] > 0 and report["relations"] > 0
     assert report["build_over_embedding"] > 0
+
+
+def test_consistency_benchmark_measures_latency_and_own_writes(tmp_path: Path) -> None:
+    from llama_index_graphrag_milvus.bench.consistency import (
+        WordHashEmbedding,
+        measure,
+        synthetic_data,
+    )
+
+    uri, model = str(tmp_path / "consistency.db"), WordHashEmbedding()
+    with GraphRAGIndex(uri=uri, collection_prefix="consistency", embed_model=model) as index:
+        index.insert_triplets(synthetic_data(40))
+    report = measure(uri, "Session", queries=3, writes=2, model=model)
+    assert report["level"] == "Session" and report["read_own_writes"] == "2/2"
+    assert 0 < report["graph"]["p50_ms"] <= report["graph"]["p95_ms"]
+    assert report["graph_over_naive_p50"] > 0

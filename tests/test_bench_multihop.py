@@ -614,3 +614,21 @@ def test_consistency_benchmark_measures_latency_and_own_writes(tmp_path: Path) -
     assert report["level"] == "Session" and report["read_own_writes"] == "2/2"
     assert 0 < report["graph"]["p50_ms"] <= report["graph"]["p95_ms"]
     assert report["graph_over_naive_p50"] > 0
+
+
+async def test_throughput_benchmark_runs_both_retrievers_concurrently(tmp_path: Path) -> None:
+    from llama_index.core.schema import QueryBundle
+
+    from llama_index_graphrag_milvus.bench.consistency import WordHashEmbedding, synthetic_data
+    from llama_index_graphrag_milvus.bench.throughput import compare
+
+    model = WordHashEmbedding()
+    with GraphRAGIndex(uri=str(tmp_path / "tp.db"), embed_model=model) as index:
+        index.insert_triplets(synthetic_data(40))
+        bundles = [QueryBundle(query_str=f"Who works with person {i}?",
+                               embedding=model.get_query_embedding(f"person {i}"))
+                   for i in range(8)]
+        report = await compare(index, bundles, concurrency=4, rounds=2)
+    assert set(report["qps_median"]) == {"graph", "naive"}
+    assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in report["qps_rounds"].values())
+    assert report["graph_share_of_naive"] > 0

@@ -27,27 +27,24 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import QueryBundle
 
 from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus.bench.scale import HashedRandomEmbedding
 
 LEVELS = ("Strong", "Session", "Bounded", "Eventually")
 
 
-class WordHashEmbedding(BaseEmbedding):
-    """Words hashed into 64 buckets, L2-normalized: deterministic, no model files."""
+class WordHashEmbedding(HashedRandomEmbedding):
+    """Words hashed into 64 buckets, L2-normalized: texts that share words are similar, so
+    the synthetic queries find their passages. Deterministic, no model files."""
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "WordHashEmbedding"
 
     def _vector(self, text: str) -> list[float]:
-        vector = np.zeros(64)
+        vector = np.zeros(self.dim)
         for word in re.findall(r"[a-z0-9]+", text.lower()):
-            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % 64] += 1.0
+            vector[int(hashlib.md5(word.encode()).hexdigest(), 16) % self.dim] += 1.0
         return (vector / (np.linalg.norm(vector) or 1.0)).tolist()
-
-    def _get_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    async def _aget_query_embedding(self, query: str) -> list[float]:
-        return self._vector(query)
-
-    def _get_text_embedding(self, text: str) -> list[float]:
-        return self._vector(text)
 
 
 def synthetic_data(passages: int) -> list[tuple[str, list[tuple[str, str, str]]]]:

@@ -239,3 +239,88 @@ class GraphPassageNode(TextNode):
     def from_node(cls, node: BaseNode) -> GraphPassageNode:
         """The same node (id, text, metadata, relationships) as a ``GraphPassageNode``."""
         return node if isinstance(node, cls) else cls(**node.dict())
+
+
+# ---------------------------------------------------------------------- communities
+
+COMMUNITY_KEY = "graphrag_community"
+"""Node metadata key of a community report node: the community's id, level, rating..."""
+CONTEXT_KIND_KEY = "graphrag_context"
+"""Node metadata key saying what a local-search node is: ``"report"``, ``"entities"``,
+``"relations"`` or ``"passage"``."""
+REPORT_KINDS = ("llm", "extractive")
+"""How a community report was written: by an LLM, or extracted from the graph without one."""
+
+
+@dataclass(frozen=True)
+class Community:
+    """One community of the entity graph at one level of the Leiden hierarchy.
+
+    Level 0 is the root level (the most general communities); a community's ``children``
+    split it at the next level. ``entity_ids`` are all its entities (a child's are a subset).
+    """
+
+    id: str
+    level: int
+    parent: str
+    """The id of the community it splits, ``""`` at level 0."""
+    children: tuple[str, ...]
+    entity_ids: tuple[str, ...]
+    num_relations: int = 0
+    """Relations with both endpoints in the community."""
+    num_passages: int = 0
+    """Passages that support those relations."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One finding of a community report: a short summary and its explanation."""
+
+    summary: str
+    explanation: str
+
+
+@dataclass(frozen=True)
+class CommunityReport:
+    """What is known about a community, as Microsoft GraphRAG's community report: a title,
+    a summary, findings, and a 1-10 importance rating with its explanation.
+
+    ``kind`` is ``"llm"`` (written by an LLM) or ``"extractive"`` (its most connected
+    entities and relations, written without an LLM).
+
+    >>> report = CommunityReport(Community("c1", 0, "", (), ("e1",)), "Bernoulli family",
+    ...     "Mathematicians of Basel.", (Finding("Johann taught Euler", "A relation says so."),),
+    ...     7.0, "Central to the corpus.", "llm")
+    >>> print(report.as_text())
+    # Bernoulli family
+    <BLANKLINE>
+    Mathematicians of Basel.
+    <BLANKLINE>
+    ## Johann taught Euler
+    <BLANKLINE>
+    A relation says so.
+    """
+
+    community: Community
+    title: str
+    summary: str
+    findings: tuple[Finding, ...]
+    rating: float
+    rating_explanation: str
+    kind: str
+
+    @property
+    def id(self) -> str:
+        return self.community.id
+
+    @property
+    def level(self) -> int:
+        return self.community.level
+
+    def as_text(self) -> str:
+        """The report as markdown (title, summary, one section per finding): the text
+        that is embedded, shown to LLMs and returned as a node."""
+        parts = [f"# {self.title}", self.summary]
+        for finding in self.findings:
+            parts.extend([f"## {finding.summary}", finding.explanation])
+        return "\n\n".join(p for p in parts if p)

@@ -482,7 +482,7 @@ async def _no_put(key: str, triplets: list[Triplet]) -> None:
     return None
 
 
-def _run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+def run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
     """Run a coroutine to completion from sync code: ``asyncio.run`` when no loop runs in
     this thread, else in a helper thread with a loop of its own (as core's ``asyncio_run``)."""
     try:
@@ -496,6 +496,36 @@ def _run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 def _describe(exc: BaseException) -> str:
     return f"{type(exc).__name__}: {exc}"[:_ERROR_MAX_CHARS]
+
+
+@dataclass(frozen=True)
+class LLMAnswer:
+    """What :func:`call_with_retries` got: the answer text, or the error of the last
+    attempt (``text`` is then empty), and the number of calls made."""
+
+    text: str
+    error: str | None
+    attempts: int
+
+
+async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_retries: int,
+                            base_delay: float, sleep: Sleep | None = None) -> LLMAnswer:
+    """Call an LLM, retrying a failure ``max_retries`` times after ``base_delay`` seconds,
+    then twice as long at each retry; a final failure is returned (and logged as a warning
+    naming ``what``), never raised. Shared by triplet extraction and community reports."""
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return LLMAnswer(await call(), None, attempts)
+        except Exception as exc:  # an LLM failure skips one item, not the run
+            if attempts > max_retries:
+                logger.warning("%s failed after %d attempts: %r", what, attempts, exc)
+                return LLMAnswer("", _describe(exc), attempts)
+            delay = base_delay * 2 ** (attempts - 1)
+            logger.info("%s failed (attempt %d of %d): %r; retrying in %.2f s", what,
+                        attempts, max_retries + 1, exc, delay)
+            await (sleep or asyncio.sleep)(delay)
 
 
 class TripletExtractor(TransformComponent, PromptMixin):
@@ -613,23 +643,12 @@ class TripletExtractor(TransformComponent, PromptMixin):
 
     async def _predict_with_retries(self, prompt_kwargs: dict[str, Any], node_ids: str,
                                     io: _Io) -> _Outcome:
-        attempts = 0
-        while True:
-            attempts += 1
-            try:
-                raw = await io.predict(prompt_kwargs)
-            except Exception as exc:  # an LLM failure skips one passage, not the run
-                if attempts > self.max_retries:
-                    logger.warning("triplet extraction failed for node %s after %d attempts: "
-                                   "%r", node_ids, attempts, exc)
-                    return _Outcome([], _describe(exc), attempts)
-                delay = self.retry_base_delay * 2 ** (attempts - 1)
-                logger.info("triplet extraction of node %s failed (attempt %d of %d): %r; "
-                            "retrying in %.2f s", node_ids, attempts, self.max_retries + 1,
-                            exc, delay)
-                await (self._sleep or asyncio.sleep)(delay)
-            else:
-                return _Outcome(self._parse(raw, node_ids), llm_calls=attempts)
+        answer = await call_with_retries(
+            lambda: io.predict(prompt_kwargs), f"triplet extraction of node {node_ids}",
+            self.max_retries, self.retry_base_delay, self._sleep)
+        if answer.error is not None:
+            return _Outcome([], answer.error, answer.attempts)
+        return _Outcome(self._parse(answer.text, node_ids), llm_calls=answer.attempts)
 
     async def _extract_passage(self, key: str, prompt_kwargs: dict[str, Any],
                                nodes: list[BaseNode], io: _Io, semaphore: asyncio.Semaphore,
@@ -721,7 +740,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
             finally:
                 pool.shutdown(wait=True, cancel_futures=True)
 
-        return _run_blocking(run)
+        return run_blocking(run)
 
     def __call__(self, nodes: Sequence[BaseNode], show_progress: bool = False,
                  **kwargs: Any) -> Sequence[BaseNode]:

@@ -360,7 +360,7 @@ async def test_retry_with_backoff_then_failure_report(use_async: bool, tmp_path:
     assert report.failures[0].attempts == 3
     records = [r for r in caplog.records if r.name == EXTRACTION_LOGGER]
     warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
-    assert warnings == ["triplet extraction failed for node n3 after 3 attempts: "
+    assert warnings == ["triplet extraction of node n3 failed after 3 attempts: "
                         "RuntimeError('rate limited')"]
     retries = [r.getMessage() for r in records if "retrying" in r.getMessage()]
     assert len(retries) == 4 and "attempt 1 of 3" in retries[0]

@@ -64,12 +64,12 @@ DEFAULT_TRIPLET_EXTRACT_PROMPT = PromptTemplate(
     "[subject, predicate, object]: subject and object are named entities or concise noun "
     "phrases, written as in the passage with pronouns resolved to the names they refer to; "
     "the predicate is a short verb phrase. Extract at most {max_triplets} triplets.\n"
-    'Answer with JSON only, in the form {{"triplets": [["subject", "predicate", "object"], '
-    "...]}}.\n\n"
+    'Answer with JSON only, in the form {"triplets": [["subject", "predicate", "object"], '
+    "...]}.\n\n"
     "Example passage: Leonhard Euler was born in Basel and was a student of Johann "
     "Bernoulli.\n"
-    'Example answer: {{"triplets": [["Leonhard Euler", "was born in", "Basel"], '
-    '["Leonhard Euler", "was a student of", "Johann Bernoulli"]]}}\n\n'
+    'Example answer: {"triplets": [["Leonhard Euler", "was born in", "Basel"], '
+    '["Leonhard Euler", "was a student of", "Johann Bernoulli"]]}\n\n'
     "Passage:\n{text}\n\nAnswer:"
 )
 """The default extraction prompt; variables ``{text}`` and ``{max_triplets}``."""

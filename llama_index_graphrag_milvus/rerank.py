@@ -57,11 +57,11 @@ DEFAULT_RERANK_PROMPT = PromptTemplate(
     "[9] Henry II was the father of Richard the Lionheart.\n"
     "[10] Henry II was the King of England.\n"
     "[11] Richard the Lionheart led the Third Crusade.\n\n"
-    'Answer: {{"thought_process": "To answer the question about the birth of the mother of '
+    'Answer: {"thought_process": "To answer the question about the birth of the mother of '
     "the leader of the Third Crusade, I first need to identify who led the Third Crusade, "
     "then who his mother was, then the relationship that mentions her birth.\", "
     '"useful_relationships": ["[11] Richard the Lionheart led the Third Crusade", '
-    '"[7] Eleanor was the mother of Richard the Lionheart", "[1] Eleanor was born in 1122"]}}'
+    '"[7] Eleanor was the mother of Richard the Lionheart", "[1] Eleanor was born in 1122"]}'
     "\n\nNow your turn\n"
     "Question:\n{query_str}\n\n"
     "Relationship descriptions:\n{relations_str}\n\n"

@@ -33,9 +33,9 @@ logger = logging.getLogger(__name__)
 DEFAULT_NER_PROMPT = PromptTemplate(
     "List the named entities (people, places, organisations, works, concepts with a name) "
     "that the question mentions, written as in the question. Answer with JSON only, in the "
-    'form {{"named_entities": ["...", "..."]}}.\n\n'
+    'form {"named_entities": ["...", "..."]}.\n\n'
     "Question: What contribution did the son of Euler's teacher make?\n"
-    'Answer: {{"named_entities": ["Euler"]}}\n\n'
+    'Answer: {"named_entities": ["Euler"]}\n\n'
     "Question: {query_str}\nAnswer:"
 )
 """The default query NER prompt; variable ``{query_str}``."""

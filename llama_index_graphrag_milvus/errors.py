@@ -56,3 +56,12 @@ class MissingDependencyError(GraphRAGError, ImportError):
     pipeline it is asked to load. The ``ImportError`` (or spaCy's ``OSError``) is chained as
     ``__cause__``.
     """
+
+
+class CommunitiesNotBuiltError(GraphRAGError):
+    """Raised when local or global search, or a community read, reaches an index whose
+    communities were never built, or whose last ``build_communities`` was interrupted.
+
+    Run ``index.build_communities()`` (with ``pip install
+    "llama-index-graphrag-milvus[communities]"``); an interrupted build is simply run again.
+    """

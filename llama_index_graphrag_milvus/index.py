@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -16,11 +17,19 @@ from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
 
+from llama_index_graphrag_milvus.communities import (
+    CommunityBuildStats,
+    CommunitySet,
+    build_communities,
+    load_communities,
+)
 from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtractor
 from llama_index_graphrag_milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
+from llama_index_graphrag_milvus.graph.communities import LeidenConfig
 from llama_index_graphrag_milvus.identity import (
     ALL_METADATA,
     EmbedModelRecord,
@@ -36,11 +45,17 @@ from llama_index_graphrag_milvus.ingestion import (
     plan_ingestion,
     write_plan,
 )
+from llama_index_graphrag_milvus.records import CommunityReport
+from llama_index_graphrag_milvus.reports import DEFAULT_MAX_INPUT_TOKENS, CommunityReporter
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.base import positive_int
+from llama_index_graphrag_milvus.retrieval.community_reports import CommunityReportRetriever
+from llama_index_graphrag_milvus.retrieval.local import LocalSearchRetriever
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
+
+logger = logging.getLogger(__name__)
 
 
 class GraphRAGIndex:
@@ -119,6 +134,7 @@ class GraphRAGIndex:
             raise
         self._graph: EntityRelationGraph | None = None
         self._graph_lock = threading.Lock()
+        self._communities: CommunitySet | None = None
 
     def _bind(self, keys: tuple[str, ...] | str | None, allow_model_change: bool
               ) -> tuple[str, ...] | str:
@@ -303,6 +319,7 @@ class GraphRAGIndex:
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)
         self._graph = None
+        self._communities = None  # read again: the staleness check runs on load
         return stats
 
     def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
@@ -326,6 +343,7 @@ class GraphRAGIndex:
                                        self.passage_identity_keys).to_properties()
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
         self._graph = None
+        self._communities = None  # read again: the staleness check runs on load
         return stats
 
     # ------------------------------------------------------------------ the graph cache
@@ -347,16 +365,135 @@ class GraphRAGIndex:
         return graph if graph is not None else await asyncio.to_thread(lambda: self.graph)
 
     def refresh(self) -> EntityRelationGraph:
-        """Rebuild the in-memory graph from Milvus (after another process wrote to it)."""
+        """Rebuild the in-memory graph from Milvus (after another process wrote to it);
+        communities are read again on their next use."""
         with self._graph_lock:
             self._graph = None
+            self._communities = None
         return self.graph
+
+    # ------------------------------------------------------------------ communities
+
+    def build_communities(
+        self,
+        llm: LLM | None = None,
+        reporter: CommunityReporter | None = None,
+        max_cluster_size: int = 10,
+        seed: int = 0xDEADBEEF,
+        resolution: float = 1.0,
+        max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
+        report_workers: int = 4,
+    ) -> CommunityBuildStats:
+        """Compute the communities of the entity graph (hierarchical Leiden), write a
+        report for each and store them in ``{prefix}_communities`` (Microsoft GraphRAG).
+
+        Run it again after inserts, updates and deletes: communities are recomputed, and
+        only the reports of communities whose context changed are written again (the
+        others, and their vectors, are kept). An interrupted build leaves the collection
+        marked unfinished (searches refuse it with
+        :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError`); running it
+        again completes it.
+
+        Args:
+            llm: writes the reports (JSON: title, summary, findings, rating). ``None`` (the
+                default; ``Settings.llm`` is not used) writes *extractive* reports without
+                an LLM: the most connected entities and relations of each community.
+            reporter: a configured :class:`~llama_index_graphrag_milvus.reports.
+                CommunityReporter` instead of ``llm`` (prompt, retries, budget).
+            max_cluster_size: communities larger than this are split at the next level
+                (Microsoft GraphRAG's default, 10).
+            seed: the Leiden seed: the same graph and seed give the same communities.
+            resolution: Leiden resolution; higher gives more, smaller communities.
+            max_input_tokens: token budget of one report's context (with ``llm``).
+            report_workers: LLM calls in flight at most (with ``llm``).
+
+        Needs ``pip install "llama-index-graphrag-milvus[communities]"``.
+
+        Example::
+
+            stats = index.build_communities(llm=OpenAI(model="gpt-4o-mini"))
+            print(stats.per_level, stats.modularity, stats.reports_written)
+        """
+        if llm is not None and reporter is not None:
+            raise InvalidInputError("give llm or reporter, not both (the reporter has its "
+                                    "own llm)")
+        if llm is not None:
+            reporter = CommunityReporter(llm, max_input_tokens=max_input_tokens,
+                                         num_workers=report_workers)
+        elif reporter is not None and not isinstance(reporter, CommunityReporter):
+            raise InvalidInputError(
+                f"reporter must be a CommunityReporter, got {type(reporter).__name__}")
+        config = LeidenConfig(max_cluster_size, seed, resolution)
+        with self._graph_lock:
+            self._communities = None
+        return build_communities(self.store, self.graph, self.embed_model, reporter, config,
+                                 self.show_progress)
+
+    @property
+    def communities(self) -> CommunitySet:
+        """The communities and reports, read from Milvus on first use; raises
+        :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when
+        :meth:`build_communities` has not run (or did not finish)."""
+        with self._graph_lock:
+            if self._communities is None:
+                self._communities = load_communities(self.store)
+                built_on = self._communities.info.get("relations")
+                now = self.store.count(self.store.relation_collection)
+                if built_on is not None and built_on != now:
+                    logger.warning(
+                        "the communities of %r were built on %s relations; the graph now "
+                        "holds %s: run build_communities() again to include the changes",
+                        self.store.prefix, built_on, now)
+            return self._communities
+
+    async def aget_communities(self) -> CommunitySet:
+        """:attr:`communities` without blocking the event loop when they are read."""
+        found = self._communities
+        return found if found is not None else await asyncio.to_thread(
+            lambda: self.communities)
+
+    def community_reports(self, level: int | None = None) -> list[CommunityReport]:
+        """The reports covering the graph at ``level`` (0: the most general communities;
+        ``None``: the most specific): that level's communities and those of lower levels
+        that are not split further."""
+        return self.communities.at_level(level)
 
     # ------------------------------------------------------------------ query side
 
     def as_retriever(self, **kwargs: Any) -> GraphRAGRetriever:
         """A :class:`GraphRAGRetriever` over this index; kwargs are its arguments."""
         return GraphRAGRetriever(self, **kwargs)
+
+    def as_local_retriever(self, **kwargs: Any) -> LocalSearchRetriever:
+        """Microsoft GraphRAG's local search: a :class:`LocalSearchRetriever` (passages,
+        community reports, entity and relation tables within a token budget); needs
+        :meth:`build_communities`."""
+        return LocalSearchRetriever(self, **kwargs)
+
+    def as_report_retriever(self, level: int | None = None, similarity_top_k: int = 5,
+                            **kwargs: Any) -> CommunityReportRetriever:
+        """The community reports of ``level`` most similar to the question, as nodes
+        (for routers and fusion); needs :meth:`build_communities`."""
+        return CommunityReportRetriever(self, level=level, similarity_top_k=similarity_top_k,
+                                        **kwargs)
+
+    def as_global_query_engine(self, llm: LLM | None = None, level: int | None = 0,
+                               **kwargs: Any) -> GlobalSearchQueryEngine:
+        """Microsoft GraphRAG's global search for questions about the whole corpus: the
+        reports of ``level`` (default 0, the most general) are answered in batches (map,
+        concurrent), and the best points combined into one answer (reduce). ``llm``
+        defaults to ``Settings.llm``; kwargs are those of
+        :class:`~llama_index_graphrag_milvus.global_search.GlobalSearchQueryEngine`.
+
+        Example::
+
+            engine = index.as_global_query_engine(llm=llm, level=0)
+            print(engine.query("What are the main themes of these documents?"))
+        """
+        if level is not None:
+            self.communities.check_level(level)  # a wrong level fails here, not at query time
+        return GlobalSearchQueryEngine(lambda: self.community_reports(level),
+                                       llm=llm or Settings.llm, **kwargs)
 
     def as_naive_retriever(self, similarity_top_k: int = 2,
                            filters: MetadataFilters | None = None, **kwargs: Any
@@ -405,6 +542,7 @@ class GraphRAGIndex:
         self.store.close()
         with self._graph_lock:
             self._graph = None
+            self._communities = None
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`.
@@ -416,6 +554,7 @@ class GraphRAGIndex:
         """
         await self.store.aclose()
         self._graph = None
+        self._communities = None
 
     def __enter__(self) -> GraphRAGIndex:
         return self

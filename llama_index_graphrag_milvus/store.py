@@ -5,6 +5,8 @@
                         ``subject_id``, ``object_id`` (entity ids), ``passage_ids``, ``embedding``.
 ``{prefix}_passages``   a :class:`~llama_index.vector_stores.milvus.MilvusVectorStore`, so that
                         naive vector RAG and any LlamaIndex tool can read the passages.
+``{prefix}_communities`` (after ``build_communities``) one row per community and report; see
+                        :data:`COMMUNITY_FIELDS`.
 
 An entity's relations are found through the relation rows' ``subject_id`` / ``object_id``;
 nothing is stored twice. Sync and async methods share the request builders and the result
@@ -62,6 +64,33 @@ CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 _PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\Z")  # \Z: no trailing newline
 _PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
 _RELATION_GRAPH_FIELDS = ["id", "subject_id", "object_id", "passage_ids", "embedding"]
+COMMUNITY_MEMBERS_PER_ROW = 4096
+"""Entity ids (and child ids) one community row holds; a larger community continues in
+part rows (``part`` 1, 2, ...)."""
+COMMUNITY_TEXT_MAX_BYTES = 65535
+"""Longest report summary or findings text (UTF-8 bytes) the community collection accepts."""
+COMMUNITY_FIELDS: tuple[tuple[str, Any, int], ...] = (
+    ("community_id", DataType.VARCHAR, ID_MAX_LENGTH),
+    ("part", DataType.INT64, 0),
+    ("level", DataType.INT64, 0),
+    ("parent", DataType.VARCHAR, ID_MAX_LENGTH),
+    ("children", DataType.ARRAY, COMMUNITY_MEMBERS_PER_ROW),
+    ("entity_ids", DataType.ARRAY, COMMUNITY_MEMBERS_PER_ROW),
+    ("num_entities", DataType.INT64, 0),
+    ("num_relations", DataType.INT64, 0),
+    ("num_passages", DataType.INT64, 0),
+    ("title", DataType.VARCHAR, 2048),
+    ("summary", DataType.VARCHAR, COMMUNITY_TEXT_MAX_BYTES),
+    ("findings", DataType.VARCHAR, COMMUNITY_TEXT_MAX_BYTES),
+    ("rating", DataType.DOUBLE, 0),
+    ("rating_explanation", DataType.VARCHAR, 8192),
+    ("kind", DataType.VARCHAR, 32),
+    ("context_hash", DataType.VARCHAR, ID_MAX_LENGTH),
+)
+"""The scalar fields of the community collection (name, type, max length or capacity),
+besides ``id`` (``community_id`` for part 0, ``community_id.part`` after) and ``embedding``
+(the report's vector). ``findings`` is JSON text."""
+
 _RANGE_ROWS = 16384
 """Rows per primary-key range when the whole relation collection is read."""
 _READ_AHEAD = 2
@@ -416,6 +445,7 @@ class MilvusGraphStore:
         self.entity_collection = f"{self.prefix}_entities"
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
+        self.community_collection = f"{self.prefix}_communities"
         self._closed = False
         with _milvus_errors(f"connect to {uri!r}"), \
                 (_lite_connection(self) if self.is_lite else nullcontext()):
@@ -715,6 +745,73 @@ class MilvusGraphStore:
             for name in (self.entity_collection, self.relation_collection,
                          self.passage_collection):
                 self.client.flush(name)
+
+    # ------------------------------------------------------------------ communities
+
+    def has_communities(self) -> bool:
+        """Whether the community collection exists (``build_communities`` ran once)."""
+        with _milvus_errors("list collections"):
+            return self.client.has_collection(self.community_collection)
+
+    def create_communities(self) -> None:
+        """Create (and load) the community collection when it does not exist."""
+        if self.dim is None:
+            raise MilvusStoreError("the graph collections do not exist yet: ingest first")
+        if self.has_communities():
+            return
+        with _milvus_errors(f"create {self.community_collection}"):
+            schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
+            schema.add_field("id", DataType.VARCHAR, is_primary=True,
+                             max_length=ID_MAX_LENGTH)
+            for name, kind, size in COMMUNITY_FIELDS:
+                if kind == DataType.VARCHAR:
+                    schema.add_field(name, kind, max_length=size)
+                elif kind == DataType.ARRAY:
+                    schema.add_field(name, kind, element_type=DataType.VARCHAR,
+                                     max_capacity=size, max_length=ID_MAX_LENGTH)
+                else:
+                    schema.add_field(name, kind)
+            schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
+            index_params = self.client.prepare_index_params()
+            index_params.add_index("embedding", index_type=self.index_type, metric_type=METRIC)
+            self.client.create_collection(self.community_collection, schema=schema,
+                                          consistency_level=self.consistency_level)
+            self.client.create_index(self.community_collection, index_params, sync=False)
+            self.client.load_collection(self.community_collection)
+
+    def community_properties(self) -> dict[str, str]:
+        """What the last ``build_communities`` recorded on the community collection
+        (empty when it does not exist)."""
+        if not self.has_communities():
+            return {}
+        with _milvus_errors(f"describe {self.community_collection}"):
+            info = self.client.describe_collection(self.community_collection)
+            self.client.load_collection(self.community_collection)  # reopened: not loaded
+        return {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+
+    def set_community_properties(self, properties: Mapping[str, str]) -> None:
+        """Record ``properties`` on the community collection."""
+        with _milvus_errors(f"alter {self.community_collection}"):
+            self.client.alter_collection_properties(self.community_collection,
+                                                    properties=dict(properties))
+
+    def read_all(self, collection: str, output_fields: list[str]) -> list[dict[str, Any]]:
+        """Every row of ``collection`` (``output_fields`` and ``id``), read in primary-key
+        ranges (the ids are hex hashes)."""
+        rows: list[dict[str, Any]] = []
+        with _milvus_errors(f"read {collection}"):
+            total = self.client.query(collection_name=collection, **self._read, filter="",
+                                      output_fields=["count(*)"])[0]["count(*)"]
+            for filter_ in _pk_ranges(int(total)):
+                rows.extend(self.client.query(collection_name=collection, **self._read,
+                                              filter=filter_,
+                                              output_fields=["id", *output_fields]))
+        return rows
+
+    def flush_collection(self, collection: str) -> None:
+        """Seal what was written to one collection."""
+        with _milvus_errors(f"flush {collection}"):
+            self.client.flush(collection)
 
     # ------------------------------------------------------------------ reads
 

@@ -95,6 +95,11 @@ class LoadGraph:
 
 
 @dataclass(frozen=True)
+class LoadCommunities:
+    """The index's communities and reports (read from Milvus on first use)."""
+
+
+@dataclass(frozen=True)
 class Together:
     """Several requests at the same time; the answers come back as a tuple, in order."""
 
@@ -148,6 +153,8 @@ class SyncDriver(_Driver):
             return store.get_relation_texts(request.ids)
         if isinstance(request, LoadGraph):
             return self.index.graph
+        if isinstance(request, LoadCommunities):
+            return self.index.communities
         raise TypeError(f"unknown retrieval request {request!r}")
 
     def _ner(self, query: str) -> list[str]:
@@ -195,6 +202,8 @@ class AsyncDriver(_Driver):
             return await store.aget_relation_texts(request.ids)
         if isinstance(request, LoadGraph):
             return await self.index.aget_graph()
+        if isinstance(request, LoadCommunities):
+            return await self.index.aget_communities()
         raise TypeError(f"unknown retrieval request {request!r}")
 
     async def _ner(self, query: str) -> list[str]:

@@ -39,6 +39,10 @@ ALL_METADATA = "*"
 _MODEL_PROPERTY = "graphrag.embed_model"
 _IDENTITY_PROPERTY = "graphrag.passage_identity_keys"
 _NOT_IDENTITY = frozenset({TRIPLETS_KEY, *RETRIEVAL_KEYS, KG_NODES_KEY, KG_RELATIONS_KEY})
+_PACKAGE_PREFIX = "graphrag_"
+"""Metadata the package writes (triplets, descriptions, an extraction error...) is never
+part of a passage's identity: the same passage extracted again, differently or after a
+failure, must stay the same passage."""
 
 
 def identity_metadata(metadata: Mapping[str, Any], keys: Sequence[str] | str
@@ -47,11 +51,13 @@ def identity_metadata(metadata: Mapping[str, Any], keys: Sequence[str] | str
 
     >>> identity_metadata({"tenant_id": "acme", "page": 3}, ["tenant_id"])
     {'tenant_id': 'acme'}
-    >>> identity_metadata({"tenant_id": "acme", "graphrag_triplets": []}, "*")
+    >>> identity_metadata({"tenant_id": "acme", "graphrag_triplets": [],
+    ...                    "graphrag_extraction_error": "TimeoutError"}, "*")
     {'tenant_id': 'acme'}
     """
     chosen = metadata.keys() if keys == ALL_METADATA else [k for k in keys if k in metadata]
-    return {k: metadata[k] for k in sorted(chosen) if k not in _NOT_IDENTITY}
+    return {k: metadata[k] for k in sorted(chosen)
+            if k not in _NOT_IDENTITY and not k.startswith(_PACKAGE_PREFIX)}
 
 
 def identity_key(metadata: Mapping[str, Any]) -> str:

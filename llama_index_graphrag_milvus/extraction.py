@@ -18,6 +18,13 @@ The cache belongs to the extraction, not to the index: its keys say nothing of w
 triplets are stored, so one cache serves a Milvus Lite file, a Milvus server or Zilliz
 Cloud alike, and any number of indexes. Keep it next to the ingestion job (a file on the
 machine that runs it), or in a shared kvstore when several machines ingest into one server.
+
+With ``describe=True`` the extractor runs Microsoft GraphRAG's extraction instead: the LLM
+returns entities with a type and a description, and relations with a predicate, a
+description and a 1-10 strength (:data:`DEFAULT_DESCRIBED_EXTRACT_PROMPT`,
+:func:`parse_described`). The triplets are stored as above; the descriptions go to
+``metadata["graphrag_entity_descriptions"]`` and ``metadata["graphrag_relation_descriptions"]``
+and are read back with :func:`descriptions_from_node`.
 """
 
 from __future__ import annotations
@@ -51,10 +58,15 @@ from tqdm import tqdm
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.parsing import find_json
 from llama_index_graphrag_milvus.records import (
+    ENTITY_DESCRIPTIONS_KEY,
     ENTITY_NAME_MAX_BYTES,
+    RELATION_DESCRIPTIONS_KEY,
     TRIPLETS_KEY,
+    EntityDescription,
+    RelationDescription,
     Triplet,
     clean_text,
+    normalize_name,
 )
 
 logger = logging.getLogger(__name__)
@@ -73,6 +85,50 @@ DEFAULT_TRIPLET_EXTRACT_PROMPT = PromptTemplate(
     "Passage:\n{text}\n\nAnswer:"
 )
 """The default extraction prompt; variables ``{text}`` and ``{max_triplets}``."""
+
+DEFAULT_ENTITY_TYPES = ("organization", "person", "geo", "event")
+"""The entity types Microsoft GraphRAG's extraction asks for by default."""
+DEFAULT_RELATION_PREDICATE = "related to"
+"""The predicate of a described relation that comes without one."""
+MIN_STRENGTH = 1.0
+"""The weakest relation strength; also the strength of a relation without a usable one."""
+MAX_STRENGTH = 10.0
+"""The strongest relation strength; stronger ones are clamped to it."""
+
+# The JSON examples use single braces: core's PromptTemplate formats with a SafeFormatter
+# that leaves unknown ``{...}`` groups as written (and would show ``{{`` doubled).
+DEFAULT_DESCRIBED_EXTRACT_PROMPT = PromptTemplate(
+    "Extract the entities of the passage below and the relations between them, for a "
+    "knowledge graph.\n"
+    "1. Entities: every entity of one of these types: {entity_types}. For each, give its "
+    "name as written in the passage (pronouns resolved to the names they refer to), its "
+    "type (one of the types above) and a short description of its attributes and "
+    "activities as the passage tells them.\n"
+    "2. Relations: the pairs of those entities (source, target) that the passage clearly "
+    "relates. "
+    "For each, give a predicate (a short verb phrase, so that \"source predicate target\" "
+    "reads as a sentence), a short description of how they are related, and a strength "
+    "from 1 to 10 (a number: how strong the relation is). Extract at most {max_triplets} "
+    "relations.\n"
+    'Answer with JSON only, in the form {"entities": [{"name": "...", "type": "...", '
+    '"description": "..."}], "relations": [{"source": "...", "predicate": "...", '
+    '"target": "...", "description": "...", "strength": 1}]}.\n\n'
+    "Example passage: Leonhard Euler was born in Basel and was a student of Johann "
+    "Bernoulli.\n"
+    'Example answer: {"entities": [{"name": "Leonhard Euler", "type": "PERSON", '
+    '"description": "A mathematician born in Basel who studied with Johann Bernoulli."}, '
+    '{"name": "Basel", "type": "GEO", "description": "The city where Leonhard Euler was '
+    'born."}, {"name": "Johann Bernoulli", "type": "PERSON", "description": "The teacher '
+    'of Leonhard Euler."}], "relations": [{"source": "Leonhard Euler", "predicate": "was '
+    'born in", "target": "Basel", "description": "Basel is the birthplace of Leonhard '
+    'Euler.", "strength": 9}, {"source": "Leonhard Euler", "predicate": "was a student of", '
+    '"target": "Johann Bernoulli", "description": "Johann Bernoulli taught Leonhard '
+    'Euler.", "strength": 8}]}\n\n'
+    "Passage:\n{text}\n\nAnswer:"
+)
+"""The default prompt of ``TripletExtractor(describe=True)`` (Microsoft GraphRAG's
+extraction, answered in JSON); variables ``{text}``, ``{max_triplets}`` and
+``{entity_types}`` (the types joined by ``", "``)."""
 
 
 def is_utf8(text: str) -> bool:
@@ -215,6 +271,221 @@ def _exclude_from_model_text(node: BaseNode, key: str) -> None:
             keys.append(key)
 
 
+# ---------------------------------------------------------------- described extraction
+
+
+@dataclass(frozen=True)
+class DescribedExtraction:
+    """What :func:`parse_described` read from one answer: the triplets of the relations
+    (in order), the entities and relations with their descriptions, and how many entities
+    and relations were dropped as malformed."""
+
+    triplets: list[Triplet]
+    entities: list[EntityDescription]
+    relations: list[RelationDescription]
+    dropped: int = 0
+
+    def cut(self, limit: int) -> DescribedExtraction:
+        """The first ``limit`` triplets, entities and relations."""
+        return DescribedExtraction(self.triplets[:limit], self.entities[:limit],
+                                   self.relations[:limit], self.dropped)
+
+
+def _no_extraction() -> DescribedExtraction:
+    return DescribedExtraction([], [], [])
+
+
+def parse_strength(value: Any) -> float:
+    """A relation strength: a number or a numeric string, clamped to 1..10; anything else
+    (missing, ``"high"``, ``true``, NaN) is :data:`MIN_STRENGTH`.
+
+    >>> parse_strength("8"), parse_strength(12), parse_strength(0.5), parse_strength("high")
+    (8.0, 10.0, 1.0, 1.0)
+    """
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        return MIN_STRENGTH
+    try:
+        number = float(value.strip() if isinstance(value, str) else value)
+    except (ValueError, OverflowError):
+        return MIN_STRENGTH
+    if not math.isfinite(number):
+        return MIN_STRENGTH
+    return min(max(number, MIN_STRENGTH), MAX_STRENGTH)
+
+
+def _first(item: dict[str, Any], *names: str) -> Any:
+    """The value of the first of ``names`` that ``item`` holds, else ``None``."""
+    return next((item[name] for name in names if name in item), None)
+
+
+def _optional_text(value: Any) -> str:
+    """A type or a description: text (numbers written as text), whitespace collapsed;
+    ``""`` for anything else."""
+    text = _part_text(value)
+    return clean_text(text) if text else ""
+
+
+def _to_entity(item: Any) -> EntityDescription | None:
+    """An entity from ``{"name", "type", "description"}`` (Microsoft GraphRAG's
+    ``entity_name``... too), ``[name, type, description]`` or an :class:`EntityDescription`;
+    ``None`` without a usable name."""
+    if isinstance(item, EntityDescription):
+        parts: Sequence[Any] = (item.name, item.type, item.description)
+    elif isinstance(item, dict):
+        parts = (_first(item, "name", "entity_name"), _first(item, "type", "entity_type"),
+                 _first(item, "description", "entity_description"))
+    elif isinstance(item, (list, tuple)) and 1 <= len(item) <= 3:
+        parts = (*item, None, None)[:3]
+    else:
+        return None
+    name = _optional_text(parts[0])
+    if not name or len(name.encode()) > ENTITY_NAME_MAX_BYTES:
+        return None
+    return EntityDescription(name, _optional_text(parts[1]).upper(), _optional_text(parts[2]))
+
+
+def _to_relation(item: Any) -> RelationDescription | None:
+    """A relation from ``{"source", "predicate", "target", "description", "strength"}``
+    (``subject``/``object`` too), ``[subject, predicate, object, description, strength]``
+    (the last two optional) or a :class:`RelationDescription`; ``None`` when its parts do
+    not make a triplet (see :func:`to_triplets`)."""
+    if isinstance(item, RelationDescription):
+        parts: Sequence[Any] = (item.subject, item.predicate, item.object, item.description,
+                                item.strength)
+    elif isinstance(item, dict):
+        parts = (_first(item, "source", "subject", "source_entity"),
+                 _first(item, "predicate", "relation"),
+                 _first(item, "target", "object", "target_entity"),
+                 _first(item, "description", "relationship_description"),
+                 _first(item, "strength", "relationship_strength"))
+    elif isinstance(item, (list, tuple)) and 3 <= len(item) <= 5:
+        parts = (*item, None, None)[:5]
+    else:
+        return None
+    subject, predicate, obj, description, strength = parts
+    if predicate is None or (isinstance(predicate, str) and not predicate.strip()):
+        predicate = DEFAULT_RELATION_PREDICATE
+    triplets, _ = to_triplets([[subject, predicate, obj]])
+    if not triplets:
+        return None
+    triplet = triplets[0]
+    return RelationDescription(triplet.subject, triplet.predicate, triplet.object,
+                               _optional_text(description), parse_strength(strength))
+
+
+def _entities_of(items: Any) -> tuple[list[EntityDescription], int]:
+    """Clean entities (the first of each name, see :func:`normalize_name`) and the number
+    dropped; a value that is not a list (``None`` aside) counts as one dropped."""
+    if not isinstance(items, list):
+        return [], int(items is not None)
+    entities: dict[str, EntityDescription] = {}
+    dropped = 0
+    for item in items:
+        entity = _to_entity(item)
+        if entity is None:
+            dropped += 1
+        else:
+            entities.setdefault(normalize_name(entity.name), entity)
+    return list(entities.values()), dropped
+
+
+def _relations_of(items: Any) -> tuple[list[RelationDescription], int]:
+    """Clean relations (the first of each relation id) and the number dropped; a value
+    that is not a list (``None`` aside) counts as one dropped."""
+    if not isinstance(items, list):
+        return [], int(items is not None)
+    relations: dict[str, RelationDescription] = {}
+    dropped = 0
+    for item in items:
+        relation = _to_relation(item)
+        if relation is None:
+            dropped += 1
+        else:
+            relations.setdefault(relation.triplet.id, relation)
+    return list(relations.values()), dropped
+
+
+_DESCRIBED_KEYS = ("relations", "relationships", "entities")
+
+
+def _described_json(raw: str) -> dict[str, Any] | None:
+    for key in _DESCRIBED_KEYS:
+        value = find_json(raw, key=key)
+        if isinstance(value, dict) and any(k in value for k in _DESCRIBED_KEYS):
+            return value
+    return None
+
+
+def parse_described(raw: str) -> DescribedExtraction | None:
+    """Entities, relations and their descriptions from an answer to
+    :data:`DEFAULT_DESCRIBED_EXTRACT_PROMPT` (JSON, possibly fenced or wrapped in prose).
+
+    The answer is an object with ``"relations"`` (or ``"relationships"``) and/or
+    ``"entities"``. A relation needs a source and a target (``subject``/``object`` are
+    read too) that make a triplet as :func:`to_triplets` cleans them (numbers kept as
+    text); a relation without a predicate (missing, null or blank) gets
+    :data:`DEFAULT_RELATION_PREDICATE`; its strength is a number or a numeric string
+    clamped to 1..10, and 1 when missing or not a number (:func:`parse_strength`). An
+    entity needs a name; its type is upper-cased (``""`` when missing) and descriptions are
+    whitespace-collapsed (``""`` when missing). A relation whose endpoints are not among the
+    entities is kept (they just have no description). Duplicates (same entity name, same
+    relation id) are kept once, the first, and not counted as dropped; malformed entities
+    and relations are dropped and counted. An answer with no such object is ``None`` and a
+    warning.
+
+    >>> found = parse_described('Sure: {"entities": [{"name": "Basel", "type": "geo"}], '
+    ...     '"relations": [{"source": "Euler", "predicate": "born in", "target": "Basel", '
+    ...     '"strength": "9"}]}')
+    >>> found.triplets, found.entities[0].type, found.relations[0].strength
+    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 'GEO', 9.0)
+    """
+    value = _described_json(raw)
+    if value is None:
+        logger.warning("described extraction: no JSON object with entities or relations in "
+                       "the answer %.200r", raw)
+        return None
+    entities, dropped_entities = _entities_of(value.get("entities"))
+    relations, dropped_relations = _relations_of(_first(value, "relations", "relationships"))
+    return DescribedExtraction([r.triplet for r in relations], entities, relations,
+                               dropped_entities + dropped_relations)
+
+
+def _entity_lists(entities: Iterable[EntityDescription]) -> list[list[str]]:
+    return [[e.name, e.type, e.description] for e in entities]
+
+
+def _relation_lists(relations: Iterable[RelationDescription]) -> list[list[Any]]:
+    return [[r.subject, r.predicate, r.object, r.description, r.strength] for r in relations]
+
+
+def _store_descriptions(node: BaseNode, entities: list[EntityDescription],
+                        relations: list[RelationDescription]) -> None:
+    node.metadata[ENTITY_DESCRIPTIONS_KEY] = _entity_lists(entities)
+    node.metadata[RELATION_DESCRIPTIONS_KEY] = _relation_lists(relations)
+    _exclude_from_model_text(node, ENTITY_DESCRIPTIONS_KEY)
+    _exclude_from_model_text(node, RELATION_DESCRIPTIONS_KEY)
+
+
+def descriptions_from_node(node: BaseNode
+                           ) -> tuple[list[EntityDescription], list[RelationDescription]]:
+    """The entity and relation descriptions ``TripletExtractor(describe=True)`` stored on
+    a node (``metadata["graphrag_entity_descriptions"]`` and
+    ``metadata["graphrag_relation_descriptions"]``); ``([], [])`` when there are none.
+    Entries are read with the rules of :func:`parse_described`; malformed ones are skipped.
+
+    >>> from llama_index.core.schema import TextNode
+    >>> node = TextNode(text="Euler was born in Basel.", metadata={
+    ...     "graphrag_entity_descriptions": [["Basel", "GEO", "A Swiss city."], ["", "X", ""]],
+    ...     "graphrag_relation_descriptions": [["Euler", "born in", "Basel", "", 9], "bad"]})
+    >>> entities, relations = descriptions_from_node(node)
+    >>> [e.name for e in entities], [r.triplet.text for r in relations]
+    (['Basel'], ['Euler born in Basel'])
+    """
+    entities, _ = _entities_of(node.metadata.get(ENTITY_DESCRIPTIONS_KEY))
+    relations, _ = _relations_of(node.metadata.get(RELATION_DESCRIPTIONS_KEY))
+    return entities, relations
+
+
 # ---------------------------------------------------------------------------- the cache
 
 EXTRACTION_ERROR_KEY = "graphrag_extraction_error"
@@ -243,11 +514,15 @@ class ExtractionCache:
     """The triplets of every passage extracted successfully, in a LlamaIndex kvstore.
 
     Keys come from :meth:`TripletExtractor.cache_key`: the SHA-256 of the passage text as
-    the LLM sees it, a hash of the prompt template and ``max_triplets_per_chunk``, and the
-    LLM's ``metadata.model_name``; a value is ``{"triplets": [[subject, predicate, object],
-    ...]}``. A failed extraction is never stored, so the next run retries just those
-    passages. The cache does not depend on the index: the same cache serves Milvus Lite, a
-    Milvus server or Zilliz Cloud.
+    the LLM sees it, a hash of the prompt template and ``max_triplets_per_chunk`` (and of
+    ``describe`` and ``entity_types`` for described runs), and the LLM's
+    ``metadata.model_name``; a value is ``{"triplets": [[subject, predicate, object],
+    ...]}``, plus ``"entities": [[name, type, description], ...]`` and ``"relations":
+    [[subject, predicate, object, description, strength], ...]`` when a described run found
+    some (:meth:`put_described`; an entry without them reads as no descriptions). A failed
+    extraction is never stored, so the next run retries just those passages. The cache
+    does not depend on the index: the same cache serves Milvus Lite, a Milvus server or
+    Zilliz Cloud.
 
     Args:
         persist_path: a JSON file in the format of core's ``SimpleKVStore`` (the store of
@@ -314,9 +589,21 @@ class ExtractionCache:
         return cls(kvstore=cache.cache, collection=collection)
 
     @staticmethod
-    def _decode(value: dict[str, Any] | None) -> list[Triplet] | None:
+    def _decode(value: dict[str, Any] | None) -> DescribedExtraction | None:
         items = value.get("triplets") if isinstance(value, dict) else None
-        return to_triplets(items)[0] if isinstance(items, list) else None
+        if not isinstance(value, dict) or not isinstance(items, list):
+            return None
+        return DescribedExtraction(to_triplets(items)[0], _entities_of(value.get("entities"))[0],
+                                   _relations_of(value.get("relations"))[0])
+
+    @staticmethod
+    def _encode(extraction: DescribedExtraction) -> dict[str, Any]:
+        value: dict[str, Any] = {"triplets": _triplet_lists(extraction.triplets)}
+        if extraction.entities:
+            value["entities"] = _entity_lists(extraction.entities)
+        if extraction.relations:
+            value["relations"] = _relation_lists(extraction.relations)
+        return value
 
     def _saved_one(self) -> None:
         self._unsaved += 1
@@ -325,21 +612,48 @@ class ExtractionCache:
 
     def get(self, key: str) -> list[Triplet] | None:
         """The cached triplets of ``key``, or ``None`` when there are none."""
-        return self._decode(self.kvstore.get(key, collection=self.collection))
+        found = self.get_described(key)
+        return None if found is None else found.triplets
 
     async def aget(self, key: str) -> list[Triplet] | None:
         """:meth:`get` through the kvstore's async API."""
+        found = await self.aget_described(key)
+        return None if found is None else found.triplets
+
+    def get_described(self, key: str) -> DescribedExtraction | None:
+        """The cached triplets of ``key`` with their entity and relation descriptions (none
+        for an entry written by :meth:`put`), or ``None`` when there is no entry.
+
+        >>> cache = ExtractionCache()
+        >>> cache.put_described("key", DescribedExtraction(
+        ...     [Triplet("Euler", "born in", "Basel")], [EntityDescription("Basel", "GEO", "")],
+        ...     [RelationDescription("Euler", "born in", "Basel", "", 9.0)]))
+        >>> cache.get_described("key").relations
+        [RelationDescription(subject='Euler', predicate='born in', object='Basel', \
+description='', strength=9.0)]
+        """
+        return self._decode(self.kvstore.get(key, collection=self.collection))
+
+    async def aget_described(self, key: str) -> DescribedExtraction | None:
+        """:meth:`get_described` through the kvstore's async API."""
         return self._decode(await self.kvstore.aget(key, collection=self.collection))
 
     def put(self, key: str, triplets: Sequence[Triplet]) -> None:
         """Store the triplets of ``key`` (an empty list is a valid answer)."""
-        self.kvstore.put(key, {"triplets": _triplet_lists(triplets)}, collection=self.collection)
-        self._saved_one()
+        self.put_described(key, DescribedExtraction(list(triplets), [], []))
 
     async def aput(self, key: str, triplets: Sequence[Triplet]) -> None:
         """:meth:`put` through the kvstore's async API."""
-        await self.kvstore.aput(key, {"triplets": _triplet_lists(triplets)},
-                                collection=self.collection)
+        await self.aput_described(key, DescribedExtraction(list(triplets), [], []))
+
+    def put_described(self, key: str, extraction: DescribedExtraction) -> None:
+        """Store the triplets of ``key`` with their entity and relation descriptions."""
+        self.kvstore.put(key, self._encode(extraction), collection=self.collection)
+        self._saved_one()
+
+    async def aput_described(self, key: str, extraction: DescribedExtraction) -> None:
+        """:meth:`put_described` through the kvstore's async API."""
+        await self.kvstore.aput(key, self._encode(extraction), collection=self.collection)
         self._saved_one()
 
     def __len__(self) -> int:
@@ -426,10 +740,14 @@ def extraction_failures(nodes: Iterable[BaseNode]) -> dict[str, str]:
 class _Outcome:
     """The result for one distinct passage text (one cache key)."""
 
-    triplets: list[Triplet]
+    extraction: DescribedExtraction
     error: str | None = None
     llm_calls: int = 0
     cached: bool = False
+
+    @property
+    def triplets(self) -> list[Triplet]:
+        return self.extraction.triplets
 
 
 @dataclass
@@ -463,8 +781,8 @@ class _Io:
     """The I/O of one extraction call: the only part that differs between sync and async."""
 
     predict: Callable[[dict[str, Any]], Awaitable[str]]
-    cache_get: Callable[[str], Awaitable[list[Triplet] | None]]
-    cache_put: Callable[[str, list[Triplet]], Awaitable[None]]
+    cache_get: Callable[[str], Awaitable[DescribedExtraction | None]]
+    cache_put: Callable[[str, DescribedExtraction], Awaitable[None]]
 
 
 def _as_async(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
@@ -474,11 +792,11 @@ def _as_async(function: Callable[..., T]) -> Callable[..., Awaitable[T]]:
     return call
 
 
-async def _no_cached(key: str) -> list[Triplet] | None:
+async def _no_cached(key: str) -> DescribedExtraction | None:
     return None
 
 
-async def _no_put(key: str, triplets: list[Triplet]) -> None:
+async def _no_put(key: str, extraction: DescribedExtraction) -> None:
     return None
 
 
@@ -528,6 +846,18 @@ async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_r
             await (sleep or asyncio.sleep)(delay)
 
 
+def _check_entity_types(value: Any) -> tuple[str, ...]:
+    """``entity_types`` cleaned (whitespace collapsed, duplicates dropped), or
+    :class:`InvalidInputError`."""
+    items = list(value) if isinstance(value, Iterable) and not isinstance(value, str) else None
+    if not items or not all(isinstance(t, str) and clean_text(t) for t in items):
+        raise InvalidInputError(
+            f"entity_types must be a non-empty sequence of type names, got {value!r:.200}; "
+            f"for example {DEFAULT_ENTITY_TYPES!r} (Microsoft GraphRAG's)."
+        )
+    return tuple(dict.fromkeys(clean_text(t) for t in items))
+
+
 class TripletExtractor(TransformComponent, PromptMixin):
     """Extract triplets from nodes with an LLM; a ``TransformComponent``.
 
@@ -547,13 +877,31 @@ class TripletExtractor(TransformComponent, PromptMixin):
     failed node ids); ``__call__`` / ``acall`` log it at INFO and return the nodes.
     Passages with identical text in one call cost one LLM request.
 
+    With ``describe=True``, the extraction is Microsoft GraphRAG's: the LLM names the
+    entities (of ``entity_types``) with a type and a description, and the relations between
+    them with a predicate, a description and a 1-10 strength
+    (:data:`DEFAULT_DESCRIBED_EXTRACT_PROMPT`, read by :func:`parse_described`). The
+    triplets of the relations go to ``metadata["graphrag_triplets"]`` as above, the
+    descriptions to ``metadata["graphrag_entity_descriptions"]`` (``[[name, type,
+    description], ...]``) and ``metadata["graphrag_relation_descriptions"]`` (``[[subject,
+    predicate, object, description, strength], ...]``), both excluded from what LLMs and
+    embedding models see (read them with :func:`descriptions_from_node`). At most
+    ``max_triplets_per_chunk`` relations and as many entities are kept per passage. The
+    prompt is chosen at construction: ``DEFAULT_DESCRIBED_EXTRACT_PROMPT`` unless
+    ``extract_prompt`` is given.
+
     Args:
         llm: the extraction LLM; defaults to ``Settings.llm``.
         cache: where extracted triplets are kept between runs; none by default.
         sleep: the async sleep of the retry backoff (default ``asyncio.sleep``; tests pass
             a recorder).
-        **kwargs: the fields (``extract_prompt``, ``max_triplets_per_chunk``,
-            ``num_workers``, ``max_retries``, ``retry_base_delay``).
+        **kwargs: the fields (``extract_prompt``, ``describe``, ``entity_types``,
+            ``max_triplets_per_chunk``, ``num_workers``, ``max_retries``,
+            ``retry_base_delay``).
+
+    Raises:
+        InvalidInputError: ``entity_types`` is a string, empty, or holds a blank or
+            non-text type.
 
     Example::
 
@@ -570,7 +918,19 @@ class TripletExtractor(TransformComponent, PromptMixin):
     llm: SerializeAsAny[LLM] = Field(description="The LLM that extracts triplets.")
     extract_prompt: SerializeAsAny[BasePromptTemplate] = Field(
         default=DEFAULT_TRIPLET_EXTRACT_PROMPT,
-        description="Prompt with {text} and {max_triplets}; must ask for JSON triplets.",
+        description="Prompt with {text} and {max_triplets} (and {entity_types} with "
+        "describe); must ask for JSON triplets, or with describe for JSON entities and "
+        "relations. Default: DEFAULT_TRIPLET_EXTRACT_PROMPT, or "
+        "DEFAULT_DESCRIBED_EXTRACT_PROMPT with describe=True.",
+    )
+    describe: bool = Field(
+        default=False, description="Microsoft GraphRAG's extraction: entities with a type "
+        "and a description, relations with a description and a 1-10 strength, stored next "
+        "to the triplets."
+    )
+    entity_types: tuple[str, ...] = Field(
+        default=DEFAULT_ENTITY_TYPES, description="The entity types the described prompt "
+        "asks for ({entity_types}, joined by ', '); Microsoft GraphRAG's by default."
     )
     max_triplets_per_chunk: int = Field(
         default=15, gt=0, description="Upper bound on triplets asked for per passage."
@@ -592,7 +952,14 @@ class TripletExtractor(TransformComponent, PromptMixin):
     def __init__(self, llm: LLM | None = None, cache: ExtractionCache | None = None,
                  sleep: Sleep | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
+        if "entity_types" in kwargs:
+            kwargs["entity_types"] = _check_entity_types(kwargs["entity_types"])
+        prompt_given = kwargs.get("extract_prompt") is not None
+        if not prompt_given:
+            kwargs.pop("extract_prompt", None)
         super().__init__(**kwargs)
+        if self.describe and not prompt_given:
+            self.extract_prompt = DEFAULT_DESCRIBED_EXTRACT_PROMPT
         self._cache = cache
         self._sleep = sleep
 
@@ -616,13 +983,18 @@ class TripletExtractor(TransformComponent, PromptMixin):
             self.extract_prompt = prompts["extract_prompt"]
 
     def _prompt_kwargs(self, node: BaseNode) -> dict[str, Any]:
-        return {"text": node.get_content(metadata_mode=MetadataMode.LLM),
-                "max_triplets": self.max_triplets_per_chunk}
+        kwargs = {"text": node.get_content(metadata_mode=MetadataMode.LLM),
+                  "max_triplets": self.max_triplets_per_chunk}
+        if self.describe:
+            kwargs["entity_types"] = ", ".join(self.entity_types)
+        return kwargs
 
     def cache_key(self, text: str) -> str:
         """The cache key of a passage text (as the LLM sees it, metadata included):
         ``"<sha256 of text>:<16 hex of the prompt hash>:<model name>"``; the prompt hash
-        covers the template text and ``max_triplets_per_chunk``.
+        covers the template text and ``max_triplets_per_chunk``, and with ``describe`` the
+        described mode and ``entity_types`` (keys without ``describe`` are those of earlier
+        versions, so their caches stay valid).
 
         >>> from llama_index.core.llms import MockLLM
         >>> key = TripletExtractor(llm=MockLLM()).cache_key("Euler was born in Basel.")
@@ -630,16 +1002,23 @@ class TripletExtractor(TransformComponent, PromptMixin):
         ('432ec192c350', 16, 'unknown')
         """
         prompt = f"{self.extract_prompt.get_template()}\x00{self.max_triplets_per_chunk}"
+        if self.describe:
+            prompt += "\x00described\x00" + "\x1f".join(self.entity_types)
         return f"{_sha256(text)}:{_sha256(prompt)[:16]}:{self.llm.metadata.model_name}"
 
     # ------------------------------------------------------------------ shared helpers
 
-    def _parse(self, raw: str, node_ids: str) -> list[Triplet]:
-        triplets, dropped = parse_triplets(raw)
-        if dropped:
-            logger.info("triplet extraction: dropped %d malformed triplets of node %s",
-                        dropped, node_ids)
-        return triplets[: self.max_triplets_per_chunk]
+    def _parse(self, raw: str, node_ids: str) -> DescribedExtraction:
+        if self.describe:
+            extraction = parse_described(raw) or _no_extraction()
+            what = "entities or relations"
+        else:
+            triplets, dropped = parse_triplets(raw)
+            extraction, what = DescribedExtraction(triplets, [], [], dropped), "triplets"
+        if extraction.dropped:
+            logger.info("triplet extraction: dropped %d malformed %s of node %s",
+                        extraction.dropped, what, node_ids)
+        return extraction.cut(self.max_triplets_per_chunk)
 
     async def _predict_with_retries(self, prompt_kwargs: dict[str, Any], node_ids: str,
                                     io: _Io) -> _Outcome:
@@ -647,7 +1026,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
             lambda: io.predict(prompt_kwargs), f"triplet extraction of node {node_ids}",
             self.max_retries, self.retry_base_delay, self._sleep)
         if answer.error is not None:
-            return _Outcome([], answer.error, answer.attempts)
+            return _Outcome(_no_extraction(), answer.error, answer.attempts)
         return _Outcome(self._parse(answer.text, node_ids), llm_calls=answer.attempts)
 
     async def _extract_passage(self, key: str, prompt_kwargs: dict[str, Any],
@@ -656,14 +1035,20 @@ class TripletExtractor(TransformComponent, PromptMixin):
         async with semaphore:
             cached = await io.cache_get(key)
             if cached is not None:
-                outcome = _Outcome(cached[: self.max_triplets_per_chunk], cached=True)
+                outcome = _Outcome(cached.cut(self.max_triplets_per_chunk), cached=True)
             else:
                 node_ids = ", ".join(n.node_id for n in nodes)
                 outcome = await self._predict_with_retries(prompt_kwargs, node_ids, io)
                 if outcome.error is None:
-                    await io.cache_put(key, outcome.triplets)
+                    await io.cache_put(key, outcome.extraction)
         for node in nodes:
             _store_triplets(node, outcome.triplets)
+            if self.describe:
+                _store_descriptions(node, outcome.extraction.entities,
+                                    outcome.extraction.relations)
+            else:  # descriptions of an earlier described run would not match the triplets
+                node.metadata.pop(ENTITY_DESCRIPTIONS_KEY, None)
+                node.metadata.pop(RELATION_DESCRIPTIONS_KEY, None)
             if outcome.error is None:
                 node.metadata.pop(EXTRACTION_ERROR_KEY, None)
             else:
@@ -705,7 +1090,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
         cache = self._cache
         if cache is None:
             return _Io(predict, _no_cached, _no_put)
-        return _Io(predict, cache.aget, cache.aput)
+        return _Io(predict, cache.aget_described, cache.aput_described)
 
     def _threaded_io(self, pool: ThreadPoolExecutor) -> _Io:
         loop = asyncio.get_running_loop()
@@ -718,7 +1103,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
         cache = self._cache
         if cache is None:
             return _Io(predict, _no_cached, _no_put)
-        return _Io(predict, _as_async(cache.get), _as_async(cache.put))
+        return _Io(predict, _as_async(cache.get_described), _as_async(cache.put_described))
 
     # ------------------------------------------------------------------ entry points
 

@@ -317,10 +317,71 @@ class CommunityReport:
     def level(self) -> int:
         return self.community.level
 
+    def embedding_text(self) -> str:
+        """What is embedded for the report retriever: the title, the summary and the
+        findings' one-line summaries (their explanations left out: a third of the tokens
+        of :meth:`as_text`, so three times faster to embed, with the same names in it)."""
+        return "\n".join([self.title, self.summary, *(f.summary for f in self.findings)])
+
     def as_text(self) -> str:
         """The report as markdown (title, summary, one section per finding): the text
-        that is embedded, shown to LLMs and returned as a node."""
+        shown to LLMs and returned as a node."""
         parts = [f"# {self.title}", self.summary]
         for finding in self.findings:
             parts.extend([f"## {finding.summary}", finding.explanation])
         return "\n\n".join(p for p in parts if p)
+
+
+# ------------------------------------------------------------- described extraction
+
+ENTITY_DESCRIPTIONS_KEY = "graphrag_entity_descriptions"
+"""Node metadata key holding the ``[[name, type, description], ...]`` of a passage, written
+by ``TripletExtractor(describe=True)`` (Microsoft GraphRAG's entity descriptions)."""
+RELATION_DESCRIPTIONS_KEY = "graphrag_relation_descriptions"
+"""Node metadata key holding the ``[[subject, predicate, object, description, strength],
+...]`` of a passage, written by ``TripletExtractor(describe=True)``."""
+EXTRACTION_KEYS = (TRIPLETS_KEY, ENTITY_DESCRIPTIONS_KEY, RELATION_DESCRIPTIONS_KEY)
+"""What extraction writes on a passage: kept out of LLM and embedding text, and not part
+of what makes a passage distinct (an LLM may describe the same passage differently)."""
+
+
+@dataclass(frozen=True)
+class EntityDescription:
+    """An entity as Microsoft GraphRAG's extraction describes it in one passage: its name,
+    its type (upper-cased, ``""`` when unknown) and a short description (``""`` when none).
+
+    >>> EntityDescription("Leonhard Euler", "PERSON", "A Swiss mathematician.").id == (
+    ...     entity_id("leonhard  euler"))
+    True
+    """
+
+    name: str
+    type: str
+    description: str
+
+    @property
+    def id(self) -> str:
+        """The entity id of :attr:`name` (see :func:`entity_id`)."""
+        return entity_id(self.name)
+
+
+@dataclass(frozen=True)
+class RelationDescription:
+    """A relation as Microsoft GraphRAG's extraction describes it in one passage: the
+    triplet, a short description and a strength from 1 to 10.
+
+    >>> RelationDescription("Leonhard Euler", "was a student of", "Johann Bernoulli",
+    ...                     "Bernoulli taught Euler in Basel.", 8.0).triplet.text
+    'Leonhard Euler was a student of Johann Bernoulli'
+    """
+
+    subject: str
+    predicate: str
+    object: str
+    description: str
+    strength: float
+
+    @property
+    def triplet(self) -> Triplet:
+        """The (subject, predicate, object) of the relation."""
+        return Triplet(self.subject, self.predicate, self.object)

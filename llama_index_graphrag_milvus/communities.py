@@ -30,6 +30,13 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from tqdm.auto import tqdm
 
+from llama_index_graphrag_milvus.descriptions import (
+    DescriptionStats,
+    DescriptionSummarizer,
+    DescriptionTable,
+    build_descriptions,
+    read_description_table,
+)
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     EmptyIndexError,
@@ -93,6 +100,8 @@ class CommunityBuildStats:
     kind: str
     deleted: int
     seconds: dict[str, float] = field(default_factory=dict)
+    descriptions: DescriptionStats | None = None
+    """Merged entity and relation descriptions (``None`` when no passage has any)."""
 
     @property
     def levels(self) -> int:
@@ -131,10 +140,22 @@ def _communities(hierarchy: CommunityHierarchy, graph: EntityRelationGraph) -> l
 
 @dataclass(frozen=True)
 class _GraphText:
-    """Names of entities and texts of relations, read from Milvus once per build."""
+    """Names of entities and texts of relations, read from Milvus once per build, and the
+    merged descriptions when the passages were extracted with them."""
 
     names: dict[str, str]
     texts: dict[str, str]
+    descriptions: DescriptionTable = field(default_factory=lambda: DescriptionTable({}, {}))
+
+    def entity_description(self, eid: str) -> str:
+        found = self.descriptions.entities.get(eid)
+        if found is None or not found[1]:
+            return ""
+        return f"{found[0]}: {found[1]}" if found[0] else found[1]
+
+    def relation_description(self, rid: str) -> str:
+        found = self.descriptions.relations.get(rid)
+        return found[0] if found is not None else ""
 
 
 def _community_data(hierarchy: CommunityHierarchy, communities: Sequence[Community],
@@ -158,10 +179,12 @@ def _community_data(hierarchy: CommunityHierarchy, communities: Sequence[Communi
         objects = graph.entity_ids.ids(ends[relations, 1])
         result.append(CommunityData(
             community,
-            tuple((eid, text.names.get(eid, eid), int(degree[row]))
+            tuple((eid, text.names.get(eid, eid), int(degree[row]),
+                   text.entity_description(eid))
                   for eid, row in zip(entity_ids, entities.tolist(), strict=True)),
             tuple((rid, text.names.get(s, s), text.names.get(o, o), text.texts.get(rid, rid),
-                   int(degree[ends[row, 0]] + degree[ends[row, 1]]), int(support[row]))
+                   int(degree[ends[row, 0]] + degree[ends[row, 1]]), int(support[row]),
+                   text.relation_description(rid))
                   for rid, s, o, row in zip(relation_ids, subjects, objects,
                                             relations.tolist(), strict=True))))
     return result
@@ -248,10 +271,10 @@ def communities_from_rows(rows: Sequence[dict[str, Any]]) -> dict[str, StoredCom
 # ---------------------------------------------------------------------- build
 
 
-def _read_text(store: MilvusGraphStore) -> _GraphText:
+def _read_text(store: MilvusGraphStore, descriptions: DescriptionTable) -> _GraphText:
     names = {r["id"]: r["name"] for r in store.read_all(store.entity_collection, ["name"])}
     texts = {r["id"]: r["text"] for r in store.read_all(store.relation_collection, ["text"])}
-    return _GraphText(names, texts)
+    return _GraphText(names, texts, descriptions)
 
 
 def _extractive_hash(report: CommunityReport) -> str:
@@ -330,8 +353,14 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
                                              relation_weights(graph.relation_passages),
                                              graph.num_entities, config)
         communities = _communities(hierarchy, graph)
+    with _timed(seconds, "descriptions"):
+        summarizer = None if reporter is None else DescriptionSummarizer(
+            reporter.llm, num_workers=reporter.num_workers, max_retries=reporter.max_retries,
+            retry_base_delay=reporter.retry_base_delay, sleep=reporter.sleep)
+        descriptions, described = build_descriptions(store, graph, embed_model, summarizer,
+                                                     show_progress)
     with _timed(seconds, "read"):
-        text = _read_text(store)
+        text = _read_text(store, descriptions)
         existing: dict[str, StoredCommunity] = {}
         if store.has_communities():
             existing = communities_from_rows(
@@ -352,7 +381,7 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
     with _timed(seconds, "embed"):
         missing = [i for i in range(len(communities)) if i not in done.vectors]
         vectors = embed_model.get_text_embedding_batch(
-            [done.reports[i].as_text() for i in missing], show_progress=show_progress)
+            [done.reports[i].embedding_text() for i in missing], show_progress=show_progress)
         for index, vector in zip(missing, vectors, strict=True):
             done.vectors[index] = np.asarray(vector, np.float32)
     with _timed(seconds, "write"):
@@ -363,7 +392,7 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
                                 for lv in range(hierarchy.num_levels)),
         tuple(round(m, 4) for m in hierarchy.modularity), done.written, done.reused,
         done.failures, done.llm_calls, "extractive" if reporter is None else "llm", deleted,
-        seconds)
+        seconds, described if described.entities or described.relations else None)
     logger.info("communities built: %s", stats)
     return stats
 
@@ -404,8 +433,11 @@ class CommunitySet:
     not split further, so that every entity is covered once.
     """
 
-    def __init__(self, stored: dict[str, StoredCommunity], info: dict[str, Any]) -> None:
+    def __init__(self, stored: dict[str, StoredCommunity], info: dict[str, Any],
+                 descriptions: DescriptionTable | None = None) -> None:
         self.info = info
+        self.descriptions = descriptions or DescriptionTable({}, {})
+        """Merged entity and relation descriptions (empty without described extraction)."""
         order = sorted(stored, key=lambda cid: (stored[cid].report.level, cid))
         self.reports: dict[str, CommunityReport] = {cid: stored[cid].report for cid in order}
         self.ids = order
@@ -464,4 +496,7 @@ def load_communities(store: MilvusGraphStore) -> CommunitySet:
             "index.build_communities(llm=llm) (LLM reports) first; it needs "
             'pip install "llama-index-graphrag-milvus[communities]".')
     rows = store.read_all(store.community_collection, [*_FIELDS, "embedding"])
-    return CommunitySet(communities_from_rows(rows), json.loads(properties.get(INFO_KEY, "{}")))
+    descriptions = (read_description_table(store.read_descriptions())
+                    if store.has_descriptions() else None)
+    return CommunitySet(communities_from_rows(rows), json.loads(properties.get(INFO_KEY, "{}")),
+                        descriptions)

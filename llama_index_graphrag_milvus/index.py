@@ -429,6 +429,16 @@ class GraphRAGIndex:
         return build_communities(self.store, self.graph, self.embed_model, reporter, config,
                                  self.show_progress)
 
+    def drop_communities(self) -> None:
+        """Delete the communities, their reports and the merged descriptions (the
+        ``{prefix}_communities`` and ``{prefix}_descriptions`` collections); the graph is
+        untouched. The next :meth:`build_communities` starts from scratch (no cached
+        report or summary)."""
+        with self._graph_lock:
+            self._communities = None
+        self.store.drop_communities()
+        self.store.drop_descriptions()
+
     @property
     def communities(self) -> CommunitySet:
         """The communities and reports, read from Milvus on first use; raises

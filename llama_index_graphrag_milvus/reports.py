@@ -72,23 +72,28 @@ _TITLE_ENTITIES = 3
 class CommunityData:
     """What a community's context is made of: its entities and relations, best first.
 
-    ``entities`` are ``(id, name, degree)`` by degree; ``relations`` are ``(id, subject
-    name, object name, text, combined degree, passages)`` by combined degree then passages.
+    ``entities`` are ``(id, name, degree, description)`` by degree; ``relations`` are
+    ``(id, subject name, object name, text, combined degree, passages, description)`` by
+    combined degree then passages. Without extracted descriptions (see
+    :mod:`~llama_index_graphrag_milvus.descriptions`) descriptions are ``""``: the relation
+    text ("subject predicate object") stands in.
     Only the first rows are needed by an extractive report, so callers may cut them.
     """
 
     community: Community
-    entities: tuple[tuple[str, str, int], ...]
-    relations: tuple[tuple[str, str, str, str, int, int], ...]
+    entities: tuple[tuple[str, str, int, str], ...]
+    relations: tuple[tuple[str, str, str, str, int, int, str], ...]
 
 
-def _entity_row(entity: tuple[str, str, int]) -> str:
-    return f"{entity[0][:8]},{_cell(entity[1])},{entity[2]}"
+def _entity_row(entity: tuple[str, str, int, str]) -> str:
+    row = f"{entity[0][:8]},{_cell(entity[1])},{entity[2]}"
+    return f"{row},{_cell(entity[3])}" if entity[3] else row
 
 
-def _relation_row(relation: tuple[str, str, str, str, int, int]) -> str:
-    rid, subject, obj, text, degree, passages = relation
-    return f"{rid[:8]},{_cell(subject)},{_cell(obj)},{_cell(text)},{degree},{passages}"
+def _relation_row(relation: tuple[str, str, str, str, int, int, str]) -> str:
+    rid, subject, obj, text, degree, passages, description = relation
+    return (f"{rid[:8]},{_cell(subject)},{_cell(obj)},{_cell(description or text)},{degree},"
+            f"{passages}")
 
 
 def _cell(value: str) -> str:
@@ -130,11 +135,13 @@ class ContextBuilder:
     def count(self, text: str) -> int:
         return len(self._tokens(text))
 
-    def _tables(self, entities: Sequence[tuple[str, str, int]],
-                relations: Sequence[tuple[str, str, str, str, int, int]], budget: int
+    def _tables(self, entities: Sequence[tuple[str, str, int, str]],
+                relations: Sequence[tuple[str, str, str, str, int, int, str]], budget: int
                 ) -> tuple[str, bool]:
         """The entity and relation tables, rows by rank until ``budget`` tokens."""
-        lines = ["-----Entities-----", "id,entity,degree"]
+        described = any(e[3] for e in entities)
+        lines = ["-----Entities-----",
+                 "id,entity,degree,description" if described else "id,entity,degree"]
         relation_lines = ["-----Relationships-----",
                           "id,source,target,description,combined_degree,passages"]
         used = self.count("\n".join(lines + relation_lines))
@@ -249,24 +256,29 @@ def extractive_report(data: CommunityData) -> CommunityReport:
     passages (``1 + log2(passages)``, at most 10: a size measure, not a judgement).
 
     >>> data = CommunityData(Community("c1", 0, "", (), ("e1", "e2"), 1, 2),
-    ...     (("e1", "Euler", 2), ("e2", "Basel", 1)),
-    ...     (("r1", "Euler", "Basel", "Euler was born in Basel", 3, 2),))
+    ...     (("e1", "Euler", 2, ""), ("e2", "Basel", 1, "")),
+    ...     (("r1", "Euler", "Basel", "Euler was born in Basel", 3, 2, ""),))
     >>> report = extractive_report(data)
     >>> report.title, report.findings[0].summary, report.rating, report.kind
     ('Euler and Basel', 'Euler was born in Basel', 2.0, 'extractive')
     """
     community = data.community
-    names = [name for _, name, _ in data.entities[:_TITLE_ENTITIES]]
+    names = [entity[1] for entity in data.entities[:_TITLE_ENTITIES]]
     title = (names[0] if len(names) == 1 else
              f"{', '.join(names[:-1])} and {names[-1]}") if names else "Empty community"
-    degrees = ", ".join(f"{name} ({degree})" for _, name, degree in data.entities[:5])
+    degrees = ", ".join(f"{e[1]} ({e[2]})" for e in data.entities[:5])
     summary = (f"{len(community.entity_ids)} entities and {community.num_relations} "
                f"relations, supported by {community.num_passages} passages. The most "
                f"connected entities (with their number of relations): {degrees}.")
+    described = [f"{e[1]}: {e[3]}" for e in data.entities[:2] if e[3]]
+    if described:
+        summary = " ".join([summary, *described])
     findings = tuple(
-        Finding(text, f"Supported by {passages} passage{'s' if passages != 1 else ''}; "
-                      f"{subject} and {obj} have {degree} relations between them in all.")
-        for _, subject, obj, text, degree, passages in data.relations[:EXTRACTIVE_FINDINGS])
+        Finding(text, " ".join(filter(None, [
+            description, f"Supported by {passages} passage{'s' if passages != 1 else ''}; "
+                         f"{subject} and {obj} have {degree} relations between them in all."])))
+        for _, subject, obj, text, degree, passages, description
+        in data.relations[:EXTRACTIVE_FINDINGS])
     rating = min(10.0, 1.0 + math.log2(max(1, community.num_passages)))
     explanation = (f"Extractive report (no LLM): the rating measures size, {community.num_passages}"
                    " supporting passages.")
@@ -331,7 +343,8 @@ class CommunityReporter:
         self.num_workers = num_workers
         self.max_retries = max_retries
         self.retry_base_delay = float(retry_base_delay)
-        self._sleep = sleep
+        self.sleep = sleep
+        """The async sleep of the retry backoff (``None``: ``asyncio.sleep``)."""
 
     @property
     def model(self) -> str:
@@ -345,7 +358,7 @@ class CommunityReporter:
         async with semaphore:
             answer = await call_with_retries(
                 lambda: predict(context), f"the report of community {context.community.id}",
-                self.max_retries, self.retry_base_delay, self._sleep)
+                self.max_retries, self.retry_base_delay, self.sleep)
         if answer.error is not None:
             return ReportOutcome(extractive_report(data), answer.error, answer.attempts)
         report = parse_report(answer.text, context.community)

@@ -7,6 +7,9 @@
                         naive vector RAG and any LlamaIndex tool can read the passages.
 ``{prefix}_communities`` (after ``build_communities``) one row per community and report; see
                         :data:`COMMUNITY_FIELDS`.
+``{prefix}_descriptions`` (after ``build_communities`` on passages extracted with
+                        descriptions) merged entity and relation descriptions; see
+                        :data:`DESCRIPTION_FIELDS`.
 
 An entity's relations are found through the relation rows' ``subject_id`` / ``object_id``;
 nothing is stored twice. Sync and async methods share the request builders and the result
@@ -90,6 +93,20 @@ COMMUNITY_FIELDS: tuple[tuple[str, Any, int], ...] = (
 """The scalar fields of the community collection (name, type, max length or capacity),
 besides ``id`` (``community_id`` for part 0, ``community_id.part`` after) and ``embedding``
 (the report's vector). ``findings`` is JSON text."""
+
+DESCRIPTION_TEXT_MAX_BYTES = 65535
+"""Longest merged description (UTF-8 bytes) the description collection accepts."""
+DESCRIPTION_FIELDS: tuple[tuple[str, Any, int], ...] = (
+    ("kind", DataType.VARCHAR, 16),
+    ("name", DataType.VARCHAR, RELATION_TEXT_MAX_BYTES),
+    ("type", DataType.VARCHAR, 256),
+    ("description", DataType.VARCHAR, DESCRIPTION_TEXT_MAX_BYTES),
+    ("strength", DataType.DOUBLE, 0),
+    ("degree", DataType.INT64, 0),
+    ("source_hash", DataType.VARCHAR, ID_MAX_LENGTH),
+)
+"""The scalar fields of the description collection (one row per described entity or
+relation, ``id`` its id), besides ``embedding`` (of ``"name: description"``)."""
 
 _RANGE_ROWS = 16384
 """Rows per primary-key range when the whole relation collection is read."""
@@ -446,6 +463,7 @@ class MilvusGraphStore:
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
         self.community_collection = f"{self.prefix}_communities"
+        self.description_collection = f"{self.prefix}_descriptions"
         self._closed = False
         with _milvus_errors(f"connect to {uri!r}"), \
                 (_lite_connection(self) if self.is_lite else nullcontext()):
@@ -755,29 +773,79 @@ class MilvusGraphStore:
 
     def create_communities(self) -> None:
         """Create (and load) the community collection when it does not exist."""
+        self._create_side_collection(self.community_collection, COMMUNITY_FIELDS)
+
+    def _create_side_collection(self, name: str,
+                                fields: Sequence[tuple[str, Any, int]]) -> None:
+        """Create (and load) a collection of ``fields`` plus ``id`` and ``embedding`` when
+        it does not exist."""
         if self.dim is None:
             raise MilvusStoreError("the graph collections do not exist yet: ingest first")
-        if self.has_communities():
-            return
-        with _milvus_errors(f"create {self.community_collection}"):
+        with _milvus_errors("list collections"):
+            if self.client.has_collection(name):
+                return
+        with _milvus_errors(f"create {name}"):
             schema = self.client.create_schema(auto_id=False, enable_dynamic_field=False)
             schema.add_field("id", DataType.VARCHAR, is_primary=True,
                              max_length=ID_MAX_LENGTH)
-            for name, kind, size in COMMUNITY_FIELDS:
+            for field, kind, size in fields:
                 if kind == DataType.VARCHAR:
-                    schema.add_field(name, kind, max_length=size)
+                    schema.add_field(field, kind, max_length=size)
                 elif kind == DataType.ARRAY:
-                    schema.add_field(name, kind, element_type=DataType.VARCHAR,
+                    schema.add_field(field, kind, element_type=DataType.VARCHAR,
                                      max_capacity=size, max_length=ID_MAX_LENGTH)
                 else:
-                    schema.add_field(name, kind)
+                    schema.add_field(field, kind)
             schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=self.dim)
             index_params = self.client.prepare_index_params()
             index_params.add_index("embedding", index_type=self.index_type, metric_type=METRIC)
-            self.client.create_collection(self.community_collection, schema=schema,
+            self.client.create_collection(name, schema=schema,
                                           consistency_level=self.consistency_level)
-            self.client.create_index(self.community_collection, index_params, sync=False)
-            self.client.load_collection(self.community_collection)
+            self.client.create_index(name, index_params, sync=False)
+            self.client.load_collection(name)
+
+    # ---- descriptions
+
+    def has_descriptions(self) -> bool:
+        """Whether the description collection exists."""
+        with _milvus_errors("list collections"):
+            return self.client.has_collection(self.description_collection)
+
+    def read_descriptions(self) -> list[dict[str, Any]]:
+        """Every stored description row (with its vector)."""
+        with _milvus_errors(f"load {self.description_collection}"):
+            self.client.load_collection(self.description_collection)
+        return self.read_all(self.description_collection,
+                             [name for name, _, _ in DESCRIPTION_FIELDS] + ["embedding"])
+
+    def write_descriptions(self, rows: Sequence[dict[str, Any]], stale: Sequence[str]
+                           ) -> None:
+        """Upsert description rows and delete the ``stale`` ids."""
+        self._create_side_collection(self.description_collection, DESCRIPTION_FIELDS)
+        self.upsert_rows(self.description_collection, rows)
+        self.delete_rows(self.description_collection, stale)
+        self.flush_collection(self.description_collection)
+
+    def drop_descriptions(self) -> None:
+        """Drop the description collection (no-op when it does not exist)."""
+        if self.has_descriptions():
+            with _milvus_errors(f"drop {self.description_collection}"):
+                self.client.drop_collection(self.description_collection)
+
+    def all_passages(self) -> list[BaseNode]:
+        """Every stored passage node (text and metadata, no vector)."""
+        if self.dim is None:
+            return []
+        rows = self.read_all(self.passage_collection, _PASSAGE_FIELDS)
+        return _rows_to_passages(rows, [row["id"] for row in rows])
+
+    # ---- communities
+
+    def drop_communities(self) -> None:
+        """Drop the community collection (no-op when it does not exist)."""
+        if self.has_communities():
+            with _milvus_errors(f"drop {self.community_collection}"):
+                self.client.drop_collection(self.community_collection)
 
     def community_properties(self) -> dict[str, str]:
         """What the last ``build_communities`` recorded on the community collection

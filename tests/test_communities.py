@@ -30,6 +30,8 @@ from llama_index_graphrag_milvus.records import (
     Community,
     CommunityReport,
     Finding,
+    Triplet,
+    entity_id,
 )
 from llama_index_graphrag_milvus.reports import CommunityReporter
 from llama_index_graphrag_milvus.store import MilvusGraphStore
@@ -317,11 +319,11 @@ def test_report_retriever_ranks_reports_by_similarity(uri: str) -> None:
     index = open_index(uri)
     index.build_communities()
     target = index.community_reports()[-1]
-    hits = index.as_report_retriever(similarity_top_k=2).retrieve(target.as_text())
+    hits = index.as_report_retriever(similarity_top_k=2).retrieve(target.embedding_text())
     assert len(hits) == 2 and hits[0].score > hits[1].score
     assert hits[0].node.get_content() == target.as_text()
     again = asyncio.run(index.as_report_retriever(similarity_top_k=2).aretrieve(
-        target.as_text()))
+        target.embedding_text()))
     assert [h.node.node_id for h in again] == [h.node.node_id for h in hits]
 
 
@@ -346,3 +348,138 @@ def test_global_search_through_the_index_calls_the_llm_batches_plus_one(uri: str
     stats = response.metadata
     assert stats["batches"] >= 2 and len(prompts) == stats["batches"] + 1
     assert "scientists" in str(response)
+
+
+def test_drop_communities_then_build_from_scratch(uri: str) -> None:
+    index = open_index(uri)
+    first = index.build_communities()
+    index.drop_communities()
+    with pytest.raises(CommunitiesNotBuiltError, match="never built"):
+        index.community_reports()
+    again = index.build_communities()
+    assert (again.reports_written, again.reports_reused) == (first.communities, 0)
+
+
+# ---------------------------------------------------------------------- descriptions
+
+
+def described(text: str, entities: list[list[str]], relations: list[list[Any]]
+              ) -> tuple[TextNode, list[tuple[str, str, str]]]:
+    """A passage as TripletExtractor(describe=True) leaves it."""
+    node = TextNode(text=text, metadata={"graphrag_entity_descriptions": entities,
+                                         "graphrag_relation_descriptions": relations})
+    return node, [tuple(r[:3]) for r in relations]
+
+
+def described_passages() -> list[tuple[TextNode, list[tuple[str, str, str]]]]:
+    """Three passages of the Bernoulli family with descriptions (new nodes each call)."""
+    return [
+        described("Leonhard Euler was a student of Johann Bernoulli in Basel.",
+                  [["Leonhard Euler", "PERSON", "A Swiss mathematician."],
+                   ["Johann Bernoulli", "PERSON", "A mathematician who taught Euler."]],
+                  [["Leonhard Euler", "was a student of", "Johann Bernoulli",
+                    "Euler studied under Johann Bernoulli in Basel.", 8]]),
+        described("Daniel Bernoulli, the son of Johann Bernoulli, worked on fluid dynamics.",
+                  [["Johann Bernoulli", "PERSON", "Father of Daniel Bernoulli."],
+                   ["Daniel Bernoulli", "PERSON", "A physicist of fluid dynamics."]],
+                  [["Daniel Bernoulli", "was the son of", "Johann Bernoulli",
+                    "Daniel was Johann's son.", 9]]),
+        described("Johann Bernoulli taught Leonhard Euler mathematics.",
+                  [["Johann Bernoulli", "PERSON", "A mathematician who taught Euler."]],
+                  [["Leonhard Euler", "was a student of", "Johann Bernoulli",
+                    "Johann gave Euler private lessons.", 6]]),
+    ]
+
+
+def test_descriptions_are_merged_summarized_stored_and_used(uri: str) -> None:
+    index = open_index(uri, described_passages())
+    calls: list[str] = []
+
+    def script(prompt: str) -> str:
+        calls.append(prompt)
+        if "several descriptions" in prompt:
+            return "Johann Bernoulli, a mathematician, taught Euler and fathered Daniel."
+        return report_answer(prompt)
+
+    stats = index.build_communities(llm=ScriptedLLM(script))
+    assert stats.descriptions is not None
+    assert (stats.descriptions.entities, stats.descriptions.relations) == (3, 2)
+    # Johann (two distinct descriptions) and Euler -> Johann (two) are summarized
+    assert stats.descriptions.summarized == 2
+    table = index.communities.descriptions
+    johann = table.entities[entity_id("Johann Bernoulli")]
+    assert johann == ("PERSON", "Johann Bernoulli, a mathematician, taught Euler and "
+                                "fathered Daniel.")
+    student = table.relations[Triplet("Leonhard Euler", "was a student of",
+                                      "Johann Bernoulli").id]
+    assert student[1] == 14.0  # strengths summed over passages
+    report_prompts = [p for p in calls if "id,entity,degree,description" in p]
+    assert report_prompts and "A Swiss mathematician." in "".join(report_prompts)
+    nodes = index.as_local_retriever(similarity_top_k=2).retrieve(QUESTION)
+    tables = "".join(n.node.get_content() for n in nodes
+                     if n.node.metadata[CONTEXT_KIND_KEY] in ("entities", "relations"))
+    assert "PERSON: " in tables
+    calls.clear()
+    again = index.build_communities(llm=ScriptedLLM(script))
+    assert again.descriptions is not None and again.descriptions.summarized == 0
+    assert again.descriptions.reused == 5 and again.llm_calls == 0 and calls == []
+
+
+def test_descriptions_without_an_llm_are_joined_and_follow_deletes(uri: str) -> None:
+    data = []
+    for position, (node, triplets) in enumerate(described_passages()):
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=f"doc-{position}")
+        data.append((node, triplets))
+    index = open_index(uri, data)
+    index.build_communities()
+    johann = index.communities.descriptions.entities[entity_id("Johann Bernoulli")]
+    assert johann[1] == "A mathematician who taught Euler. Father of Daniel Bernoulli."
+    index.delete("doc-1")  # Daniel's passage: its descriptions go at the next build
+    stats = index.build_communities()
+    table = index.communities.descriptions
+    assert entity_id("Daniel Bernoulli") not in table.entities
+    assert table.entities[entity_id("Johann Bernoulli")][1] == (
+        "A mathematician who taught Euler.")
+    assert stats.descriptions is not None and stats.descriptions.entities == 2
+
+
+def test_plain_triplets_have_no_description_collection(uri: str) -> None:
+    index = open_index(uri)
+    stats = index.build_communities()
+    assert stats.descriptions is None and not index.store.has_descriptions()
+    assert index.communities.descriptions.entities == {}
+
+
+def test_local_search_in_a_fusion_retriever(uri: str) -> None:
+    from llama_index.core.llms import MockLLM
+    from llama_index.core.retrievers import QueryFusionRetriever
+
+    index = open_index(uri)
+    index.build_communities()
+    fusion = QueryFusionRetriever(
+        [index.as_naive_retriever(similarity_top_k=3),
+         index.as_local_retriever(similarity_top_k=3)],
+        llm=MockLLM(), num_queries=1, mode="reciprocal_rerank", similarity_top_k=8,
+        use_async=False)
+    nodes = fusion.retrieve(QUESTION)
+    kinds = {n.node.metadata.get(CONTEXT_KIND_KEY, "passage") for n in nodes}
+    assert {"passage", "report"} <= kinds
+    texts = [n.node.get_content() for n in nodes]
+    assert len(texts) == len(set(texts))  # a passage both found is listed once
+
+
+def test_a_passage_extracted_again_differently_stays_one_passage(uri: str) -> None:
+    """Package metadata (descriptions, an extraction error) is not part of the identity."""
+    text = "Leonhard Euler was a student of Johann Bernoulli in Basel."
+    first = described(text, [["Leonhard Euler", "PERSON", "A mathematician."]],
+                      [["Leonhard Euler", "was a student of", "Johann Bernoulli", "x", 5]])
+    index = open_index(uri, [first])
+    failed = TextNode(text=text, metadata={"graphrag_extraction_error": "TimeoutError: slow"})
+    again = described(text, [["Leonhard Euler", "PERSON", "A Swiss mathematician."]],
+                      [["Leonhard Euler", "was a student of", "Johann Bernoulli", "y", 7]])
+    index.insert_triplets([(failed, [])])
+    index.insert_triplets([again])
+    assert index.store.count(index.store.passage_collection) == 1
+    index.build_communities()
+    assert index.communities.descriptions.entities[entity_id("Leonhard Euler")][1] == (
+        "A Swiss mathematician.")

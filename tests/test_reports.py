@@ -24,12 +24,12 @@ def data(prefix: str, size: int, level: int = 0, children: tuple[str, ...] = ()
     """A community of ``size`` entities in a chain, entities and relations best first."""
     ids = [f"{prefix}{i:030d}" for i in range(size)]
     community = Community(f"{prefix}c", level, "", children, tuple(ids), size - 1, size - 1)
-    entities = tuple((eid, f"Entity {prefix} number {i}", size - i)
+    entities = tuple((eid, f"Entity {prefix} number {i}", size - i, "")
                      for i, eid in enumerate(ids))
     relations = tuple((f"{prefix}r{i:029d}", f"Entity {prefix} number {i}",
                        f"Entity {prefix} number {i + 1}",
                        f"Entity {prefix} number {i} works with Entity {prefix} number {i + 1}",
-                       2 * (size - i), 1) for i in range(size - 1))
+                       2 * (size - i), 1, "") for i in range(size - 1))
     return CommunityData(community, entities, relations)
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
 
+from llama_index_graphrag_milvus.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
@@ -164,9 +165,12 @@ def _table_node(kind: str, header: str, lines: Sequence[str], score: float | Non
 def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit],
                  relations: Sequence[CandidateRelation], reports: Sequence[Any],
                  config: LocalSearchConfig,
-                 tokens: Callable[[str], Sequence[Any]]) -> list[NodeWithScore]:
+                 tokens: Callable[[str], Sequence[Any]],
+                 descriptions: DescriptionTable | None = None) -> list[NodeWithScore]:
     """The local context under the budget (see the module docstring); ``reports`` are
-    ``(report node, community rank)`` pairs, best first."""
+    ``(report, matched passages)`` pairs, best first; ``descriptions`` (when the passages
+    were extracted with them) add a description column to both tables."""
+    table = descriptions or DescriptionTable({}, {})
     from llama_index_graphrag_milvus.global_search import report_node
 
     budget = _Budget(tokens, config.max_tokens)
@@ -197,10 +201,14 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
         node.node.excluded_llm_metadata_keys.append(CONTEXT_KIND_KEY)
         kept_reports.append(node)
     entity_lines: list[str] = []
-    header = "-----Entities-----\nentity,similarity"
+    described = any(e.id in table.entities for e in entities)
+    header = "-----Entities-----\nentity,similarity" + (",description" if described else "")
     budget.take(header)
     for entity in entities:
         line = f"{entity.name},{entity.score:.3f}"
+        if described:
+            kind, text = table.entities.get(entity.id, ("", ""))
+            line += f",{kind}: {text}" if kind else f",{text}"
         if budget.take(line) is None:
             break
         entity_lines.append(line)
@@ -209,9 +217,11 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
     rheader = "-----Relationships-----"
     budget.take(rheader)
     for relation in relations:
-        if budget.take(relation.text) is None:
+        found = table.relations.get(relation.id)
+        line = f"{relation.text}: {found[0]}" if found and found[0] else relation.text
+        if budget.take(line) is None:
             break
-        relation_lines.append(relation.text)
+        relation_lines.append(line)
         kept_relations.append(relation)
     result = [*kept_passages, *kept_reports]
     if entity_lines:
@@ -253,7 +263,8 @@ class LocalSearchRetrieval(RetrievalMethod):
         ranked = rank_communities(graph, communities, [h.id for h in entities],
                                   self.config.level)
         reports = [(communities.reports[cid], matches) for cid, matches in ranked]
-        return pack_context(passages, entities, relations, reports, self.config, self._tokens)
+        return pack_context(passages, entities, relations, reports, self.config, self._tokens,
+                            communities.descriptions)
 
     def describe(self) -> dict[str, Any]:
         return {"local_search": {

@@ -1,10 +1,13 @@
-"""Graph RAG on Milvus for LlamaIndex: a multi-hop retriever and an LLM relation reranker.
+"""Graph RAG on Milvus for LlamaIndex: multi-hop retrievers, an LLM relation reranker, and
+Microsoft GraphRAG's communities with local and global search.
 
 >>> from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 """
 
+from llama_index_graphrag_milvus.communities import CommunityBuildStats, CommunitySet
 from llama_index_graphrag_milvus.deletion import DeletionStats
 from llama_index_graphrag_milvus.errors import (
+    CommunitiesNotBuiltError,
     EmbeddingDimensionError,
     EmbeddingModelError,
     EmptyIndexError,
@@ -14,46 +17,75 @@ from llama_index_graphrag_milvus.errors import (
     MissingDependencyError,
 )
 from llama_index_graphrag_milvus.extraction import (
+    DescribedExtraction,
     ExtractionCache,
     ExtractionReport,
     TripletExtractor,
     extraction_failures,
+    parse_described,
     parse_triplets,
 )
+from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine, GlobalSearchStats
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion import IngestionStats
 from llama_index_graphrag_milvus.nlp_extraction import SpacyTripletExtractor
-from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
+from llama_index_graphrag_milvus.records import (
+    CandidateRelation,
+    Community,
+    CommunityReport,
+    EntityDescription,
+    Finding,
+    RelationDescription,
+    Triplet,
+)
+from llama_index_graphrag_milvus.reports import CommunityReporter
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval.community_reports import CommunityReportRetriever
+from llama_index_graphrag_milvus.retrieval.local import LocalSearchRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
 
 __version__ = "0.1.0"
 
 __all__ = [
     "CandidateRelation",
+    "CommunitiesNotBuiltError",
+    "Community",
+    "CommunityBuildStats",
+    "CommunityReport",
+    "CommunityReportRetriever",
+    "CommunityReporter",
+    "CommunitySet",
     "DeletionStats",
+    "DescribedExtraction",
     "EmbeddingDimensionError",
     "EmbeddingModelError",
     "EmptyIndexError",
+    "EntityDescription",
     "EntityRelationGraph",
     "ExpansionConfig",
     "ExtractionCache",
     "ExtractionReport",
+    "Finding",
+    "GlobalSearchQueryEngine",
+    "GlobalSearchStats",
     "GraphRAGError",
     "GraphRAGIndex",
     "GraphRAGRetriever",
     "GraphRelationRerank",
     "IngestionStats",
     "InvalidInputError",
+    "LocalSearchRetriever",
     "MilvusGraphStore",
     "MilvusStoreError",
     "MissingDependencyError",
+    "RelationDescription",
     "SpacyTripletExtractor",
     "Triplet",
     "TripletExtractor",
     "__version__",
     "extraction_failures",
+    "parse_described",
     "parse_triplets",
 ]

@@ -139,7 +139,7 @@ def _communities(hierarchy: CommunityHierarchy, graph: EntityRelationGraph) -> l
 
 
 @dataclass(frozen=True)
-class _GraphText:
+class GraphText:
     """Names of entities and texts of relations, read from Milvus once per build, and the
     merged descriptions when the passages were extracted with them."""
 
@@ -159,7 +159,7 @@ class _GraphText:
 
 
 def _community_data(hierarchy: CommunityHierarchy, communities: Sequence[Community],
-                    graph: EntityRelationGraph, text: _GraphText, rows: int
+                    graph: EntityRelationGraph, text: GraphText, rows: int
                     ) -> list[CommunityData]:
     """Each community's entities by degree and relations by combined degree then support,
     the first ``rows`` of each."""
@@ -271,10 +271,10 @@ def communities_from_rows(rows: Sequence[dict[str, Any]]) -> dict[str, StoredCom
 # ---------------------------------------------------------------------- build
 
 
-def _read_text(store: MilvusGraphStore, descriptions: DescriptionTable) -> _GraphText:
+def _read_text(store: MilvusGraphStore, descriptions: DescriptionTable) -> GraphText:
     names = {r["id"]: r["name"] for r in store.read_all(store.entity_collection, ["name"])}
     texts = {r["id"]: r["text"] for r in store.read_all(store.relation_collection, ["text"])}
-    return _GraphText(names, texts, descriptions)
+    return GraphText(names, texts, descriptions)
 
 
 def _extractive_hash(report: CommunityReport) -> str:
@@ -337,6 +337,34 @@ def _write_level(indices: Sequence[int], data: Sequence[CommunityData],
             done.hashes[index] = "failed:" + key[:24]
 
 
+def write_reports(graph: EntityRelationGraph, text: GraphText,
+                  reporter: CommunityReporter | None, config: LeidenConfig,
+                  existing: dict[str, StoredCommunity], seconds: dict[str, float],
+                  show_progress: bool = False
+                  ) -> tuple[CommunityHierarchy, list[Community], _Reports]:
+    """The in-memory part of a build: Leiden, the communities, and their reports (reused
+    from ``existing`` when unchanged); ``seconds`` gets the time of each stage."""
+    with _timed(seconds, "leiden"):
+        hierarchy = hierarchical_communities(graph.endpoints,
+                                             relation_weights(graph.relation_passages),
+                                             graph.num_entities, config)
+        communities = _communities(hierarchy, graph)
+    rows = (_EXTRACTIVE_ROWS if reporter is None
+            else max(_EXTRACTIVE_ROWS, reporter.contexts.max_input_tokens // 4))
+    done = _Reports()
+    with _timed(seconds, "reports"):
+        data = _community_data(hierarchy, communities, graph, text, rows)
+        progress = tqdm(total=len(communities), desc="Writing community reports",
+                        disable=not show_progress)
+        try:
+            for level in reversed(range(hierarchy.num_levels)):
+                indices = [i for i, c in enumerate(hierarchy.clusters) if c.level == level]
+                _write_level(indices, data, hierarchy, reporter, existing, done, progress)
+        finally:
+            progress.close()
+    return hierarchy, communities, done
+
+
 def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
                       embed_model: BaseEmbedding, reporter: CommunityReporter | None = None,
                       config: LeidenConfig | None = None, show_progress: bool = False
@@ -348,11 +376,6 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
         raise EmptyIndexError("the index holds no relations: ingest triplets before building "
                               "communities")
     seconds: dict[str, float] = {}
-    with _timed(seconds, "leiden"):
-        hierarchy = hierarchical_communities(graph.endpoints,
-                                             relation_weights(graph.relation_passages),
-                                             graph.num_entities, config)
-        communities = _communities(hierarchy, graph)
     with _timed(seconds, "descriptions"):
         summarizer = None if reporter is None else DescriptionSummarizer(
             reporter.llm, num_workers=reporter.num_workers, max_retries=reporter.max_retries,
@@ -365,19 +388,8 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
         if store.has_communities():
             existing = communities_from_rows(
                 store.read_all(store.community_collection, [*_FIELDS, "embedding"]))
-    rows = (_EXTRACTIVE_ROWS if reporter is None
-            else max(_EXTRACTIVE_ROWS, reporter.contexts.max_input_tokens // 4))
-    data = _community_data(hierarchy, communities, graph, text, rows)
-    done = _Reports()
-    with _timed(seconds, "reports"):
-        progress = tqdm(total=len(communities), desc="Writing community reports",
-                        disable=not show_progress)
-        try:
-            for level in reversed(range(hierarchy.num_levels)):
-                indices = [i for i, c in enumerate(hierarchy.clusters) if c.level == level]
-                _write_level(indices, data, hierarchy, reporter, existing, done, progress)
-        finally:
-            progress.close()
+    hierarchy, communities, done = write_reports(graph, text, reporter, config, existing,
+                                                 seconds, show_progress)
     with _timed(seconds, "embed"):
         missing = [i for i in range(len(communities)) if i not in done.vectors]
         vectors = embed_model.get_text_embedding_batch(

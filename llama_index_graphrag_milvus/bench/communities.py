@@ -10,6 +10,13 @@ The index is built from the dataset's triplets (or reopened with ``--reuse-index
 (no LLM). The three retrievers take turns on every question (query embedding included in the
 latency). Needs the ``bench`` extra (MiniLM embeddings) unless ``--embed-model`` names
 another factory.
+
+``--synthetic N`` instead times the in-memory part of a build (Leiden, communities,
+extractive reports) on the power-law graph of the scale benchmark with ``N`` relations, with
+its peak memory; the Milvus writes and the report embeddings (one vector per community)
+come on top and are not measured there::
+
+    python -m llama_index_graphrag_milvus.bench.communities --synthetic 1000000
 """
 
 from __future__ import annotations
@@ -68,9 +75,42 @@ def compare(retrievers: dict[str, BaseRetriever], questions: Sequence[Any], ks: 
             for name in names}
 
 
+def synthetic_build(num_relations: int, max_cluster_size: int) -> dict[str, Any]:
+    """The in-memory stages of a build on a synthetic graph: seconds and peak memory."""
+    from llama_index_graphrag_milvus.bench.synthetic import entity_id, entity_name, generate
+    from llama_index_graphrag_milvus.communities import GraphText, write_reports
+    from llama_index_graphrag_milvus.graph import EntityRelationGraph
+    from llama_index_graphrag_milvus.graph.communities import LeidenConfig
+
+    start = time.perf_counter()
+    synthetic = generate(num_relations, dim=8)
+    graph = EntityRelationGraph.from_rows(synthetic.relation_batches(), dim=synthetic.dim)
+    names = {entity_id(k): entity_name(k) for k in range(synthetic.num_entities)}
+    texts = {synthetic.relation_id(r): synthetic.triplet(r).text
+             for r in range(synthetic.num_relations)}
+    setup_s = time.perf_counter() - start
+    rss_before = current_rss_mb()
+    seconds: dict[str, float] = {}
+    start = time.perf_counter()
+    hierarchy, communities, done = write_reports(
+        graph, GraphText(names, texts), None, LeidenConfig(max_cluster_size=max_cluster_size),
+        {}, seconds)
+    total = time.perf_counter() - start
+    return {"relations": graph.num_relations, "entities": graph.num_entities,
+            "setup_s": round(setup_s, 1), "build_s": round(total, 2), "stage_s": seconds,
+            "communities": len(communities),
+            "per_level": [sum(c.level == lv for c in communities)
+                          for lv in range(hierarchy.num_levels)],
+            "modularity": [round(m, 4) for m in hierarchy.modularity],
+            "reports": done.written, "rss_mb_before_build": rss_before,
+            "rss_mb_after": current_rss_mb(), "peak_rss_mb": round(peak_rss_mb(), 1)}
+
+
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("dataset", type=Path)
+    parser.add_argument("dataset", type=Path, nargs="?", default=None)
+    parser.add_argument("--synthetic", type=int, default=None, metavar="RELATIONS",
+                        help="time the in-memory build on a synthetic graph instead")
     parser.add_argument("--out", type=Path, default=Path("bench_out"))
     parser.add_argument("--embed-model", default=None, metavar="MODULE:CALLABLE")
     parser.add_argument("--reuse-index", action="store_true",
@@ -79,6 +119,14 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--similarity-top-k", type=int, default=5)
     parser.add_argument("--json", type=Path, default=None, help="also write the results here")
     args = parser.parse_args(argv)
+    if args.synthetic is not None:
+        result = synthetic_build(args.synthetic, args.max_cluster_size)
+        print(json.dumps(result, indent=2))
+        if args.json is not None:
+            args.json.write_text(json.dumps(result, indent=2))
+        return result
+    if args.dataset is None:
+        parser.error("give a dataset folder, or --synthetic RELATIONS")
     dataset = load_dataset(args.dataset)
     embed_model = (load_object(args.embed_model)() if args.embed_model
                    else default_embed_model())

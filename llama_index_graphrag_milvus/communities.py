@@ -20,9 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import time
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -49,6 +47,7 @@ from llama_index_graphrag_milvus.graph.communities import (
     hierarchical_communities,
     relation_weights,
 )
+from llama_index_graphrag_milvus.ingestion import timed_stage
 from llama_index_graphrag_milvus.records import (
     Community,
     CommunityReport,
@@ -106,15 +105,6 @@ class CommunityBuildStats:
     @property
     def levels(self) -> int:
         return len(self.per_level)
-
-
-@contextmanager
-def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
-    started = time.perf_counter()
-    try:
-        yield
-    finally:
-        seconds[stage] = round(seconds.get(stage, 0.0) + time.perf_counter() - started, 3)
 
 
 # ---------------------------------------------------------------------- structure
@@ -344,7 +334,7 @@ def write_reports(graph: EntityRelationGraph, text: GraphText,
                   ) -> tuple[CommunityHierarchy, list[Community], _Reports]:
     """The in-memory part of a build: Leiden, the communities, and their reports (reused
     from ``existing`` when unchanged); ``seconds`` gets the time of each stage."""
-    with _timed(seconds, "leiden"):
+    with timed_stage(seconds, "leiden"):
         hierarchy = hierarchical_communities(graph.endpoints,
                                              relation_weights(graph.relation_passages),
                                              graph.num_entities, config)
@@ -352,7 +342,7 @@ def write_reports(graph: EntityRelationGraph, text: GraphText,
     rows = (_EXTRACTIVE_ROWS if reporter is None
             else max(_EXTRACTIVE_ROWS, reporter.contexts.max_input_tokens // 4))
     done = _Reports()
-    with _timed(seconds, "reports"):
+    with timed_stage(seconds, "reports"):
         data = _community_data(hierarchy, communities, graph, text, rows)
         progress = tqdm(total=len(communities), desc="Writing community reports",
                         disable=not show_progress)
@@ -376,13 +366,13 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
         raise EmptyIndexError("the index holds no relations: ingest triplets before building "
                               "communities")
     seconds: dict[str, float] = {}
-    with _timed(seconds, "descriptions"):
+    with timed_stage(seconds, "descriptions"):
         summarizer = None if reporter is None else DescriptionSummarizer(
             reporter.llm, num_workers=reporter.num_workers, max_retries=reporter.max_retries,
             retry_base_delay=reporter.retry_base_delay, sleep=reporter.sleep)
         descriptions, described = build_descriptions(store, graph, embed_model, summarizer,
                                                      show_progress)
-    with _timed(seconds, "read"):
+    with timed_stage(seconds, "read"):
         text = _read_text(store, descriptions)
         existing: dict[str, StoredCommunity] = {}
         if store.has_communities():
@@ -390,13 +380,13 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
                 store.read_all(store.community_collection, [*_FIELDS, "embedding"]))
     hierarchy, communities, done = write_reports(graph, text, reporter, config, existing,
                                                  seconds, show_progress)
-    with _timed(seconds, "embed"):
+    with timed_stage(seconds, "embed"):
         missing = [i for i in range(len(communities)) if i not in done.vectors]
         vectors = embed_model.get_text_embedding_batch(
             [done.reports[i].embedding_text() for i in missing], show_progress=show_progress)
         for index, vector in zip(missing, vectors, strict=True):
             done.vectors[index] = np.asarray(vector, np.float32)
-    with _timed(seconds, "write"):
+    with timed_stage(seconds, "write"):
         deleted = _write(store, communities, done, existing, hierarchy, config, graph,
                          "extractive" if reporter is None else "llm")
     stats = CommunityBuildStats(

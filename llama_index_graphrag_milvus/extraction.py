@@ -69,6 +69,8 @@ from llama_index_graphrag_milvus.records import (
     normalize_name,
 )
 
+T = TypeVar("T")
+
 logger = logging.getLogger(__name__)
 
 DEFAULT_TRIPLET_EXTRACT_PROMPT = PromptTemplate(
@@ -373,36 +375,31 @@ def _to_relation(item: Any) -> RelationDescription | None:
                                _optional_text(description), parse_strength(strength))
 
 
-def _entities_of(items: Any) -> tuple[list[EntityDescription], int]:
-    """Clean entities (the first of each name, see :func:`normalize_name`) and the number
-    dropped; a value that is not a list (``None`` aside) counts as one dropped."""
+def _first_of_each(items: Any, convert: Callable[[Any], T | None], key: Callable[[T], str]
+                   ) -> tuple[list[T], int]:
+    """The items ``convert`` accepts, the first of each ``key``, and the number dropped; a
+    value that is not a list (``None`` aside) counts as one dropped."""
     if not isinstance(items, list):
         return [], int(items is not None)
-    entities: dict[str, EntityDescription] = {}
+    kept: dict[str, T] = {}
     dropped = 0
     for item in items:
-        entity = _to_entity(item)
-        if entity is None:
+        converted = convert(item)
+        if converted is None:
             dropped += 1
         else:
-            entities.setdefault(normalize_name(entity.name), entity)
-    return list(entities.values()), dropped
+            kept.setdefault(key(converted), converted)
+    return list(kept.values()), dropped
+
+
+def _entities_of(items: Any) -> tuple[list[EntityDescription], int]:
+    """Clean entities: the first of each name (see :func:`normalize_name`)."""
+    return _first_of_each(items, _to_entity, lambda entity: normalize_name(entity.name))
 
 
 def _relations_of(items: Any) -> tuple[list[RelationDescription], int]:
-    """Clean relations (the first of each relation id) and the number dropped; a value
-    that is not a list (``None`` aside) counts as one dropped."""
-    if not isinstance(items, list):
-        return [], int(items is not None)
-    relations: dict[str, RelationDescription] = {}
-    dropped = 0
-    for item in items:
-        relation = _to_relation(item)
-        if relation is None:
-            dropped += 1
-        else:
-            relations.setdefault(relation.triplet.id, relation)
-    return list(relations.values()), dropped
+    """Clean relations: the first of each relation id."""
+    return _first_of_each(items, _to_relation, lambda relation: relation.triplet.id)
 
 
 _DESCRIBED_KEYS = ("relations", "relationships", "entities")
@@ -497,7 +494,6 @@ DEFAULT_CACHE_COLLECTION = "graphrag_triplets"
 """The kvstore collection of :class:`ExtractionCache` entries."""
 _ERROR_MAX_CHARS = 500
 
-T = TypeVar("T")
 Sleep = Callable[[float], Awaitable[None]]
 """An async sleep (``asyncio.sleep``): what the retry backoff waits with."""
 

@@ -247,7 +247,7 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     recorded on the collections if this call creates them.
     """
     seconds: dict[str, float] = {}
-    timed = partial(_timed, seconds)
+    timed = partial(timed_stage, seconds)
     with timed("embed_passages"):
         passage_vectors = _embed(
             embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
@@ -311,7 +311,8 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
 
 
 @contextmanager
-def _timed(seconds: dict[str, float], stage: str) -> Iterator[None]:
+def timed_stage(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    """Add the seconds spent in the ``with`` block to ``seconds[stage]``."""
     start = time.perf_counter()
     try:
         yield

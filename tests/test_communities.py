@@ -72,7 +72,8 @@ def stored_rows(index: GraphRAGIndex) -> dict[str, dict[str, Any]]:
 
 def report_answer(prompt: str) -> str:
     """A realistic report answer, titled by the first entity of the context."""
-    entity = prompt.split("id,entity,degree\n", 1)[-1].split("\n", 1)[0].split(",")[1]
+    row = prompt.split("id,entity,degree\n", 1)[-1].split("\n", 1)[0].split(",")
+    entity = row[1] if len(row) > 1 else "its sub-communities"
     return ("Here is the report:\n```json\n" + json.dumps({
         "title": f"Community around {entity}",
         "summary": f"{entity} and its collaborators.",
@@ -483,3 +484,28 @@ def test_a_passage_extracted_again_differently_stays_one_passage(uri: str) -> No
     index.build_communities()
     assert index.communities.descriptions.entities[entity_id("Leonhard Euler")][1] == (
         "A Swiss mathematician.")
+
+
+def test_one_giant_component_larger_than_the_report_budget(uri: str) -> None:
+    """60 scientists in one connected group: Leiden splits it into levels, and the
+    top-level reports, whose tables exceed the budget, are written from the reports of their
+    sub-communities."""
+    names = [f"Scientist {i}" for i in range(60)]
+    data = [(f"{a} corresponded with {b}.", [(a, "corresponded with", b)])
+            for i, a in enumerate(names) for b in names[i + 1:i + 4]]
+    index = open_index(uri, data)
+    prompts: list[str] = []
+
+    def script(prompt: str) -> str:
+        prompts.append(prompt)
+        return report_answer(prompt)
+
+    stats = index.build_communities(reporter=CommunityReporter(
+        ScriptedLLM(script), max_input_tokens=300), max_cluster_size=8)
+    assert stats.levels >= 2 and stats.report_failures == 0
+    tokens = get_tokenizer()
+    assert all(len(tokens(p.split("Data:\n", 1)[1])) <= 310 for p in prompts)
+    assert any("-----Reports-----" in p for p in prompts)  # sub-community reports used
+    for level in range(stats.levels):
+        members = [e for r in index.community_reports(level) for e in r.community.entity_ids]
+        assert len(members) == len(set(members)) == 60

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -28,17 +27,15 @@ from typing import Any
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import (
-    CompletionResponse,
-    CompletionResponseGen,
-    CustomLLM,
     LLMMetadata,
 )
 from llama_index.core.schema import TextNode
 
+from llama_index_graphrag_milvus.bench.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 
 
-class StoredTripletLLM(CustomLLM):
+class StoredTripletLLM(SleepyLLM):
     """Answers an extraction prompt with the stored triplets of its passage after ``delay``
     seconds; counts the requests in flight (``peak``). A passage it does not know gets
     ``{"triplets": []}``.
@@ -48,11 +45,7 @@ class StoredTripletLLM(CustomLLM):
     '{"triplets": [["Euler", "born in", "Basel"]]}'
     """
 
-    delay: float = 0.0
     _answers: dict[str, str] = PrivateAttr(default_factory=dict)
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _active: int = PrivateAttr(default=0)
-    _peak: int = PrivateAttr(default=0)
 
     def __init__(self, triplets_by_text: dict[str, list[Any]], delay: float = 0.0) -> None:
         super().__init__(delay=delay)
@@ -67,36 +60,9 @@ class StoredTripletLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(model_name="stored-triplets", is_chat_model=False)
 
-    @property
-    def peak(self) -> int:
-        """The most requests that were in flight at once."""
-        return self._peak
-
-    def _enter(self) -> None:
-        with self._lock:
-            self._active += 1
-            self._peak = max(self._peak, self._active)
-
-    def _leave(self, prompt: str) -> CompletionResponse:
-        with self._lock:
-            self._active -= 1
+    def answer(self, prompt: str) -> str:
         passage = prompt.rsplit("Passage:\n", 1)[-1].rsplit("\n\nAnswer:", 1)[0]
-        return CompletionResponse(text=self._answers.get(passage, '{"triplets": []}'))
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self._enter()
-        time.sleep(self.delay)
-        return self._leave(prompt)
-
-    async def acomplete(self, prompt: str, formatted: bool = False,
-                        **kwargs: Any) -> CompletionResponse:
-        self._enter()
-        await asyncio.sleep(self.delay)
-        return self._leave(prompt)
-
-    def stream_complete(self, prompt: str, formatted: bool = False,
-                        **kwargs: Any) -> CompletionResponseGen:
-        raise NotImplementedError("StoredTripletLLM does not stream")
+        return self._answers.get(passage, '{"triplets": []}')
 
 
 def load_passages(folder: Path, limit: int | None = None

@@ -23,20 +23,15 @@ import asyncio
 import json
 import math
 import re
-import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.llms import (
-    CompletionResponse,
-    CompletionResponseGen,
-    CustomLLM,
     LLMMetadata,
 )
 
+from llama_index_graphrag_milvus.bench.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.global_search import (
     GlobalSearchQueryEngine,
     GlobalSearchStats,
@@ -51,7 +46,7 @@ REDUCE_MARKER = "---Analyst Reports---"
 """A line of the default reduce prompt, absent from the map prompt."""
 
 
-class SleepyPointsLLM(CustomLLM):
+class SleepyPointsLLM(SleepyLLM):
     """Waits ``delay`` seconds per call, then answers a map prompt with one JSON point
     citing the first report of the batch, and the reduce prompt with a sentence. Counts the
     calls (``calls``) and the most calls in flight at once (``peak``).
@@ -64,12 +59,6 @@ class SleepyPointsLLM(CustomLLM):
     ('The guilds trade wool [Data: Reports (c0001)].', 2)
     """
 
-    delay: float = 0.0
-    _lock: threading.Lock = PrivateAttr(default_factory=threading.Lock)
-    _active: int = PrivateAttr(default=0)
-    _peak: int = PrivateAttr(default=0)
-    _calls: int = PrivateAttr(default=0)
-
     def __init__(self, delay: float = 0.0) -> None:
         super().__init__(delay=delay)
 
@@ -81,46 +70,13 @@ class SleepyPointsLLM(CustomLLM):
     def metadata(self) -> LLMMetadata:
         return LLMMetadata(model_name="sleepy-points", is_chat_model=False)
 
-    @property
-    def calls(self) -> int:
-        """The calls made so far."""
-        return self._calls
-
-    @property
-    def peak(self) -> int:
-        """The most calls that were in flight at once."""
-        return self._peak
-
-    def _enter(self) -> None:
-        with self._lock:
-            self._calls += 1
-            self._active += 1
-            self._peak = max(self._peak, self._active)
-
-    def _leave(self, prompt: str) -> CompletionResponse:
-        with self._lock:
-            self._active -= 1
+    def answer(self, prompt: str) -> str:
         if REDUCE_MARKER in prompt:
-            return CompletionResponse(text="The guilds trade wool [Data: Reports (c0001)].")
+            return "The guilds trade wool [Data: Reports (c0001)]."
         ids = _REPORT_ID.findall(prompt) or ["unknown"]
         point = {"description": f"Guild {ids[0]} trades wool [Data: Reports ({ids[0]})]",
                  "score": 50}
-        return CompletionResponse(text=json.dumps({"points": [point]}))
-
-    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
-        self._enter()
-        time.sleep(self.delay)
-        return self._leave(prompt)
-
-    async def acomplete(self, prompt: str, formatted: bool = False,
-                        **kwargs: Any) -> CompletionResponse:
-        self._enter()
-        await asyncio.sleep(self.delay)
-        return self._leave(prompt)
-
-    def stream_complete(self, prompt: str, formatted: bool = False,
-                        **kwargs: Any) -> CompletionResponseGen:
-        raise NotImplementedError("SleepyPointsLLM does not stream")
+        return json.dumps({"points": [point]})
 
 
 def synthetic_reports(count: int) -> list[CommunityReport]:

@@ -30,7 +30,11 @@ TIMINGS_KEY = "graphrag_timings"
 SUBGRAPH_KEY = "graphrag_subgraph"
 """Node metadata key holding the subgraph a retrieval method chose (the PCST method: its
 entities, relations and their G-Retriever text)."""
-RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY, SUBGRAPH_KEY)
+CONTEXT_KIND_KEY = "graphrag_context"
+"""Node metadata key saying what a local-search node is: ``"report"``, ``"entities"``,
+``"relations"`` or ``"passage"``."""
+RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY, SUBGRAPH_KEY,
+                  CONTEXT_KIND_KEY)
 """What retrieval and rerank attach to a passage: kept out of LLM and embedding text and of
 the node's hash."""
 
@@ -245,9 +249,6 @@ class GraphPassageNode(TextNode):
 
 COMMUNITY_KEY = "graphrag_community"
 """Node metadata key of a community report node: the community's id, level, rating..."""
-CONTEXT_KIND_KEY = "graphrag_context"
-"""Node metadata key saying what a local-search node is: ``"report"``, ``"entities"``,
-``"relations"`` or ``"passage"``."""
 REPORT_KINDS = ("llm", "extractive")
 """How a community report was written: by an LLM, or extracted from the graph without one."""
 

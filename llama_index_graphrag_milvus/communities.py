@@ -17,7 +17,6 @@ vector: only changed communities go to the LLM and the embedding model again.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 from collections.abc import Sequence
@@ -52,6 +51,7 @@ from llama_index_graphrag_milvus.records import (
     Community,
     CommunityReport,
     Finding,
+    clip_utf8,
     stable_id,
 )
 from llama_index_graphrag_milvus.reports import (
@@ -183,13 +183,6 @@ def _community_data(hierarchy: CommunityHierarchy, communities: Sequence[Communi
 # ---------------------------------------------------------------------- rows
 
 
-def _clip(text: str, max_bytes: int) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    if len(data) <= max_bytes:
-        return text
-    return data[:max_bytes].decode("utf-8", "ignore")
-
-
 def _findings_json(findings: Sequence[Finding]) -> str:
     kept: list[dict[str, str]] = []
     for finding in findings:
@@ -210,10 +203,10 @@ def community_rows(report: CommunityReport, vector: Sequence[float], context_has
     head = {
         "community_id": community.id, "level": community.level, "parent": community.parent,
         "num_entities": len(community.entity_ids), "num_relations": community.num_relations,
-        "num_passages": community.num_passages, "title": _clip(report.title, 2048),
-        "summary": _clip(report.summary, COMMUNITY_TEXT_MAX_BYTES),
+        "num_passages": community.num_passages, "title": clip_utf8(report.title, 2048),
+        "summary": clip_utf8(report.summary, COMMUNITY_TEXT_MAX_BYTES),
         "findings": _findings_json(report.findings), "rating": float(report.rating),
-        "rating_explanation": _clip(report.rating_explanation, 8192), "kind": report.kind,
+        "rating_explanation": clip_utf8(report.rating_explanation, 8192), "kind": report.kind,
         "context_hash": context_hash, "embedding": list(vector),
     }
     rows = []
@@ -268,8 +261,7 @@ def _read_text(store: MilvusGraphStore, descriptions: DescriptionTable) -> Graph
 
 
 def _extractive_hash(report: CommunityReport) -> str:
-    payload = "extractive\x1f" + report.as_text() + "\x1f" + str(report.rating)
-    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+    return stable_id("extractive-report", f"{report.as_text()}\x1f{report.rating}")
 
 
 @dataclass

@@ -19,7 +19,6 @@ contribution at the next build (the descriptions are recomputed from the stored 
 from __future__ import annotations
 
 import asyncio
-import hashlib
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -39,7 +38,13 @@ from llama_index_graphrag_milvus.extraction import (
     run_blocking,
 )
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.records import Triplet, entity_id
+from llama_index_graphrag_milvus.records import (
+    RELATION_TEXT_MAX_BYTES,
+    Triplet,
+    clip_utf8,
+    entity_id,
+    stable_id,
+)
 from llama_index_graphrag_milvus.store import DESCRIPTION_TEXT_MAX_BYTES, MilvusGraphStore
 
 logger = logging.getLogger(__name__)
@@ -86,8 +91,8 @@ class MergedDescription:
 
     def source_hash(self, model: str) -> str:
         """A hash of what the description is made of (and of the summarizer)."""
-        payload = "\x1f".join([self.kind, self.name, model, *sorted(self.descriptions)])
-        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return stable_id("descriptions", "\x1f".join([self.kind, self.name, model,
+                                                       *sorted(self.descriptions)]))
 
 
 def merge_descriptions(passages: Iterable[BaseNode]) -> dict[str, MergedDescription]:
@@ -144,7 +149,7 @@ class DescriptionSummarizer:
     @property
     def model(self) -> str:
         """The model name and a hash of the prompt: part of the summaries' cache key."""
-        prompt = hashlib.sha256(self.prompt.get_template().encode()).hexdigest()[:8]
+        prompt = stable_id("prompt", self.prompt.get_template())[:8]
         return f"{self.llm.metadata.model_name}:{prompt}"
 
     async def _one(self, item: MergedDescription, semaphore: asyncio.Semaphore
@@ -192,12 +197,6 @@ class DescriptionStats:
     summarized: int
     reused: int
     llm_calls: int
-
-
-def _clip(text: str) -> str:
-    data = text.encode("utf-8", "surrogatepass")
-    return text if len(data) <= DESCRIPTION_TEXT_MAX_BYTES else data[
-        :DESCRIPTION_TEXT_MAX_BYTES].decode("utf-8", "ignore")
 
 
 def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
@@ -256,8 +255,10 @@ def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
     rows = []
     for key, vector in zip(keys, vectors, strict=True):
         item = merged[key]
-        rows.append({"id": key, "kind": item.kind, "name": _clip(item.name)[:2048],
-                     "type": item.type[:256], "description": _clip(texts[key]),
+        rows.append({"id": key, "kind": item.kind,
+                     "name": clip_utf8(item.name, RELATION_TEXT_MAX_BYTES),
+                     "type": clip_utf8(item.type, 256),
+                     "description": clip_utf8(texts[key], DESCRIPTION_TEXT_MAX_BYTES),
                      "strength": float(item.strength),
                      "degree": entity_degree(key) if item.kind == "entity"
                      else combined_degree(key),

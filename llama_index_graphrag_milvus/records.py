@@ -62,6 +62,16 @@ def normalize_name(text: str) -> str:
     return clean_text(text).casefold()
 
 
+def clip_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes (on a character boundary).
+
+    >>> clip_utf8("café", 4)
+    'caf'
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= max_bytes else data[:max_bytes].decode("utf-8", "ignore")
+
+
 def stable_id(kind: str, key: str) -> str:
     """A deterministic 32-hex-digit id for ``key`` in the namespace ``kind``."""
     return hashlib.sha256(f"{kind}\x1f{key}".encode()).hexdigest()[:32]

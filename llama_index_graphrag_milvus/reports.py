@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import functools
-import hashlib
 import json
 import logging
 import math
@@ -36,7 +35,7 @@ from tqdm.auto import tqdm
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction import Sleep, call_with_retries, run_blocking
 from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
+from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding, stable_id
 
 logger = logging.getLogger(__name__)
 
@@ -116,8 +115,8 @@ class ReportContext:
     def key(self, prompt: BasePromptTemplate, model: str) -> str:
         """The cache key of the report: a hash of the prompt, the model and the context
         (an unchanged community keeps its report across rebuilds)."""
-        payload = "\x1f".join([prompt.get_template(), model, self.text])
-        return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return stable_id("report-context", "\x1f".join([prompt.get_template(), model,
+                                                         self.text]))
 
 
 class ContextBuilder:

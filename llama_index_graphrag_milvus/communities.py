@@ -153,14 +153,14 @@ def _community_data(hierarchy: CommunityHierarchy, communities: Sequence[Communi
                     ) -> list[CommunityData]:
     """Each community's entities by degree and relations by combined degree then support,
     the first ``rows`` of each."""
-    degree = np.diff(graph.incidence.indptr)
+    degree = graph.entity_degrees
     support = np.diff(graph.relation_passages.indptr)
     ends = graph.endpoints
     result = []
     for cluster, community in zip(hierarchy.clusters, communities, strict=True):
         entities = cluster.entities[np.lexsort((cluster.entities, -degree[cluster.entities]))]
         relations = cluster.relations
-        combined = degree[ends[relations, 0]] + degree[ends[relations, 1]]
+        combined = graph.combined_degrees(relations)
         relations = relations[np.lexsort((relations, -support[relations], -combined))]
         entities, relations = entities[:rows], relations[:rows]
         entity_ids = graph.entity_ids.ids(entities)

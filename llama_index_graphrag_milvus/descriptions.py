@@ -25,7 +25,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
@@ -230,7 +229,7 @@ def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
     summaries, calls = (summarizer.summarize(to_summarize) if summarizer is not None
                         else ([], 0))
     texts.update({item.id: text for item, text in zip(to_summarize, summaries, strict=True)})
-    degree = np.diff(graph.incidence.indptr)
+    degree = graph.entity_degrees
 
     def entity_degree(eid: str) -> int:
         rows = graph.entity_ids.lookup([eid])
@@ -238,10 +237,7 @@ def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
 
     def combined_degree(rid: str) -> int:
         rows = graph.relation_ids.lookup([rid])
-        if not rows.size:
-            return 0
-        subject, obj = graph.endpoints[int(rows[0])]
-        return int(degree[subject] + degree[obj])
+        return int(graph.combined_degrees(rows[:1])[0]) if rows.size else 0
 
     keys = list(merged)
     vectors: list[Any] = [existing[k]["embedding"] if k in existing and existing[k]["source_hash"]

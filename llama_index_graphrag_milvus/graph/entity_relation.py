@@ -369,6 +369,18 @@ class EntityRelationGraph:
         return len(self.passage_ids)
 
     @property
+    def entity_degrees(self) -> np.ndarray:
+        """Relations per entity row (its degree)."""
+        return np.diff(self.incidence.indptr)
+
+    def combined_degrees(self, relations: np.ndarray) -> np.ndarray:
+        """Per relation row, the degrees of its subject and object added (Microsoft
+        GraphRAG's rank of a relation)."""
+        degrees = self.entity_degrees
+        ends = self.endpoints[relations]
+        return degrees[ends[:, 0]] + degrees[ends[:, 1]]
+
+    @property
     def passage_relations(self) -> sp.csr_matrix:
         """Passages x relations (the transpose of ``relation_passages``): which relations
         each passage's triplets hold. With ``endpoints`` it is the entity-passage incidence

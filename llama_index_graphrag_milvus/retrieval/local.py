@@ -104,13 +104,11 @@ def select_relations(graph: EntityRelationGraph, entity_rows: np.ndarray, limit:
     entities the other end links to, then combined degree; at most ``limit``."""
     if entity_rows.size == 0:
         return np.zeros(0, np.int64)
-    incidence = graph.incidence
-    rows = np.unique(incidence[entity_rows].indices).astype(np.int64)
-    degree = np.diff(incidence.indptr)
+    rows = np.unique(graph.incidence[entity_rows].indices).astype(np.int64)
     ends = graph.endpoints[rows]
     selected = np.isin(ends, entity_rows)
     inside = selected.all(axis=1)
-    combined = degree[ends[:, 0]] + degree[ends[:, 1]]
+    combined = graph.combined_degrees(rows)
     other = np.where(selected[:, 0], ends[:, 1], ends[:, 0])
     # links of an outside entity: how many of the relations here reach it
     values, counts = np.unique(other[~inside], return_counts=True)
@@ -121,15 +119,15 @@ def select_relations(graph: EntityRelationGraph, entity_rows: np.ndarray, limit:
 
 
 def rank_communities(graph: EntityRelationGraph, communities: CommunitySet,
-                     entity_ids: Sequence[str], level: int | None) -> list[tuple[str, int]]:
-    """The communities of the selected entities at ``level`` with the number of the
-    entities' passages in each, by that number then rating."""
+                     entities: Sequence[tuple[str, np.ndarray]], level: int | None
+                     ) -> list[tuple[str, int]]:
+    """The communities of the selected entities (``(id, graph rows)`` pairs) at ``level``
+    with the number of the entities' passages in each, by that number then rating."""
     passages: dict[str, set[int]] = {}
-    for eid in entity_ids:
+    for eid, rows in entities:
         cid = communities.community_of(eid, level)
         if cid is None:
             continue
-        rows = graph.entity_ids.lookup([eid])
         relations = graph.incidence[rows].indices
         linked = graph.relation_passages[relations].indices
         passages.setdefault(cid, set()).update(linked.tolist())
@@ -252,16 +250,15 @@ class LocalSearchRetrieval(RetrievalMethod):
                                            self.config.entity_top_k, None)))
         graph: EntityRelationGraph = yield LoadGraph()
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
-        rows = np.concatenate([graph.entity_ids.lookup([h.id]) for h in entities]
-                              or [np.zeros(0, np.int64)])
+        located = [(h.id, graph.entity_ids.lookup([h.id])) for h in entities]
+        rows = np.concatenate([r for _, r in located] or [np.zeros(0, np.int64)])
         relation_rows = select_relations(graph, rows, self.config.max_relations)
         relation_ids = graph.relation_ids.ids(relation_rows)
         texts = (yield GetRelationTexts(tuple(relation_ids))) if relation_ids else {}
         scores = graph.relation_scores(relation_ids, query.vector) if relation_ids else {}
         relations = [CandidateRelation(rid, scores.get(rid, 0.0), 0, texts[rid])
                      for rid in relation_ids if rid in texts]
-        ranked = rank_communities(graph, communities, [h.id for h in entities],
-                                  self.config.level)
+        ranked = rank_communities(graph, communities, located, self.config.level)
         reports = [(communities.reports[cid], matches) for cid, matches in ranked]
         return pack_context(passages, entities, relations, reports, self.config, self._tokens,
                             communities.descriptions)

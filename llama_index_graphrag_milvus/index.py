@@ -30,6 +30,7 @@ from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.graph.communities import LeidenConfig
+from llama_index_graphrag_milvus.graph.seeds import EntityTable
 from llama_index_graphrag_milvus.identity import (
     ALL_METADATA,
     EmbedModelRecord,
@@ -133,6 +134,7 @@ class GraphRAGIndex:
             self.store.close()  # a refused open must not keep a Milvus Lite file held
             raise
         self._graph: EntityRelationGraph | None = None
+        self._entities: EntityTable | None = None
         self._graph_lock = threading.Lock()
         self._communities: CommunitySet | None = None
 
@@ -318,8 +320,7 @@ class GraphRAGIndex:
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)
-        self._graph = None
-        self._communities = None  # read again: the staleness check runs on load
+        self._drop_caches()
         return stats
 
     def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
@@ -342,11 +343,17 @@ class GraphRAGIndex:
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
-        self._graph = None
-        self._communities = None  # read again: the staleness check runs on load
+        self._drop_caches()
         return stats
 
     # ------------------------------------------------------------------ the graph cache
+
+    def _drop_caches(self) -> None:
+        """Forget the in-memory copies (graph, entity table, communities): they are read
+        again on their next use (the communities' staleness check runs then)."""
+        self._graph = None
+        self._entities = None
+        self._communities = None
 
     @property
     def graph(self) -> EntityRelationGraph:
@@ -364,12 +371,48 @@ class GraphRAGIndex:
         graph = self._graph
         return graph if graph is not None else await asyncio.to_thread(lambda: self.graph)
 
+    @property
+    def entity_table(self) -> EntityTable:
+        """Every entity's id, name and vector, read from the entity collection on first use
+        (entity seed searches in memory; see ``entity_search`` of :meth:`as_retriever`)."""
+        with self._graph_lock:
+            if self._entities is None:
+                self._entities = EntityTable.from_columns(
+                    self.store.read_entities(show_progress=self.show_progress),
+                    dim=self.store.dim or 0)
+            return self._entities
+
+    async def aget_entity_table(self) -> EntityTable:
+        """:attr:`entity_table` without blocking the event loop when it has to be read."""
+        table = self._entities
+        return table if table is not None else await asyncio.to_thread(
+            lambda: self.entity_table)
+
+    def is_stale(self) -> bool:
+        """Whether the relation or entity collection now holds another number of rows than
+        the in-memory copies were built from: another process (or a tool other than this
+        index) wrote since. Two count queries; ``False`` when nothing is loaded yet (the
+        first use reads Milvus anyway). A write that keeps both counts (an update in place)
+        is not seen: call :meth:`refresh` after such writes.
+
+        Example::
+
+            if index.is_stale():  # e.g. before each batch of questions, in a reader process
+                index.refresh()
+        """
+        graph, entities = self._graph, self._entities
+        if graph is None:
+            return False
+        store = self.store
+        if store.count(store.relation_collection) != graph.num_relations:
+            return True
+        return entities is not None and store.count(store.entity_collection) != len(entities)
+
     def refresh(self) -> EntityRelationGraph:
         """Rebuild the in-memory graph from Milvus (after another process wrote to it);
-        communities are read again on their next use."""
+        the entity table and the communities are read again on their next use."""
         with self._graph_lock:
-            self._graph = None
-            self._communities = None
+            self._drop_caches()
         return self.graph
 
     # ------------------------------------------------------------------ communities
@@ -551,8 +594,7 @@ class GraphRAGIndex:
         """
         self.store.close()
         with self._graph_lock:
-            self._graph = None
-            self._communities = None
+            self._drop_caches()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`.
@@ -563,8 +605,7 @@ class GraphRAGIndex:
                 nodes = await index.as_retriever().aretrieve("Who taught Euler?")
         """
         await self.store.aclose()
-        self._graph = None
-        self._communities = None
+        self._drop_caches()
 
     def __enter__(self) -> GraphRAGIndex:
         return self

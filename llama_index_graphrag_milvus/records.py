@@ -174,10 +174,13 @@ class RelationColumns:
     passage_ids: Sequence[Sequence[str]]
     embeddings: np.ndarray
     """``float32`` array of shape ``(len(ids), dim)``."""
+    texts: Sequence[str] | None = None
+    """The relation texts, when they were read (the graph then answers text lookups)."""
 
     def __post_init__(self) -> None:
         sizes = {len(self.ids), len(self.subject_ids), len(self.object_ids),
-                 len(self.passage_ids), len(self.embeddings)}
+                 len(self.passage_ids), len(self.embeddings),
+                 *([] if self.texts is None else [len(self.texts)])}
         if len(sizes) != 1:
             raise ValueError(f"relation columns differ in length: {sorted(sizes)}")
 
@@ -187,12 +190,27 @@ class RelationColumns:
     @classmethod
     def from_rows(cls, rows: Sequence[dict[str, Any]], dim: int) -> RelationColumns:
         """Columns of relation rows (``id``, ``subject_id``, ``object_id``, ``passage_ids``,
-        ``embedding``)."""
+        ``embedding``, and ``text`` when every row has it)."""
         embeddings = (np.asarray([r["embedding"] for r in rows], np.float32) if rows
                       else np.zeros((0, dim), np.float32))
+        texts = [r["text"] for r in rows] if all("text" in r for r in rows) else None
         return cls([r["id"] for r in rows], [r["subject_id"] for r in rows],
                    [r["object_id"] for r in rows], [list(r["passage_ids"]) for r in rows],
-                   embeddings.reshape(len(rows), dim))
+                   embeddings.reshape(len(rows), dim), texts)
+
+
+@dataclass(frozen=True)
+class EntityColumns:
+    """A batch of entity rows as columns (what the in-memory entity table is built
+    from)."""
+
+    ids: Sequence[str]
+    names: Sequence[str]
+    embeddings: np.ndarray
+    """``float32`` array of shape ``(len(ids), dim)``."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
 
 
 @dataclass(frozen=True)

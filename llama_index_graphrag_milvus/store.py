@@ -25,7 +25,7 @@ import re
 import threading
 import weakref
 from collections import deque
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence, Sized
 from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from itertools import islice, pairwise
@@ -47,6 +47,7 @@ from llama_index_graphrag_milvus.records import (
     ENTITY_NAME_MAX_BYTES,
     MILVUS_MAX_TOP_K,
     RELATION_TEXT_MAX_BYTES,
+    EntityColumns,
     EntityHit,
     RelationColumns,
     RelationHit,
@@ -56,6 +57,7 @@ logger = logging.getLogger(__name__)
 
 _A = TypeVar("_A")
 _B = TypeVar("_B")
+_C = TypeVar("_C", bound=Sized)
 
 ID_MAX_LENGTH = 64
 MAX_PASSAGES_PER_RELATION = 4096
@@ -66,7 +68,8 @@ CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 """The Milvus consistency levels ``consistency_level`` accepts."""
 _PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\Z")  # \Z: no trailing newline
 _PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
-_RELATION_GRAPH_FIELDS = ["id", "subject_id", "object_id", "passage_ids", "embedding"]
+_RELATION_GRAPH_FIELDS = ["id", "subject_id", "object_id", "passage_ids", "embedding", "text"]
+_ENTITY_TABLE_FIELDS = ["id", "name", "embedding"]
 COMMUNITY_MEMBERS_PER_ROW = 4096
 """Entity ids (and child ids) one community row holds; a larger community continues in
 part rows (``part`` 1, 2, ...)."""
@@ -402,20 +405,39 @@ class _ColumnQuery:
         return list(response.fields_data)
 
 
+def _column_strings(by_name: Mapping[str, Any], name: str) -> list[str]:
+    return list(by_name[name].scalars.string_data.data)
+
+
+def _column_vectors(by_name: Mapping[str, Any], dim: int) -> np.ndarray:
+    return np.asarray(by_name["embedding"].vectors.float_vector.data, np.float32).reshape(-1, dim)
+
+
 def _relation_columns(fields_data: Sequence[Any], dim: int) -> RelationColumns:
     """Relation columns from the ``FieldData`` protobufs of a query answer."""
     by_name = {field.field_name: field for field in fields_data}
     if not by_name:
-        return RelationColumns([], [], [], [], np.zeros((0, dim), np.float32))
-
-    def strings(name: str) -> list[str]:
-        return list(by_name[name].scalars.string_data.data)
-
+        return RelationColumns([], [], [], [], np.zeros((0, dim), np.float32), [])
     return RelationColumns(
-        strings("id"), strings("subject_id"), strings("object_id"),
+        _column_strings(by_name, "id"), _column_strings(by_name, "subject_id"),
+        _column_strings(by_name, "object_id"),
         [list(cell.string_data.data) for cell in by_name["passage_ids"].scalars.array_data.data],
-        np.asarray(by_name["embedding"].vectors.float_vector.data, np.float32).reshape(-1, dim),
+        _column_vectors(by_name, dim), _column_strings(by_name, "text"),
     )
+
+
+def _entity_columns(fields_data: Sequence[Any], dim: int) -> EntityColumns:
+    """Entity columns from the ``FieldData`` protobufs of a query answer."""
+    by_name = {field.field_name: field for field in fields_data}
+    if not by_name:
+        return EntityColumns([], [], np.zeros((0, dim), np.float32))
+    return EntityColumns(_column_strings(by_name, "id"), _column_strings(by_name, "name"),
+                         _column_vectors(by_name, dim))
+
+
+def _entity_rows_to_columns(rows: Sequence[dict[str, Any]], dim: int) -> EntityColumns:
+    vectors = np.asarray([r["embedding"] for r in rows], np.float32).reshape(len(rows), dim)
+    return EntityColumns([r["id"] for r in rows], [r["name"] for r in rows], vectors)
 
 
 class MilvusGraphStore:
@@ -905,7 +927,7 @@ class MilvusGraphStore:
         return int(rows[0]["count(*)"])
 
     def read_relations(self, show_progress: bool = False) -> Iterator[RelationColumns]:
-        """Every relation row (ids, passage ids, vector) as column batches: what the
+        """Every relation row (ids, passage ids, vector, text) as column batches: what the
         in-memory graph is built from.
 
         The collection is read in primary-key ranges of about 16,384 rows (relation ids are
@@ -914,18 +936,34 @@ class MilvusGraphStore:
         loads a million relations from a server in well under a minute where pymilvus' query
         iterator and its per-row decoding take several.
         """
+        return self._read_columns(self.relation_collection, _RELATION_GRAPH_FIELDS,
+                                  _relation_columns, RelationColumns.from_rows,
+                                  "Loading graph from Milvus", " relations", show_progress)
+
+    def read_entities(self, show_progress: bool = False) -> Iterator[EntityColumns]:
+        """Every entity row (id, name, vector) as column batches, read as
+        :meth:`read_relations` reads relations: what entity seed searches in memory use."""
+        return self._read_columns(self.entity_collection, _ENTITY_TABLE_FIELDS,
+                                  _entity_columns, _entity_rows_to_columns,
+                                  "Loading entity vectors from Milvus", " entities",
+                                  show_progress)
+
+    def _read_columns(self, collection: str, fields: list[str],
+                      from_columns: Callable[[Sequence[Any], int], _C],
+                      from_rows: Callable[[Sequence[dict[str, Any]], int], _C],
+                      desc: str, unit: str, show_progress: bool) -> Iterator[_C]:
+        """A whole collection in primary-key ranges, as column batches (see
+        :meth:`read_relations`)."""
         if self.dim is None:
             return
-        total = self.count(self.relation_collection)
-        ranges = _pk_ranges(total)
-        fetch = self._column_fetcher(self.relation_collection, _RELATION_GRAPH_FIELDS)
-        with _milvus_errors(f"read {self.relation_collection}"), \
+        total = self.count(collection)
+        fetch = self._column_fetcher(collection, fields, from_columns, from_rows)
+        with _milvus_errors(f"read {collection}"), \
                 ThreadPoolExecutor(max_workers=_READ_AHEAD) as pool:
-            queued = iter(ranges)
-            pending: deque[Future[RelationColumns]] = deque(
+            queued = iter(_pk_ranges(total))
+            pending: deque[Future[_C]] = deque(
                 pool.submit(fetch, filter_) for filter_ in islice(queued, _READ_AHEAD))
-            progress = tqdm(total=total, desc="Loading graph from Milvus", unit=" relations",
-                            disable=not show_progress)
+            progress = tqdm(total=total, desc=desc, unit=unit, disable=not show_progress)
             try:
                 while pending:
                     batch = pending.popleft().result()
@@ -938,17 +976,19 @@ class MilvusGraphStore:
                     future.cancel()
                 progress.close()
 
-    def _column_fetcher(self, collection: str, fields: list[str]
-                        ) -> Callable[[str], RelationColumns]:
+    def _column_fetcher(self, collection: str, fields: list[str],
+                        from_columns: Callable[[Sequence[Any], int], _C],
+                        from_rows: Callable[[Sequence[dict[str, Any]], int], _C]
+                        ) -> Callable[[str], _C]:
         """A function from a filter to the matching rows as columns: the fast column path
         when this pymilvus has it, else ``client.query`` and a conversion of its rows."""
         assert self.dim is not None
         dim = self.dim
         columns = _ColumnQuery.connect(self.client, self.consistency_level)
         if columns is not None:
-            return lambda filter_: _relation_columns(columns(collection, filter_, fields), dim)
-        logger.info("this pymilvus has no column query path; loading the graph row by row")
-        return lambda filter_: RelationColumns.from_rows(
+            return lambda filter_: from_columns(columns(collection, filter_, fields), dim)
+        logger.info("this pymilvus has no column query path; reading %s row by row", collection)
+        return lambda filter_: from_rows(
             self.client.query(collection_name=collection, filter=filter_,
                               output_fields=fields, **self._read), dim)
 

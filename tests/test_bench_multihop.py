@@ -594,7 +594,8 @@ def test_ingest_benchmark_reports_the_build_beside_embedding_only(
     assert {"embed_passages", "embed_entities", "embed_relations", "create", "write_passages",
             "write_entities", "write_relations", "flush"} <= set(stages)
     assert all(seconds >= 0 for seconds in stages.values())
-    assert sum(stages.values()) <= report["build_s"]
+    # every figure is rounded to 0.01 s: the stages may add up to half a step more each
+    assert sum(stages.values()) <= report["build_s"] + 0.005 * (len(stages) + 1)
     assert set(report["embedding_only_stages_s"]) == {"passages", "entities", "relations"}
     assert report["passages"] > 0 and report["relations"] > 0
     assert report["build_over_embedding"] > 0

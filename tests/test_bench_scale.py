@@ -45,6 +45,8 @@ def test_scale_command_writes_a_report_with_every_measurement(tmp_path: Path, ca
     assert (small["relations"], large["relations"]) == (1000, 3000)
     for row in (small, large):
         assert row["structure_bytes_per_relation"] < 64
+        assert 8 < row["text_bytes_per_relation"] < 64  # "entity 12 relation 3 entity 45"
+        assert row["entity_table_bytes_per_entity"] >= 4 * 16 + 16 + 8
         assert row["touched_1hop"] > 0 and row["expand_1hop"]["p50_ms"] > 0
         assert row["pcst_1hop"]["p95_ms"] >= row["pcst_1hop"]["p50_ms"] > 0
         assert 1 <= row["pcst_relations_2hop"] <= 100  # within the candidate pool

@@ -148,22 +148,21 @@ class CallSpy:
             monkeypatch.setattr(client, name, spy)
 
 
-@pytest.mark.parametrize(("relation_search", "first_call"), [
-    ("auto", ("get", "graphrag_relations", 0)),  # ranked in memory: only the texts are read
-    ("milvus", ("search", "graphrag_relations", 1)),
+@pytest.mark.parametrize(("relation_search", "first_calls"), [
+    ("auto", []),  # ranked in memory, texts included: the passage search alone
+    ("milvus", [("search", "graphrag_relations", 1)]),
 ])
 def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
-        first_call: tuple[str, str, int]) -> None:
+        first_calls: list[tuple[str, str, int]]) -> None:
     family_index.graph  # noqa: B018 (loaded: the spy counts query-time calls only)
     spy = CallSpy(family_index, monkeypatch)
     retriever = family_index.as_retriever(max_bridges=2, relation_search=relation_search)
     hits = retriever.retrieve(QUESTION)
     searches = [(name, collection, n) for name, collection, n in spy.calls]
-    assert searches[0] == first_call
-    assert searches[1][:2] == ("search", "graphrag_passages")
-    assert 2 <= searches[1][2] <= 3  # the question and one or two bridges, one call
-    assert len(searches) == 2
+    assert searches[:-1] == first_calls
+    assert searches[-1][:2] == ("search", "graphrag_passages")
+    assert 2 <= searches[-1][2] <= 3  # the question and one or two bridges, one call
     assert DANIEL in texts(hits)[:2]
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
@@ -172,6 +171,23 @@ def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
     assert any(f["query"] == "bridge" and f["bridge"] for f in found)
     assert retriever.describe()["passage_scoring"] == "bridge"
     assert all(TIMINGS_KEY in h.node.metadata for h in hits)
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("method", [{"passage_scoring": "passage"}, {"passage_scoring": "ppr"},
+                                    {"passage_scoring": "pcst"}])
+def test_with_the_seeds_in_memory_a_query_makes_one_milvus_call(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch,
+        method: dict[str, Any]) -> None:
+    retriever = family_index.as_retriever(**method, similarity_top_k=3)
+    warm = texts(retriever.retrieve(QUESTION))  # loads the graph and the entity table
+    spy = CallSpy(family_index, monkeypatch)
+    assert texts(retriever.retrieve(QUESTION)) == warm
+    calls = [(name, collection) for name, collection, _ in spy.calls]
+    if method["passage_scoring"] == "ppr":  # it reads the passages its ranking adds
+        assert calls == [("search", "graphrag_passages"), ("query", "graphrag_passages")]
+    else:
+        assert calls == [("search", "graphrag_passages")]  # as naive RAG
 
 
 def test_every_method_gives_relations_the_reranker_can_use(

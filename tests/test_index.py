@@ -21,6 +21,7 @@ from llama_index_graphrag_milvus import (
 )
 from llama_index_graphrag_milvus import store as store_module
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.graph.seeds import EntityTable
 from llama_index_graphrag_milvus.identity import IndexSettings
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
 from tests.conftest import FAMILY
@@ -115,11 +116,16 @@ def test_reopen_in_a_fresh_object_rebuilds_the_graph_from_milvus(
 
 def test_refresh_sees_another_writer(family_index: GraphRAGIndex, milvus_uri: str) -> None:
     reader = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64))
+    assert not reader.is_stale()  # nothing loaded yet
     assert reader.graph.num_relations == 7
+    reader.entity_table  # noqa: B018
+    assert not reader.is_stale()
     family_index.insert_triplets([("Basel is a city in Switzerland.",
                                    [("Basel", "is a city in", "Switzerland")])])
     assert reader.graph.num_relations == 7  # a cache until refreshed
+    assert reader.is_stale()
     assert reader.refresh().num_relations == 8
+    assert not reader.is_stale() and len(reader.entity_table) == reader.graph.num_entities
 
 
 def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
@@ -153,6 +159,21 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
     # Person 0: 4 "is mentioned in" + 3 as subject (one a self-loop) + object of Person 17's
     person_0 = fast.entity_ids.lookup([entity_id("Person 0")])
     assert fast.incidence[person_0].nnz == 4 + 3 + 1
+    # the relation texts, and the entity table read the same way
+    assert fast.texts is not None and rows.texts is not None
+    every = np.arange(fast.num_relations)
+    assert fast.texts.get(every) == rows.texts.get(every)
+    assert fast.relation_texts([Triplet("Person 0", "is mentioned in", "Story 1").id]) == {
+        Triplet("Person 0", "is mentioned in", "Story 1").id: "Person 0 is mentioned in Story 1"}
+    by_rows = EntityTable.from_columns(store.read_entities(), dim=64)
+    monkeypatch.undo()
+    monkeypatch.setattr(store_module, "_RANGE_ROWS", 16)
+    by_columns = EntityTable.from_columns(store.read_entities(), dim=64)
+    assert np.array_equal(by_rows.ids.keys, by_columns.ids.keys)
+    assert np.array_equal(by_rows.vectors, by_columns.vectors)
+    assert by_rows.names.get(np.arange(len(by_rows))) == by_columns.names.get(
+        np.arange(len(by_columns)))
+    assert "Story 3" in by_columns.names.get(np.arange(len(by_columns)))
 
 
 @LITE_ONLY

@@ -14,7 +14,13 @@ import numpy as np
 import pytest
 from llama_index.core import Settings
 from llama_index.core.retrievers import QueryFusionRetriever
-from llama_index.core.schema import MetadataMode, QueryBundle, TextNode
+from llama_index.core.schema import (
+    MetadataMode,
+    NodeRelationship,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
 from llama_index_graphrag_milvus.records import (
@@ -60,17 +66,22 @@ def ner(names: list[str]) -> ScriptedLLM:
     return ScriptedLLM(lambda prompt: json.dumps({"named_entities": names}))
 
 
-@pytest.mark.parametrize(("relation_search", "searches"), [
+@LITE_ONLY  # which collections a query searches does not depend on the backend
+@pytest.mark.parametrize(("relation_search", "entity_search", "searches"), [
     # entity search, relation search, then the pool's passages ranked by a filtered search
-    ("milvus", [("graphrag_entities", 1), ("graphrag_relations", 1), ("graphrag_passages", 1)]),
+    ("milvus", "milvus",
+     [("graphrag_entities", 1), ("graphrag_relations", 1), ("graphrag_passages", 1)]),
     # the relations ranked in memory (the graph holds their vectors): no relation search
-    ("auto", [("graphrag_entities", 1), ("graphrag_passages", 1)]),
+    ("auto", "milvus", [("graphrag_entities", 1), ("graphrag_passages", 1)]),
+    # and the entities too (the index's entity table): the passage search alone
+    ("auto", "auto", [("graphrag_passages", 1)]),
 ])
 def test_without_llm_the_query_vector_searches_entities(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
-        searches: list[tuple[str, int]]) -> None:
+        entity_search: str, searches: list[tuple[str, int]]) -> None:
     spy = SearchSpy(family_index, monkeypatch)
-    hits = khop(family_index, hops=1, relation_search=relation_search).retrieve(QUESTION)
+    hits = khop(family_index, hops=1, relation_search=relation_search,
+                entity_search=entity_search).retrieve(QUESTION)
     assert spy.calls == searches
     assert DANIEL in texts(hits)
     for hit in hits:
@@ -112,8 +123,8 @@ def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
                                                     monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     llm = ner(["Euler", "Johann Bernoulli", "Basel"])
-    retriever = khop(family_index, llm=llm, entity_top_k=1,
-                                          relation_similarity_threshold=1.01)
+    retriever = khop(family_index, llm=llm, entity_top_k=1, entity_search="milvus",
+                     relation_similarity_threshold=1.01)
     hits = retriever.retrieve(QUESTION)
     assert ("graphrag_entities", 3) in spy.calls
     assert sum(1 for c, _ in spy.calls if c == "graphrag_entities") == 1
@@ -162,7 +173,7 @@ def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex
 def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     llm = ScriptedLLM(['```json\n{"named_entities": ["Euler", "Euler", "Basel"]}\n``` ok'])
-    khop(family_index, llm=llm).retrieve(QUESTION)
+    khop(family_index, llm=llm, entity_search="milvus").retrieve(QUESTION)
     assert ("graphrag_entities", 2) in spy.calls
 
 
@@ -303,6 +314,7 @@ def test_naive_retriever_reads_the_passage_collection(family_index: GraphRAGInde
                        .aretrieve("fluid dynamics wings"))[0].node.get_content() == texts(hits)[0]
 
 
+@LITE_ONLY  # no read at all, on any backend
 def test_relation_texts_come_from_the_passages_without_another_read(
         make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
     index = make_index()
@@ -321,23 +333,21 @@ def test_relation_texts_come_from_the_passages_without_another_read(
         return {h.node.get_content(): [(r["id"], r["text"]) for r in
                                        h.node.metadata[RELATIONS_KEY]] for h in hits}
 
-    # the relation seeds searched in Milvus come with their texts (in memory, their texts
-    # would be one read: see test_relation_seeds_in_memory_equal_the_milvus_search)
+    # the relation seeds searched in Milvus come with their texts (in memory, the graph
+    # holds them: see test_relation_seeds_in_memory_equal_the_milvus_search)
     before = attached(khop(index, hops=1, relation_search="milvus").retrieve(QUESTION))
     assert reads == []  # two searches and the passage search, nothing else
     assert DANIEL in before
     assert all(text == expected[rid] for pairs in before.values() for rid, text in pairs)
 
-    # a passage rewritten by another tool, without its triplets: one read for its relations
+    # a passage rewritten by another tool, without its triplets: the graph has its texts
     stripped = TextNode(id_=passage_id(DANIEL), text=DANIEL,
                         embedding=index.embed_model.get_text_embedding(DANIEL))
     store.upsert_passages([stripped])
     store.flush()
     after = attached(khop(index, hops=1, relation_search="milvus").retrieve(QUESTION))
     assert after == before
-    # (a relation that the relation search found brings its own text)
-    assert len(reads) == 1 and reads[0][0] == store.relation_collection
-    assert reads[0][1] and set(reads[0][1]) <= {rid for rid, _ in before[DANIEL]}
+    assert reads == []
 
 
 def test_store_runs_the_two_seed_searches_at_the_same_time(
@@ -384,13 +394,66 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
         assert len(memory) == 4 and all(h.text for h in memory)
 
 
-def test_relation_search_auto_uses_milvus_above_the_memory_budget(
+@LITE_ONLY
+@pytest.mark.parametrize("threshold", [None, 0.5])
+def test_entity_seeds_in_memory_equal_the_milvus_search(
+        family_index: GraphRAGIndex, threshold: float | None) -> None:
+    from llama_index_graphrag_milvus.retrieval.base import QueryContext, SeedConfig, find_seeds
+    from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
+    from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+
+    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    query = QueryContext(QUESTION, vector, 5)
+    llm = ner(["Euler", "Johann Bernoulli", "fluid dynamics"])
+    found = {}
+    for where in ("memory", "milvus"):
+        # every entity (the test embedding ties many scores, and ties may come in any order)
+        config = SeedConfig(entity_top_k=50, entity_threshold=threshold, entity_search=where)
+        seeds, _ = SyncDriver(family_index, llm, DEFAULT_NER_PROMPT).run(
+            find_seeds(query, config))
+        again, _ = asyncio.run(AsyncDriver(family_index, llm, DEFAULT_NER_PROMPT).run(
+            find_seeds(query, config)))
+        assert again == seeds
+        found[where] = seeds.entities
+    memory, milvus = ([(h.searched, -round(h.score, 4), h.id, h.name) for h in found[where]]
+                      for where in ("memory", "milvus"))
+    assert [h[0] for h in memory] == [h[0] for h in milvus]  # grouped by name, in order
+    assert sorted(memory) == sorted(milvus)
+    everything = 3 * family_index.graph.num_entities
+    assert len(memory) == everything if threshold is None else 0 < len(memory) < everything
+
+
+def test_seed_search_auto_uses_milvus_above_the_memory_budget(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     from llama_index_graphrag_milvus.retrieval import base
 
     spy = SearchSpy(family_index, monkeypatch)
-    monkeypatch.setattr(base, "MEMORY_RELATION_SEARCH_MAX_FLOATS", 1)
+    monkeypatch.setattr(base, "MEMORY_SEARCH_MAX_FLOATS", 1)
     khop(family_index, hops=1).retrieve(QUESTION)
     assert ("graphrag_relations", 1) in spy.calls
+    assert ("graphrag_entities", 1) in spy.calls
     with pytest.raises(InvalidInputError, match="relation_search must be one of auto"):
         khop(family_index, relation_search="gpu")
+    with pytest.raises(InvalidInputError, match="entity_search must be one of auto"):
+        khop(family_index, entity_search="gpu")
+
+
+@LITE_ONLY
+def test_the_entity_table_follows_the_index_writes(make_index: Callable[..., GraphRAGIndex]
+                                                   ) -> None:
+    index = make_index()
+    table = index.entity_table
+    assert len(table) == index.graph.num_entities and table.nbytes > 0
+    names = {table.names[i] for i in range(len(table))}
+    assert "Johann Bernoulli" in names and "Gottfried Leibniz" not in names
+    letter = TextNode(text="Leibniz corresponded with Johann Bernoulli.")
+    letter.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="letters")
+    index.insert_triplets([(letter, [("Gottfried Leibniz", "corresponded with",
+                                      "Johann Bernoulli")])])
+    retriever = khop(index, llm=ner(["Gottfried Leibniz"]), entity_top_k=1)
+    hits = retriever.retrieve("Whom did Leibniz write to?")
+    assert index.entity_table is not table  # read again after the write
+    assert "Leibniz corresponded with Johann Bernoulli." in texts(hits)
+    index.delete("letters")
+    assert "Gottfried Leibniz" not in {index.entity_table.names[i]
+                                       for i in range(len(index.entity_table))}

@@ -50,7 +50,8 @@ from llama_index_graphrag_milvus.graph import (
     ExpansionConfig,
 )
 from llama_index_graphrag_milvus.graph.pcst import PCSTConfig
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY, EntityHit
+from llama_index_graphrag_milvus.graph.seeds import EntityTable
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY, EntityColumns, EntityHit
 from llama_index_graphrag_milvus.retrieval import DEFAULT_SIMILARITY_TOP_K
 from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
 from llama_index_graphrag_milvus.retrieval.steps import Seeds
@@ -305,6 +306,13 @@ def in_memory_measurements(synthetic: SyntheticGraph, queries: int) -> dict[str,
     memory = graph.memory()
     row["structure_bytes_per_relation"] = round(memory["structure"] / size, 1)
     row["vector_bytes_per_relation"] = round(memory["vectors"] / size, 1)
+    row["text_bytes_per_relation"] = round(memory["texts"] / size, 1)
+    names = [entity_name(i) for i in range(synthetic.num_entities)]
+    entities = EntityTable.from_columns([EntityColumns(
+        [entity_id(i) for i in range(synthetic.num_entities)], names,
+        np.zeros((len(names), synthetic.dim), np.float32))], synthetic.dim)
+    row["entity_table_bytes_per_entity"] = round(entities.nbytes / len(entities), 1)
+    del entities, names
     row["hubs"] = int(graph.hubs.hub_rows.size)
     for hops in (1, 2):
         measured = expansion_latency(graph, synthetic, hops, queries)
@@ -371,10 +379,11 @@ def run(sizes: list[int], queries: int, milvus_max_size: int, uri: str | None,
 
 def markdown(report: dict[str, Any]) -> str:
     lines = [
-        "| relations | build from rows (s) | structure B/rel | vectors B/rel "
+        "| relations | build from rows (s) | structure B/rel | vectors B/rel | texts B/rel "
+        "| entity table B/entity "
         "| expand 1 hop p50/p95 (ms) | expand 2 hops p50/p95 (ms) | touched 1/2 hops "
         "| rebuild from Milvus (s) | retrieve graph p50 (ms) | naive p50 (ms) | graph/naive |",
-        "|---|---|---|---|---|---|---|---|---|---|---|",
+        "|---|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
     for row in report["results"]:
         retrieve = row.get("retrieve")
@@ -382,6 +391,7 @@ def markdown(report: dict[str, Any]) -> str:
         lines.append(
             f"| {row['relations']:,} | {row['build_from_rows_s']} | "
             f"{row['structure_bytes_per_relation']} | {row['vector_bytes_per_relation']} | "
+            f"{row['text_bytes_per_relation']} | {row['entity_table_bytes_per_entity']} | "
             f"{one['p50_ms']} / {one['p95_ms']} | {two['p50_ms']} / {two['p95_ms']} | "
             f"{row['touched_1hop']:,} / {row['touched_2hop']:,} | "
             f"{row.get('rebuild_from_milvus_s', '-')} | "

@@ -1,6 +1,8 @@
 """Graph algorithms over the in-memory graph: pure numpy/scipy, no Milvus, no LlamaIndex.
 
 - :mod:`.entity_relation`: the entity-relation-passage graph and its bounded k-hop expansion;
+- :mod:`.tables` and :mod:`.seeds`: packed texts, exact nearest rows, the entity table
+  (the seed searches in memory);
 - :mod:`.pagerank`: personalized PageRank on a local entity-passage neighbourhood;
 - :mod:`.communities`: hierarchical Leiden communities of the entity graph (Microsoft
   GraphRAG; needs graspologic-native, the ``communities`` extra, imported only when called).
@@ -28,12 +30,15 @@ from llama_index_graphrag_milvus.graph.pagerank import (
     local_graph,
     personalized_pagerank,
 )
+from llama_index_graphrag_milvus.graph.seeds import EntityTable
+from llama_index_graphrag_milvus.graph.tables import TextTable, nearest_rows
 
 __all__ = [
     "DEFAULT_HUB_DEGREE",
     "Cluster",
     "CommunityHierarchy",
     "EntityRelationGraph",
+    "EntityTable",
     "ExpansionConfig",
     "HubIndex",
     "IdTable",
@@ -41,9 +46,11 @@ __all__ = [
     "LocalGraph",
     "PageRankConfig",
     "PageRankResult",
+    "TextTable",
     "hierarchical_communities",
     "local_graph",
     "modularity",
+    "nearest_rows",
     "personalized_pagerank",
     "relation_weights",
 ]

@@ -24,6 +24,7 @@ import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.graph.tables import TextTable, nearest_rows, unit_rows
 from llama_index_graphrag_milvus.records import CandidateRelation, RelationColumns
 
 logger = logging.getLogger(__name__)
@@ -293,8 +294,10 @@ class EntityRelationGraph:
         passage_ids: IdTable,
         vectors: np.ndarray,
         hub_degree: int = DEFAULT_HUB_DEGREE,
+        texts: TextTable | None = None,
     ) -> None:
         self.relation_ids = relation_ids
+        self.texts = texts
         self.entity_ids = entity_ids
         self.passage_ids = passage_ids
         self.endpoints = endpoints
@@ -333,6 +336,7 @@ class EntityRelationGraph:
         passage_counts: list[int] = []
         passage_flat: list[str] = []
         vector_chunks: list[np.ndarray] = [np.zeros((0, dim), np.float32)]
+        texts: list[str] | None = []
         for batch in get_tqdm_iterable(batches, show_progress, "Building the graph"):
             relation_ids.extend(batch.ids)
             endpoint_ids[0].extend(batch.subject_ids)
@@ -340,6 +344,10 @@ class EntityRelationGraph:
             passage_counts.extend(map(len, batch.passage_ids))
             passage_flat.extend(chain.from_iterable(batch.passage_ids))
             vector_chunks.append(np.asarray(batch.embeddings, np.float32).reshape(-1, dim))
+            if texts is not None and batch.texts is not None:
+                texts.extend(batch.texts)
+            elif len(batch):
+                texts = None  # a batch without texts: the texts are read from Milvus
         relation_keys = IdTable.encode(relation_ids)
         order = np.argsort(relation_keys, kind="stable")
         entities, endpoint_rows = IdTable.build(endpoint_ids[0] + endpoint_ids[1])
@@ -350,11 +358,10 @@ class EntityRelationGraph:
             (np.ones(passage_rows.size, dtype=np.bool_), passage_rows, indptr),
             shape=(len(relation_ids), len(passages)),
         )[order]
-        vectors = np.concatenate(vector_chunks)[order]
-        norms = np.linalg.norm(vectors, axis=1, keepdims=True)
-        vectors /= np.where(norms > 0, norms, 1.0)
+        vectors = unit_rows(np.concatenate(vector_chunks)[order])
         return cls(IdTable(relation_keys[order]), endpoints, entities, relation_passages,
-                   passages, vectors, hub_degree)
+                   passages, vectors, hub_degree,
+                   None if texts is None else TextTable.build(texts[int(i)] for i in order))
 
     @property
     def num_relations(self) -> int:
@@ -432,27 +439,28 @@ class EntityRelationGraph:
         >>> graph.relation_ids.ids(found), [round(s, 2) for s in scores.tolist()]
         (['r0', 'r1'], [1.0, 0.68])
         """
-        if self.num_relations == 0 or top_k < 1:
-            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32)
-        scores = self.vectors @ _unit(query_vector)
-        k = min(top_k, scores.size)
-        best = np.argpartition(-scores, k - 1)[:k]
-        best = best[np.lexsort((best, -scores[best]))]
-        if threshold is not None:
-            best = best[scores[best] >= threshold]
-        return best.astype(np.int64), scores[best]
+        return nearest_rows(self.vectors, _unit(query_vector)[None, :], top_k, threshold)[0]
+
+    def relation_texts(self, ids: Iterable[str]) -> dict[str, str]:
+        """Texts of the known relation ``ids`` held in memory (none when the graph was built
+        without texts)."""
+        if self.texts is None:
+            return {}
+        rows = self.relation_rows(ids)
+        return dict(zip(self.relation_ids.ids(rows), self.texts.get(rows), strict=True))
 
     def memory(self) -> dict[str, int]:
         """Bytes held: ``structure`` (CSR matrices, endpoints, id tables, hub clusters, and
-        the passage-relation incidence once built) and ``vectors`` (relation vectors and hub
-        centroids)."""
+        the passage-relation incidence once built), ``vectors`` (relation vectors and hub
+        centroids) and ``texts`` (the relation texts, packed)."""
         structure = (self.relation_ids.nbytes + self.entity_ids.nbytes + self.hubs.nbytes
                      + self.passage_ids.nbytes + int(self.endpoints.nbytes)
                      + _csr_nbytes(self.incidence) + _csr_nbytes(self.relation_passages)
                      + (0 if self._passage_relations is None
                         else _csr_nbytes(self._passage_relations)))
         return {"structure": structure,
-                "vectors": int(self.vectors.nbytes + self.hubs.centroids.nbytes)}
+                "vectors": int(self.vectors.nbytes + self.hubs.centroids.nbytes),
+                "texts": 0 if self.texts is None else self.texts.nbytes}
 
     def relations_of_entities(self, entity_rows: np.ndarray, query: np.ndarray,
                               hub_budget: int | None = None) -> np.ndarray:

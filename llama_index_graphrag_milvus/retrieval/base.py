@@ -16,10 +16,13 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.graph.seeds import EntityTable
 from llama_index_graphrag_milvus.records import FOUND_BY_KEY, CandidateRelation, RelationHit
 from llama_index_graphrag_milvus.retrieval.io import (
     EmbedTexts,
     GetRelationTexts,
+    Known,
+    LoadEntities,
     LoadGraph,
     Ner,
     Plan,
@@ -50,23 +53,25 @@ class QueryContext:
     where: str = ""
 
 
-RELATION_SEARCHES = ("auto", "memory", "milvus")
-"""Where the relation seeds are searched (``relation_search``)."""
+SEED_SEARCHES = ("auto", "memory", "milvus")
+"""Where the entity and relation seeds are searched (``entity_search``,
+``relation_search``)."""
 
-MEMORY_RELATION_SEARCH_MAX_FLOATS = 20_000_000
-"""``relation_search="auto"`` searches the in-memory relation vectors while
-``num_relations * dim`` is at most this (about 52,000 relations of 384 dimensions, 5 to 10 ms
-per query on one core), and Milvus above it."""
+MEMORY_SEARCH_MAX_FLOATS = 20_000_000
+"""``"auto"`` searches in memory while ``rows * dim`` (relations for the relation search,
+entities for the entity search) is at most this: about 52,000 rows of 384 dimensions, 5 to
+10 ms per query on one core; Milvus above it."""
 
 
 @dataclass(frozen=True)
 class SeedConfig:
     """The seed searches: entities (per NER name, or the query) and relations (the query).
 
-    ``relation_search``: ``"memory"`` ranks the relations by the in-memory graph's vectors
-    (exact, no Milvus search; one read by primary key for the texts of the hits),
-    ``"milvus"`` searches the relation collection, ``"auto"`` (default) takes memory up to
-    :data:`MEMORY_RELATION_SEARCH_MAX_FLOATS`.
+    ``relation_search`` and ``entity_search``: ``"memory"`` ranks the relations (entities)
+    by the vectors held in memory (exact, no Milvus call: the graph holds the relation
+    vectors and texts, the index's entity table the entity vectors and names), ``"milvus"``
+    searches the collection, ``"auto"`` (default) takes memory up to
+    :data:`MEMORY_SEARCH_MAX_FLOATS`.
     """
 
     entity_top_k: int = 3
@@ -74,6 +79,7 @@ class SeedConfig:
     entity_threshold: float | None = None
     relation_threshold: float | None = None
     relation_search: str = "auto"
+    entity_search: str = "auto"
 
     def __post_init__(self) -> None:
         for name, value in (("entity_similarity_threshold", self.entity_threshold),
@@ -83,24 +89,34 @@ class SeedConfig:
                 raise InvalidInputError(
                     f"{name} must be None or a cosine similarity (a number, usually between "
                     f"-1 and 1), got {value!r}")
-        if self.relation_search not in RELATION_SEARCHES:
-            raise InvalidInputError(
-                f"relation_search must be one of {', '.join(RELATION_SEARCHES)}; got "
-                f"{self.relation_search!r}")
+        for name, setting in (("relation_search", self.relation_search),
+                              ("entity_search", self.entity_search)):
+            if setting not in SEED_SEARCHES:
+                raise InvalidInputError(
+                    f"{name} must be one of {', '.join(SEED_SEARCHES)}; got {setting!r}")
+
+
+def in_memory(setting: str, rows: int, dim: int) -> bool:
+    """Whether a seed search with this ``setting`` runs in memory for ``rows`` vectors."""
+    return setting == "memory" or (setting == "auto"
+                                   and rows * dim <= MEMORY_SEARCH_MAX_FLOATS)
 
 
 @dataclass(frozen=True)
 class RelationSearch:
-    """How one query's relation seeds are found: ``hits`` found in memory (their texts still
-    to read), or ``None`` for a Milvus search."""
+    """How one query's relation seeds are found: ``hits`` found in memory (with their texts
+    when the graph holds them, else still to read), or ``None`` for a Milvus search."""
 
     hits: tuple[RelationHit, ...] | None
+    texts_known: bool = False
 
     def request(self, query: QueryContext, config: SeedConfig) -> Any:
-        """The Milvus request: the search, or the read of the in-memory hits' texts."""
+        """The request: the Milvus search, the read of the in-memory hits' texts, or none."""
         if self.hits is None:
             return SearchRelations(query.vector, config.relation_top_k,
                                    config.relation_threshold)
+        if self.texts_known:
+            return Known(None)
         return GetRelationTexts(tuple(h.id for h in self.hits))
 
     def finish(self, answer: Any) -> list[RelationHit]:
@@ -108,6 +124,8 @@ class RelationSearch:
         deleted since the graph was loaded, is left out)."""
         if self.hits is None:
             return list(answer)
+        if self.texts_known:
+            return list(self.hits)
         return [replace(h, text=answer[h.id]) for h in self.hits if h.id in answer]
 
 
@@ -116,23 +134,47 @@ def plan_relation_search(query: QueryContext, config: SeedConfig) -> Plan[Relati
     if config.relation_search == "milvus":
         return RelationSearch(None)
     graph: EntityRelationGraph = yield LoadGraph()
-    if (config.relation_search == "auto"
-            and graph.num_relations * graph.vectors.shape[1] > MEMORY_RELATION_SEARCH_MAX_FLOATS):
+    if not in_memory(config.relation_search, graph.num_relations, graph.vectors.shape[1]):
         return RelationSearch(None)
     rows, scores = graph.nearest_relations(query.vector, config.relation_top_k,
                                            config.relation_threshold)
     ends = graph.endpoints[rows]
+    texts = graph.texts.get(rows) if graph.texts is not None else [""] * len(rows)
     return RelationSearch(tuple(
-        RelationHit(rid, "", float(score), graph.entity_ids[int(subject)],
+        RelationHit(rid, text, float(score), graph.entity_ids[int(subject)],
                     graph.entity_ids[int(obj)])
-        for rid, score, (subject, obj) in zip(graph.relation_ids.ids(rows), scores.tolist(),
-                                               ends.tolist(), strict=True)))
+        for rid, text, score, (subject, obj) in zip(
+            graph.relation_ids.ids(rows), texts, scores.tolist(), ends.tolist(), strict=True)),
+        texts_known=graph.texts is not None)
 
 
 def search_relations(query: QueryContext, config: SeedConfig) -> Plan[list[RelationHit]]:
     """The relation seeds alone (in memory or in Milvus, see :class:`SeedConfig`)."""
     search = yield from plan_relation_search(query, config)
     return search.finish((yield search.request(query, config)))
+
+
+def entity_search(vectors: Sequence[Sequence[float]], names: Sequence[str], top_k: int,
+                  threshold: float | None, setting: str) -> Plan[Any]:
+    """The request that answers an entity seed search (hits per searched name): the hits
+    found in the index's entity table (``Known``), or the Milvus search."""
+    if setting != "milvus":
+        graph: EntityRelationGraph = yield LoadGraph()
+        if in_memory(setting, graph.num_entities, graph.vectors.shape[1]):
+            table: EntityTable = yield LoadEntities()
+            return Known(table.search(vectors, names, top_k, threshold))
+    return SearchEntities(vectors, tuple(names), top_k, threshold)
+
+
+def read_relation_texts(ids: Sequence[str]) -> Plan[dict[str, str]]:
+    """Texts of relation ``ids``: from the in-memory graph, and one Milvus read for those it
+    does not hold (none when the graph holds every text)."""
+    graph: EntityRelationGraph = yield LoadGraph()
+    texts = graph.relation_texts(ids)
+    missing = tuple(rid for rid in dict.fromkeys(ids) if rid not in texts)
+    if missing:
+        texts.update((yield GetRelationTexts(missing)))
+    return texts
 
 
 def optional_instance(name: str, value: object, kind: type | tuple[type, ...], what: str
@@ -167,9 +209,10 @@ def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Any
     names = yield Ner(query.text)
     vectors = (yield EmbedTexts(tuple(names))) if names else [query.vector]
     relations = yield from plan_relation_search(query, config)
+    entities = yield from entity_search(vectors, names or [query.text], config.entity_top_k,
+                                        config.entity_threshold, config.entity_search)
     entity_hits, relation_answer, *others = yield Together((
-        SearchEntities(vectors, tuple(names or [query.text]), config.entity_top_k,
-                       config.entity_threshold),
+        entities,
         relations.request(query, config),
         *alongside,
     ))

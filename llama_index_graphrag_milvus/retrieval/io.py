@@ -48,7 +48,7 @@ class EmbedTexts:
 class SearchEntities:
     """One batched entity search: hits per searched name."""
 
-    vectors: tuple[tuple[float, ...], ...] | list[list[float]]
+    vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
     top_k: int
     threshold: float | None
@@ -92,6 +92,19 @@ class GetRelationTexts:
 @dataclass(frozen=True)
 class LoadGraph:
     """The index's in-memory graph (built from Milvus on first use)."""
+
+
+@dataclass(frozen=True)
+class LoadEntities:
+    """The index's in-memory entity table (read from Milvus on first use)."""
+
+
+@dataclass(frozen=True)
+class Known:
+    """An answer found without I/O (a seed search done in memory): ``value`` comes back, so
+    that a plan keeps one shape whether a step runs in Milvus or in memory."""
+
+    value: Any
 
 
 @dataclass(frozen=True)
@@ -151,8 +164,12 @@ class SyncDriver(_Driver):
             return store.get_passages(request.ids, request.where)
         if isinstance(request, GetRelationTexts):
             return store.get_relation_texts(request.ids)
+        if isinstance(request, Known):
+            return request.value
         if isinstance(request, LoadGraph):
             return self.index.graph
+        if isinstance(request, LoadEntities):
+            return self.index.entity_table
         if isinstance(request, LoadCommunities):
             return self.index.communities
         raise TypeError(f"unknown retrieval request {request!r}")
@@ -200,8 +217,12 @@ class AsyncDriver(_Driver):
             return await store.aget_passages(request.ids, request.where)
         if isinstance(request, GetRelationTexts):
             return await store.aget_relation_texts(request.ids)
+        if isinstance(request, Known):
+            return request.value
         if isinstance(request, LoadGraph):
             return await self.index.aget_graph()
+        if isinstance(request, LoadEntities):
+            return await self.index.aget_entity_table()
         if isinstance(request, LoadCommunities):
             return await self.index.aget_communities()
         raise TypeError(f"unknown retrieval request {request!r}")

@@ -17,10 +17,10 @@ from llama_index_graphrag_milvus.retrieval.base import (
     by_own_similarity,
     expand,
     find_seeds,
+    read_relation_texts,
 )
 from llama_index_graphrag_milvus.retrieval.io import (
     GetPassages,
-    GetRelationTexts,
     LoadGraph,
     Plan,
     SearchPassages,
@@ -56,7 +56,7 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
         hits = [(node, None) for node in nodes]
     texts, missing = relation_texts(hits, pool, seeds)
     if missing:
-        texts.update((yield GetRelationTexts(tuple(missing))))
+        texts.update((yield from read_relation_texts(missing)))
     return build_results(hits, pool, texts)
 
 

@@ -40,13 +40,17 @@ from llama_index_graphrag_milvus.records import (
     CandidateRelation,
     EntityHit,
 )
-from llama_index_graphrag_milvus.retrieval.base import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.base import (
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+    entity_search,
+    read_relation_texts,
+)
 from llama_index_graphrag_milvus.retrieval.io import (
-    GetRelationTexts,
     LoadCommunities,
     LoadGraph,
     Plan,
-    SearchEntities,
     first,
 )
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
@@ -246,15 +250,16 @@ class LocalSearchRetrieval(RetrievalMethod):
         communities: CommunitySet = yield LoadCommunities()  # fails early when not built
         communities.check_level(self.config.level)
         passages = yield from self.inner.plan(query, seeds)
-        hits = first((yield SearchEntities((tuple(query.vector),), (query.text,),
-                                           self.config.entity_top_k, None)))
+        hits = first((yield (yield from entity_search(
+            (tuple(query.vector),), (query.text,), self.config.entity_top_k, None,
+            seeds.entity_search))))
         graph: EntityRelationGraph = yield LoadGraph()
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
         located = [(h.id, graph.entity_ids.lookup([h.id])) for h in entities]
         rows = np.concatenate([r for _, r in located] or [np.zeros(0, np.int64)])
         relation_rows = select_relations(graph, rows, self.config.max_relations)
         relation_ids = graph.relation_ids.ids(relation_rows)
-        texts = (yield GetRelationTexts(tuple(relation_ids))) if relation_ids else {}
+        texts = (yield from read_relation_texts(relation_ids)) if relation_ids else {}
         scores = graph.relation_scores(relation_ids, query.vector) if relation_ids else {}
         relations = [CandidateRelation(rid, scores.get(rid, 0.0), 0, texts[rid])
                      for rid in relation_ids if rid in texts]

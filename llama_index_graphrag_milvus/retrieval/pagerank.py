@@ -45,11 +45,11 @@ from llama_index_graphrag_milvus.retrieval.base import (
     RetrievalMethod,
     SeedConfig,
     find_seeds,
+    read_relation_texts,
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.io import (
     GetPassages,
-    GetRelationTexts,
     LoadGraph,
     Plan,
     SearchPassages,
@@ -178,7 +178,7 @@ class PageRankRetrieval(RetrievalMethod):
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
         texts, unknown = relation_texts(hits, pool, seeds)
         if unknown:
-            texts.update((yield GetRelationTexts(tuple(unknown))))
+            texts.update((yield from read_relation_texts(unknown)))
         own_similarity = {node.node_id: score for node, score in similar}
         return [with_own_relations(
             graph, query, node, score,

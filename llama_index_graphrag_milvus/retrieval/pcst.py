@@ -61,9 +61,9 @@ from llama_index_graphrag_milvus.retrieval.base import (
     by_own_similarity,
     expand,
     find_seeds,
+    read_relation_texts,
 )
 from llama_index_graphrag_milvus.retrieval.io import (
-    GetRelationTexts,
     LoadGraph,
     Plan,
     SearchPassages,
@@ -226,7 +226,7 @@ class PCSTRetrieval(RetrievalMethod):
                 query, "question (the filters exclude the subgraph's passages)"))
         texts, missing = relation_texts(hits, pool, seeds)
         if missing:
-            texts.update((yield GetRelationTexts(tuple(missing))))
+            texts.update((yield from read_relation_texts(missing)))
         subgraph = describe_subgraph(chosen, hits, seeds, texts)
         results = [as_result(node, score, pool[node.node_id], texts,
                              **{FOUND_BY_KEY: {"query": "pcst", "similarity": score},

@@ -132,10 +132,16 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         pcst_subgraph_node: put the subgraph's text first, as a node of its own, for the
             LLM. Default ``False``.
         relation_search: where the relation seeds are searched: ``"memory"`` (the in-memory
-            graph's relation vectors, exact; then one read by primary key for their texts),
-            ``"milvus"`` (a search of the relation collection), ``"auto"`` (default):
-            memory while ``relations * dim`` is at most 20 million (about 52,000 relations
-            of 384 dimensions), Milvus above.
+            graph's relation vectors and texts, exact, no Milvus call), ``"milvus"`` (a
+            search of the relation collection), ``"auto"`` (default): memory while
+            ``relations * dim`` is at most 20 million (about 52,000 relations of 384
+            dimensions), Milvus above.
+        entity_search: the same for the entity seeds (the methods that start from entities:
+            k-hop, PageRank, PCST, local search): ``"memory"`` searches the index's entity
+            table (every entity's vector and name, read from Milvus on first use: ``4 * dim``
+            bytes per entity plus the name), ``"auto"`` (default) while ``entities * dim``
+            is at most 20 million. With both in memory, a query's only Milvus call is the
+            passage search, as with naive RAG.
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -179,6 +185,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         pcst_edge_cost: float = 0.5,
         pcst_subgraph_node: bool = False,
         relation_search: str = "auto",
+        entity_search: str = "auto",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         filters: MetadataFilters | None = None,
@@ -189,7 +196,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
                                  positive_int("relation_top_k", relation_top_k,
                                               MILVUS_MAX_TOP_K),
                                  entity_similarity_threshold, relation_similarity_threshold,
-                                 relation_search)
+                                 relation_search, entity_search)
         self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)
         expansion = ExpansionConfig(
             hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
@@ -285,6 +292,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "entity_similarity_threshold": self._seeds.entity_threshold,
             "relation_similarity_threshold": self._seeds.relation_threshold,
             "relation_search": self._seeds.relation_search,
+            "entity_search": self._seeds.entity_search,
             "max_candidate_relations": self._expansion.max_candidate_relations,
             "max_relations_per_passage": self._expansion.max_relations_per_passage,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,

@@ -95,7 +95,8 @@ def benchmark_config(args: argparse.Namespace) -> BenchmarkConfig:
         entity_top_k=args.entity_top_k, relation_top_k=args.relation_top_k,
         max_candidate_relations=args.pool_size, rerank_candidates=args.rerank_candidates,
         graph_kwargs=tuple(sorted(args.graph_kwargs.items())),
-        warmup=args.warmup, fusion=not args.no_fusion, sweep=args.sweep,
+        warmup=args.warmup, query_vectors=args.query_vectors, fusion=not args.no_fusion,
+        sweep=args.sweep,
         grid=SweepGrid(args.sweep_hops, args.sweep_entity_top_k, args.sweep_relation_top_k,
                        args.sweep_pool_size,
                        tuple(tuple(sorted(v.items())) for v in args.sweep_graph_kwargs)),
@@ -154,6 +155,9 @@ def _parser() -> argparse.ArgumentParser:
                              "else --llm extraction) or 'spacy' (SpacyTripletExtractor, no "
                              "LLM; replaces the dataset's triplets, own index under --out)")
     parser.add_argument("--warmup", type=int, default=3, help="untimed warm-up questions")
+    parser.add_argument("--query-vectors", action="store_true",
+                        help="embed every question beforehand and time retrieval without the "
+                             "question's embedding (second queries are still timed)")
     parser.add_argument("--no-fusion", action="store_true",
                         help="skip the graph + naive RAG fusion methods")
     parser.add_argument("--sweep", action="store_true",

@@ -54,6 +54,10 @@ class QuestionResult:
     for a subgraph method, its ``entities``."""
 
 
+SECOND_QUERIES = "second_query_embedding"
+"""The timing of the second queries' embedding (the bridge method), reported apart."""
+
+
 def summarize(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str, Any]:
     """Recall@k (overall and per group), pool coverage and latency percentiles.
 
@@ -79,6 +83,11 @@ def summarize(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str,
         summary["latency_s"] = {"p50": percentile(latencies, 50),
                                 "p95": percentile(latencies, 95),
                                 "mean": mean(latencies), "n": len(latencies)}
+    own = [r.latency_s - (r.timings or {}).get(SECOND_QUERIES, 0.0)
+           for r in results if r.latency_s is not None]
+    if latencies and any(SECOND_QUERIES in (r.timings or {}) for r in results):
+        summary["latency_without_second_queries_s"] = {
+            "p50": percentile(own, 50), "p95": percentile(own, 95), "n": len(own)}
     timings = summarize_timings(results)
     if timings:
         summary["timings_s"] = timings

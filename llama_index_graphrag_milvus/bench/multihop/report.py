@@ -85,11 +85,15 @@ def make_report(config: BenchmarkConfig, dataset: Dataset, build: BuildReport,
                   "summary": summarize(m.results, config.ks)} for m in methods]
     naive_latency = summaries[0]["summary"].get("latency_s", {})
     for entry in summaries[1:]:
-        latency = entry["summary"].get("latency_s", {})
-        entry["summary"]["latency_ratio_vs_naive"] = {
-            q: (latency[q] / naive_latency[q] if latency.get(q) and naive_latency.get(q)
-                else None) for q in ("p50", "p95")
-        }
+        for key, ratio_key in (("latency_s", "latency_ratio_vs_naive"),
+                               ("latency_without_second_queries_s", OWN_RATIO)):
+            latency = entry["summary"].get(key)
+            if latency is None:
+                continue
+            entry["summary"][ratio_key] = {
+                q: (latency[q] / naive_latency[q] if latency.get(q) and naive_latency.get(q)
+                    else None) for q in ("p50", "p95")
+            }
     groups = sorted({q.group for q in dataset.questions if q.group is not None})
     return {
         "benchmark": "multihop",
@@ -140,6 +144,15 @@ def _plain(row: dict[str, Any]) -> dict[str, Any]:
     when the retriever reported none."""
     return {k: list(v) if isinstance(v, tuple) else v for k, v in row.items()
             if not (k == "timings" and v is None)}
+
+
+OWN_RATIO = "latency_without_second_queries_ratio_vs_naive"
+
+
+def _own_ratios(summary: dict[str, Any]) -> str:
+    """p50 / p95 ratios to naive RAG of the latency without the second queries' embedding."""
+    own = summary.get(OWN_RATIO)
+    return " / ".join(_ratio(own.get(q)) for q in ("p50", "p95")) if own else "-"
 
 
 def _pct(value: float | None) -> str:
@@ -209,8 +222,10 @@ def render_markdown(report: dict[str, Any]) -> str:
 
 def _methods_table(report: dict[str, Any]) -> list[str]:
     ks, timings = report["config"]["ks"], timing_names(report)
+    own = any(OWN_RATIO in entry["summary"] for entry in report["methods"])
     header = ["method", *[f"R@{k}" for k in ks], "pool cov.", "p50 ms", "p95 ms",
-              "p50 ratio", "p95 ratio", *[f"{name} ms" for name in timings]]
+              "p50 ratio", "p95 ratio", *[f"{name} ms" for name in timings],
+              *(["p50 / p95 ratio without second queries"] if own else [])]
     rows = []
     for entry in report["methods"]:
         s = entry["summary"]
@@ -219,7 +234,8 @@ def _methods_table(report: dict[str, Any]) -> list[str]:
                      _pct(s.get("pool_coverage", {}).get("all")), _ms(latency.get("p50")),
                      _ms(latency.get("p95")), _ratio(ratio.get("p50")),
                      _ratio(ratio.get("p95")),
-                     *[_timing(s, name) for name in timings]])
+                     *[_timing(s, name) for name in timings],
+                     *([_own_ratios(s)] if own else [])])
     return _table(header, rows)
 
 

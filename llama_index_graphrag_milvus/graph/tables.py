@@ -1,0 +1,83 @@
+"""Packed strings and exact nearest-row search: the in-memory pieces of seed searches.
+
+Pure numpy; the graph keeps its relation texts in a :class:`TextTable` and searches its
+relation vectors with :func:`nearest_rows`, as the entity table does for entities.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import numpy as np
+
+
+def unit_rows(vectors: np.ndarray) -> np.ndarray:
+    """``vectors`` (2-d, ``float32``) with every non-zero row scaled to unit length, in place.
+
+    >>> unit_rows(np.array([[3.0, 4.0], [0.0, 0.0]], np.float32)).tolist()
+    [[0.6000000238418579, 0.800000011920929], [0.0, 0.0]]
+    """
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    vectors /= np.where(norms > 0, norms, 1.0)
+    return vectors
+
+
+class TextTable:
+    """Strings by row, packed into one UTF-8 buffer and an offset per row: the bytes of the
+    text plus 8 bytes per row, with no Python object per string.
+
+    >>> table = TextTable.build(["Euler", "Daniel Bernoulli"])
+    >>> table[1], table.get(np.array([1, 0])), len(table)
+    ('Daniel Bernoulli', ['Daniel Bernoulli', 'Euler'], 2)
+    """
+
+    def __init__(self, buffer: bytes, offsets: np.ndarray) -> None:
+        self.buffer = buffer
+        self.offsets = offsets
+
+    @classmethod
+    def build(cls, texts: Iterable[str]) -> TextTable:
+        encoded = [text.encode("utf-8") for text in texts]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        return cls(b"".join(encoded), offsets)
+
+    def __getitem__(self, row: int) -> str:
+        return self.buffer[self.offsets[row]:self.offsets[row + 1]].decode("utf-8")
+
+    def get(self, rows: np.ndarray) -> list[str]:
+        """The texts at ``rows``."""
+        return [self[int(row)] for row in rows]
+
+    def __len__(self) -> int:
+        return int(self.offsets.size - 1)
+
+    @property
+    def nbytes(self) -> int:
+        return len(self.buffer) + int(self.offsets.nbytes)
+
+
+def nearest_rows(vectors: np.ndarray, queries: np.ndarray, top_k: int,
+                 threshold: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query (rows of ``queries``, unit length), the rows of ``vectors`` (unit length)
+    with the ``top_k`` highest cosine similarities, best first (ties: the lower row), those
+    below ``threshold`` left out, and their similarities. One matrix product for all queries.
+
+    >>> vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
+    >>> [(rows.tolist(), [round(s, 2) for s in scores.tolist()])
+    ...  for rows, scores in nearest_rows(vectors, np.array([[0.0, 1.0]]), 2)]
+    [([2, 1], [1.0, 0.8])]
+    """
+    empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    if vectors.shape[0] == 0 or top_k < 1:
+        return [empty for _ in range(len(queries))]
+    scores = vectors @ np.asarray(queries, np.float32).T
+    k = min(top_k, vectors.shape[0])
+    found = []
+    for column in scores.T:
+        best = np.argpartition(-column, k - 1)[:k]
+        best = best[np.lexsort((best, -column[best]))]
+        if threshold is not None:
+            best = best[column[best] >= threshold]
+        found.append((best.astype(np.int64), column[best]))
+    return found

@@ -30,7 +30,7 @@ from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.graph.communities import LeidenConfig
-from llama_index_graphrag_milvus.graph.seeds import EntityTable
+from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
 from llama_index_graphrag_milvus.identity import (
     ALL_METADATA,
     EmbedModelRecord,
@@ -135,6 +135,8 @@ class GraphRAGIndex:
             raise
         self._graph: EntityRelationGraph | None = None
         self._entities: EntityTable | None = None
+        self._passages: PassageTable | None = None
+        self._passages_too_large = False
         self._graph_lock = threading.Lock()
         self._communities: CommunitySet | None = None
 
@@ -353,6 +355,8 @@ class GraphRAGIndex:
         again on their next use (the communities' staleness check runs then)."""
         self._graph = None
         self._entities = None
+        self._passages = None
+        self._passages_too_large = False
         self._communities = None
 
     @property
@@ -388,10 +392,35 @@ class GraphRAGIndex:
         return table if table is not None else await asyncio.to_thread(
             lambda: self.entity_table)
 
+    def passage_table(self, max_floats: int | None = None) -> PassageTable | None:
+        """Every passage's id and vector, read from the passage collection on first use
+        (passage searches in memory; see ``passage_search`` of :meth:`as_retriever`);
+        ``None`` when ``passages * dim`` is above ``max_floats`` (one count query decides,
+        and is remembered until the next write or :meth:`refresh`)."""
+        with self._graph_lock:
+            if self._passages is None:
+                dim = self.store.dim or 0
+                if max_floats is not None:
+                    if self._passages_too_large:
+                        return None
+                    count = self.store.count(self.store.passage_collection)
+                    if count * dim > max_floats:
+                        self._passages_too_large = True
+                        return None
+                self._passages = PassageTable.from_columns(
+                    self.store.read_passage_vectors(show_progress=self.show_progress), dim)
+            return self._passages
+
+    async def aget_passage_table(self, max_floats: int | None = None) -> PassageTable | None:
+        """:meth:`passage_table` without blocking the event loop when it has to be read."""
+        table = self._passages
+        return table if table is not None else await asyncio.to_thread(
+            self.passage_table, max_floats)
+
     def is_stale(self) -> bool:
-        """Whether the relation or entity collection now holds another number of rows than
-        the in-memory copies were built from: another process (or a tool other than this
-        index) wrote since. Two count queries; ``False`` when nothing is loaded yet (the
+        """Whether the relation, entity or passage collection now holds another number of
+        rows than the in-memory copies were built from: another process (or a tool other than this
+        index) wrote since. A count query per loaded copy; ``False`` when nothing is loaded yet (the
         first use reads Milvus anyway). A write that keeps both counts (an update in place)
         is not seen: call :meth:`refresh` after such writes.
 
@@ -400,11 +429,13 @@ class GraphRAGIndex:
             if index.is_stale():  # e.g. before each batch of questions, in a reader process
                 index.refresh()
         """
-        graph, entities = self._graph, self._entities
+        graph, entities, passages = self._graph, self._entities, self._passages
         if graph is None:
             return False
         store = self.store
         if store.count(store.relation_collection) != graph.num_relations:
+            return True
+        if passages is not None and store.count(store.passage_collection) != len(passages):
             return True
         return entities is not None and store.count(store.entity_collection) != len(entities)
 

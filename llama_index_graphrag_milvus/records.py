@@ -214,6 +214,18 @@ class EntityColumns:
 
 
 @dataclass(frozen=True)
+class PassageColumns:
+    """A batch of passage ids and vectors (what the in-memory passage table is built from)."""
+
+    ids: Sequence[str]
+    embeddings: np.ndarray
+    """``float32`` array of shape ``(len(ids), dim)``."""
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+
+@dataclass(frozen=True)
 class EntityHit:
     """An entity found by a vector search, for one searched name (or the query)."""
 

@@ -49,6 +49,7 @@ from llama_index_graphrag_milvus.records import (
     RELATION_TEXT_MAX_BYTES,
     EntityColumns,
     EntityHit,
+    PassageColumns,
     RelationColumns,
     RelationHit,
 )
@@ -70,6 +71,7 @@ _PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\Z")  # \Z: no trailing n
 _PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
 _RELATION_GRAPH_FIELDS = ["id", "subject_id", "object_id", "passage_ids", "embedding", "text"]
 _ENTITY_TABLE_FIELDS = ["id", "name", "embedding"]
+_PASSAGE_TABLE_FIELDS = ["id", "embedding"]
 COMMUNITY_MEMBERS_PER_ROW = 4096
 """Entity ids (and child ids) one community row holds; a larger community continues in
 part rows (``part`` 1, 2, ...)."""
@@ -286,6 +288,17 @@ def in_list(field: str, values: Sequence[str]) -> str:
     return f"{field} in [{', '.join(quote(v) for v in values)}]"
 
 
+_GET_CHUNK = 4096
+"""Ids per read by primary key (a longer ``id in [...]`` expression is one more round trip,
+not a failure)."""
+
+
+def _chunks(items: Sequence[str], size: int) -> Iterator[Sequence[str]]:
+    """``items`` in consecutive slices of at most ``size`` (none for no items)."""
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
 def _id_filter(ids: Sequence[str], where: str = "") -> str:
     """``id in [...]``, and ``where`` (a filter expression on metadata) when given."""
     return in_list("id", ids) + (f" and {where}" if where else "")
@@ -433,6 +446,19 @@ def _entity_columns(fields_data: Sequence[Any], dim: int) -> EntityColumns:
         return EntityColumns([], [], np.zeros((0, dim), np.float32))
     return EntityColumns(_column_strings(by_name, "id"), _column_strings(by_name, "name"),
                          _column_vectors(by_name, dim))
+
+
+def _passage_columns(fields_data: Sequence[Any], dim: int) -> PassageColumns:
+    """Passage ids and vectors from the ``FieldData`` protobufs of a query answer."""
+    by_name = {field.field_name: field for field in fields_data}
+    if not by_name:
+        return PassageColumns([], np.zeros((0, dim), np.float32))
+    return PassageColumns(_column_strings(by_name, "id"), _column_vectors(by_name, dim))
+
+
+def _passage_rows_to_columns(rows: Sequence[dict[str, Any]], dim: int) -> PassageColumns:
+    vectors = np.asarray([r["embedding"] for r in rows], np.float32).reshape(len(rows), dim)
+    return PassageColumns([r["id"] for r in rows], vectors)
 
 
 def _entity_rows_to_columns(rows: Sequence[dict[str, Any]], dim: int) -> EntityColumns:
@@ -948,6 +974,14 @@ class MilvusGraphStore:
                                   "Loading entity vectors from Milvus", " entities",
                                   show_progress)
 
+    def read_passage_vectors(self, show_progress: bool = False) -> Iterator[PassageColumns]:
+        """Every passage's id and vector as column batches, read as :meth:`read_relations`
+        reads relations: what passage searches in memory use."""
+        return self._read_columns(self.passage_collection, _PASSAGE_TABLE_FIELDS,
+                                  _passage_columns, _passage_rows_to_columns,
+                                  "Loading passage vectors from Milvus", " passages",
+                                  show_progress)
+
     def _read_columns(self, collection: str, fields: list[str],
                       from_columns: Callable[[Sequence[Any], int], _C],
                       from_rows: Callable[[Sequence[dict[str, Any]], int], _C],
@@ -1096,20 +1130,20 @@ class MilvusGraphStore:
     def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
         """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
         ids are left out."""
-        if not ids:
-            return []
+        rows: list[dict[str, Any]] = []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = self.client.query(collection_name=self.passage_collection, **self._read,
-                                     filter=_id_filter(ids, where),
-                                     output_fields=["id", *_PASSAGE_FIELDS])
+            for chunk in _chunks(ids, _GET_CHUNK):
+                rows += self.client.query(collection_name=self.passage_collection, **self._read,
+                                          filter=_id_filter(chunk, where),
+                                          output_fields=["id", *_PASSAGE_FIELDS])
         return _rows_to_passages(rows, ids)
 
     async def aget_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
         """Async twin of :meth:`get_passages`."""
-        if not ids:
-            return []
+        rows: list[dict[str, Any]] = []
         with _milvus_errors(f"read {self.passage_collection}"):
-            rows = await self._aclient().query(collection_name=self.passage_collection,
-                                               **self._read, filter=_id_filter(ids, where),
-                                               output_fields=["id", *_PASSAGE_FIELDS])
+            for chunk in _chunks(ids, _GET_CHUNK):
+                rows += await self._aclient().query(
+                    collection_name=self.passage_collection, **self._read,
+                    filter=_id_filter(chunk, where), output_fields=["id", *_PASSAGE_FIELDS])
         return _rows_to_passages(rows, ids)

@@ -157,7 +157,8 @@ def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
         first_calls: list[tuple[str, str, int]]) -> None:
     family_index.graph  # noqa: B018 (loaded: the spy counts query-time calls only)
     spy = CallSpy(family_index, monkeypatch)
-    retriever = family_index.as_retriever(max_bridges=2, relation_search=relation_search)
+    retriever = family_index.as_retriever(max_bridges=2, relation_search=relation_search,
+                                          passage_search="milvus")
     hits = retriever.retrieve(QUESTION)
     searches = [(name, collection, n) for name, collection, n in spy.calls]
     assert searches[:-1] == first_calls
@@ -174,20 +175,21 @@ def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
 
 
 @LITE_ONLY
-@pytest.mark.parametrize("method", [{"passage_scoring": "passage"}, {"passage_scoring": "ppr"},
+@pytest.mark.parametrize("method", [{"passage_scoring": "bridge"},
+                                    {"passage_scoring": "passage"}, {"passage_scoring": "ppr"},
                                     {"passage_scoring": "pcst"}])
 def test_with_the_seeds_in_memory_a_query_makes_one_milvus_call(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch,
         method: dict[str, Any]) -> None:
     retriever = family_index.as_retriever(**method, similarity_top_k=3)
-    warm = texts(retriever.retrieve(QUESTION))  # loads the graph and the entity table
+    warm = texts(retriever.retrieve(QUESTION))  # loads the graph, entity and passage tables
     spy = CallSpy(family_index, monkeypatch)
     assert texts(retriever.retrieve(QUESTION)) == warm
     calls = [(name, collection) for name, collection, _ in spy.calls]
-    if method["passage_scoring"] == "ppr":  # it reads the passages its ranking adds
+    if method["passage_scoring"] == "ppr":  # its passage search is Milvus', beside the seeds
         assert calls == [("search", "graphrag_passages"), ("query", "graphrag_passages")]
-    else:
-        assert calls == [("search", "graphrag_passages")]  # as naive RAG
+    else:  # passages ranked in memory, the chosen ones read by primary key
+        assert calls == [("query", "graphrag_passages")]
 
 
 def test_every_method_gives_relations_the_reranker_can_use(
@@ -272,3 +274,70 @@ def test_bad_method_arguments_are_refused(family_index: GraphRAGIndex,
                                           kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
         family_index.as_retriever(**kwargs)
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("scoring", ["bridge", "passage", "pcst"])
+def test_passages_ranked_in_memory_equal_the_milvus_search(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, scoring: str) -> None:
+    def results(passage_search: str) -> list[tuple[str, float]]:
+        retriever = family_index.as_retriever(passage_scoring=scoring, similarity_top_k=3,
+                                              passage_search=passage_search)
+        found = [[(h.node.get_content(), round(h.score or 0.0, 4)) for h in hits]
+                 for hits in (retriever.retrieve(QUESTION),
+                              asyncio.run(retriever.aretrieve(QUESTION)))]
+        assert found[0] == found[1]
+        return found[0]
+
+    milvus = results("milvus")
+    memory = results("memory")  # loads the passage table
+    assert memory == milvus
+    spy = CallSpy(family_index, monkeypatch)
+    assert results("auto") == milvus
+    # the ranked passages are read by primary key (a query), twice: sync and async runs,
+    # the async one on its own client, so the sync spy sees one call
+    assert [(name, collection) for name, collection, _ in spy.calls] == [
+        ("query", "graphrag_passages")]
+    table = family_index.passage_table()
+    assert table is not None and len(table) == 4 and table.nbytes == 4 * (16 + 4 * 64)
+
+
+@LITE_ONLY
+def test_passage_search_in_memory_leaves_filters_to_milvus(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    passages = [(TextNode(text=text, metadata={"tenant": tenant}), triplets)
+                for tenant in ("a", "b") for text, triplets in FAMILY]
+    index = make_index(passages)
+    tenant_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    retriever = index.as_retriever(passage_search="memory", filters=tenant_a)
+    spy = CallSpy(index, monkeypatch)
+    hits = retriever.retrieve(QUESTION)
+    assert hits and {h.node.metadata["tenant"] for h in hits} == {"a"}
+    assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
+    assert index._passages is None  # never read: the filter needs Milvus
+    with pytest.raises(InvalidInputError, match="passage_search must be one of auto"):
+        index.as_retriever(passage_search="gpu")
+
+
+@LITE_ONLY
+def test_the_passage_table_follows_writes_and_stays_out_above_its_budget(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    from llama_index_graphrag_milvus.retrieval import base
+
+    index = make_index()
+    retriever = index.as_retriever(passage_search="auto")
+    retriever.retrieve(QUESTION)
+    table = index.passage_table()
+    assert table is not None and len(table) == 4
+    index.insert_triplets([("Leibniz corresponded with Johann Bernoulli.",
+                            [("Gottfried Leibniz", "corresponded with", "Johann Bernoulli")])])
+    hits = index.as_retriever(passage_scoring="passage", passage_search="auto").retrieve(
+        "Leibniz corresponded with Johann Bernoulli.")
+    assert "Leibniz corresponded with Johann Bernoulli." in texts(hits)
+    assert len(index.passage_table() or ()) == 5  # read again after the write
+    index.refresh()
+    monkeypatch.setattr(base, "MEMORY_SEARCH_MAX_FLOATS", 5 * 64 - 1)
+    spy = CallSpy(index, monkeypatch)
+    retriever.retrieve(QUESTION)
+    assert index._passages is None and index._passages_too_large  # one count decided it
+    assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]

@@ -153,6 +153,10 @@ def test_a_huge_similarity_top_k_never_reaches_milvus_as_a_limit_above_16384(
         return original(*args, **kwargs)
 
     monkeypatch.setattr(client, "search", search)
-    hits = family_index.as_retriever(passage_scoring=scoring,
+    hits = family_index.as_retriever(passage_scoring=scoring, passage_search="milvus",
                                      similarity_top_k=1_000_000).retrieve(QUESTION)
     assert hits and limits and max(limits) <= 16_384
+    # ranked in memory (the default here), the same passages come back
+    same = family_index.as_retriever(passage_scoring=scoring,
+                                     similarity_top_k=1_000_000).retrieve(QUESTION)
+    assert {h.node.node_id for h in same} == {h.node.node_id for h in hits}

@@ -81,7 +81,7 @@ def test_without_llm_the_query_vector_searches_entities(
         entity_search: str, searches: list[tuple[str, int]]) -> None:
     spy = SearchSpy(family_index, monkeypatch)
     hits = khop(family_index, hops=1, relation_search=relation_search,
-                entity_search=entity_search).retrieve(QUESTION)
+                entity_search=entity_search, passage_search="milvus").retrieve(QUESTION)
     assert spy.calls == searches
     assert DANIEL in texts(hits)
     for hit in hits:

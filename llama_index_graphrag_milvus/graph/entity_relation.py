@@ -261,6 +261,11 @@ class HubIndex:
                    + self.members.nbytes)
 
 
+def _csr_row(matrix: sp.csr_matrix, row: int) -> np.ndarray:
+    """The column indices of one CSR row (a view, no copy)."""
+    return matrix.indices[matrix.indptr[row]:matrix.indptr[row + 1]]
+
+
 def _csr_nbytes(matrix: sp.csr_matrix) -> int:
     return int(matrix.data.nbytes + matrix.indices.nbytes + matrix.indptr.nbytes)
 
@@ -401,16 +406,38 @@ class EntityRelationGraph:
     def leads_elsewhere(self, entity: str, relation: str, probe: int = 64) -> bool:
         """Whether ``entity``'s relations reach a passage that ``relation`` does not come
         from (entities with more than ``probe`` relations are taken to). An entity named in
-        one passage only leads nowhere new from it."""
+        one passage only leads nowhere new from it. Reads the CSR arrays directly: a few
+        microseconds, no sparse-matrix slicing."""
         rows = self.entity_ids.lookup([entity])
         if rows.size == 0:
             return False
-        relations = self.incidence[int(rows[0])].indices
+        relations = _csr_row(self.incidence, int(rows[0]))
         if relations.size > probe:
             return True
-        source = self.relation_passages[self.relation_rows([relation])].indices
-        reached = self.relation_passages[relations].indices
-        return bool(np.setdiff1d(reached, source).size)
+        links = self.relation_passages
+        source = set()
+        for row in self.relation_rows([relation]).tolist():
+            source.update(_csr_row(links, row).tolist())
+        return any(passage not in source
+                   for row in relations.tolist() for passage in _csr_row(links, row).tolist())
+
+    def relations_of_passage(self, passage_id: str) -> np.ndarray:
+        """Rows of the relations a passage supports (its triplets, as the relation
+        collection links them); empty for a passage unknown to the graph."""
+        rows = self.passage_ids.lookup([passage_id])
+        if rows.size == 0:
+            return _EMPTY
+        return _csr_row(self.passage_relations, int(rows[0])).astype(np.int64)
+
+    def ranked_relations(self, rows: np.ndarray, query_vector: Sequence[float] | np.ndarray,
+                         limit: int) -> tuple[np.ndarray, np.ndarray]:
+        """``rows`` (relation rows) ordered by cosine similarity to the query, best first
+        (ties: the lower row), at most ``limit``, with their similarities."""
+        if rows.size == 0 or limit < 1:
+            return _EMPTY, np.zeros(0, np.float32)
+        scores = self.vectors[rows] @ _unit(query_vector)
+        order = np.lexsort((rows, -scores))[:limit]
+        return rows[order], scores[order]
 
     def relation_rows(self, ids: Iterable[str]) -> np.ndarray:
         """Rows of the known relation ``ids`` (sorted; unknown ids left out)."""

@@ -12,18 +12,25 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any, ClassVar
 
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import BaseNode, NodeWithScore
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
-from llama_index_graphrag_milvus.graph.seeds import EntityTable
-from llama_index_graphrag_milvus.records import FOUND_BY_KEY, CandidateRelation, RelationHit
+from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
+from llama_index_graphrag_milvus.records import (
+    FOUND_BY_KEY,
+    MILVUS_MAX_TOP_K,
+    CandidateRelation,
+    RelationHit,
+)
 from llama_index_graphrag_milvus.retrieval.io import (
     EmbedTexts,
+    GetPassages,
     GetRelationTexts,
     Known,
     LoadEntities,
     LoadGraph,
+    LoadPassages,
     Ner,
     Plan,
     SearchEntities,
@@ -51,11 +58,14 @@ class QueryContext:
     vector: list[float]
     similarity_top_k: int
     where: str = ""
+    passage_search: str = "milvus"
+    """Where passage searches are ranked (``"auto"``, ``"memory"``, ``"milvus"``; see
+    :func:`search_passages`)."""
 
 
 SEED_SEARCHES = ("auto", "memory", "milvus")
-"""Where the entity and relation seeds are searched (``entity_search``,
-``relation_search``)."""
+"""Where the entity and relation seeds and the passages are searched (``entity_search``,
+``relation_search``, ``passage_search``)."""
 
 MEMORY_SEARCH_MAX_FLOATS = 20_000_000
 """``"auto"`` searches in memory while ``rows * dim`` (relations for the relation search,
@@ -166,6 +176,43 @@ def entity_search(vectors: Sequence[Sequence[float]], names: Sequence[str], top_
     return SearchEntities(vectors, tuple(names), top_k, threshold)
 
 
+def rank_passages(query: QueryContext, vectors: Sequence[Sequence[float]], limit: int,
+                  ids: Sequence[str] | None = None
+                  ) -> Plan[list[list[tuple[str, float]]] | None]:
+    """Per vector, the ``limit`` passages (among ``ids`` when given) most similar to it, as
+    ``(id, similarity)``, ranked by the index's passage table; ``None`` when the search
+    belongs to Milvus: ``query.passage_search`` is ``"milvus"``, a filter applies (filters
+    are Milvus expressions), or, with ``"auto"``, the passage vectors exceed
+    :data:`MEMORY_SEARCH_MAX_FLOATS` floats."""
+    if query.where or query.passage_search == "milvus":
+        return None
+    table: PassageTable | None = yield LoadPassages(
+        None if query.passage_search == "memory" else MEMORY_SEARCH_MAX_FLOATS)
+    # the limit a Milvus search accepts, so that both paths return the same passages
+    return None if table is None else table.search(vectors, min(limit, MILVUS_MAX_TOP_K), ids)
+
+
+def fetch_passages(ids: Sequence[str]) -> Plan[dict[str, BaseNode]]:
+    """The passages of ``ids`` by primary key (one Milvus read); a passage deleted by
+    another writer since the passage table was read is left out."""
+    wanted = tuple(dict.fromkeys(ids))
+    return {n.node_id: n for n in (yield GetPassages(wanted))} if wanted else {}
+
+
+def search_passages(query: QueryContext, vectors: Sequence[Sequence[float]], limit: int,
+                    ids: Sequence[str] | None = None
+                    ) -> Plan[list[list[tuple[BaseNode, float]]]]:
+    """One batched passage search: per vector, the ``limit`` most similar passages (among
+    ``ids`` when given), best first: ranked in memory and read by primary key (a read is
+    cheaper than a search), or one Milvus search (see :func:`rank_passages`)."""
+    ranked = yield from rank_passages(query, vectors, limit, ids)
+    if ranked is None:
+        return (yield SearchPassages(tuple(list(v) for v in vectors), limit,
+                                     None if ids is None else tuple(ids), query.where))
+    nodes = yield from fetch_passages([pid for hits in ranked for pid, _ in hits])
+    return [[(nodes[pid], score) for pid, score in hits if pid in nodes] for hits in ranked]
+
+
 def read_relation_texts(ids: Sequence[str]) -> Plan[dict[str, str]]:
     """Texts of relation ``ids``: from the in-memory graph, and one Milvus read for those it
     does not hold (none when the graph holds every text)."""
@@ -233,8 +280,7 @@ def expand(graph: EntityRelationGraph, query: QueryContext, seeds: Seeds,
 def by_own_similarity(query: QueryContext, reason: str) -> Plan[list[NodeWithScore]]:
     """Passages ranked by their own similarity to the query (naive vector search, filters
     applied), each with its best own relations: the result when the graph gives nothing."""
-    hits = first((yield SearchPassages((query.vector,), query.similarity_top_k, None,
-                                       query.where)))
+    hits = first((yield from search_passages(query, (query.vector,), query.similarity_top_k)))
     graph: EntityRelationGraph = yield LoadGraph()
     return [with_own_relations(graph, query, node, score,
                                metadata={FOUND_BY_KEY: {"query": reason, "similarity": score}})
@@ -246,12 +292,27 @@ def with_own_relations(graph: EntityRelationGraph, query: QueryContext, node: An
                        metadata: dict[str, Any] | None = None) -> NodeWithScore:
     """A result whose relations are ``first_relations`` then the passage's own best ones
     (by similarity to the query), with ``metadata`` added."""
-    triplet_ids = [t.id for t in own_triplets(node)]
-    scores = graph.relation_scores(triplet_ids, query.vector) if triplet_ids else {}
     taken = {c.id for c in first_relations}
-    own = [c for c in own_relations(node, scores, 1, OWN_RELATIONS_PER_PASSAGE + len(taken))
+    own = [c for c in own_candidates(graph, query, node, OWN_RELATIONS_PER_PASSAGE + len(taken))
            if c.id not in taken][:OWN_RELATIONS_PER_PASSAGE]
     return as_result(node, score, [*first_relations, *own], **(metadata or {}))
+
+
+def own_candidates(graph: EntityRelationGraph, query: QueryContext, node: Any, limit: int
+                   ) -> list[CandidateRelation]:
+    """A passage's own relations, best first: from the graph (its links and texts in
+    memory), or, for a graph built without texts, from the passage's stored triplets."""
+    if graph.texts is None:
+        triplet_ids = [t.id for t in own_triplets(node)]
+        scores = graph.relation_scores(triplet_ids, query.vector) if triplet_ids else {}
+        return own_relations(node, scores, 1, limit)
+    rows, similarities = graph.ranked_relations(graph.relations_of_passage(node.node_id),
+                                                query.vector, limit)
+    return [CandidateRelation(id=rid, score=similarity, hop=1, text=text,
+                              passage_ids=(node.node_id,))
+            for rid, similarity, text in zip(graph.relation_ids.ids(rows),
+                                             similarities.tolist(), graph.texts.get(rows),
+                                             strict=True)]
 
 
 class RetrievalMethod(ABC):

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import re
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, ClassVar
+from operator import attrgetter
+from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
@@ -39,7 +40,9 @@ from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
     RetrievalMethod,
     SeedConfig,
+    fetch_passages,
     positive_int,
+    rank_passages,
     search_relations,
     with_own_relations,
 )
@@ -49,6 +52,8 @@ from llama_index_graphrag_milvus.retrieval.io import (
     Plan,
     SearchPassages,
 )
+
+T = TypeVar("T")
 
 DEFAULT_MAX_BRIDGES = 3
 """Second queries per question (one per bridge entity)."""
@@ -180,31 +185,35 @@ def second_query(question: str, bridge: Bridge, mode: str = "substitute") -> str
 
 
 @dataclass(frozen=True)
-class Ranked:
-    """A passage of the interleaved lists: which list (0: the question, ``i``: bridge
-    ``i``), the round it was taken in, and its similarity to that list's query."""
+class Ranked(Generic[T]):
+    """A passage of the interleaved lists (a node, or its id before it is read): which list
+    (0: the question, ``i``: bridge ``i``), the round it was taken in, and its similarity to
+    that list's query."""
 
-    node: BaseNode
+    node: T
     similarity: float
     source: int
     round: int
 
 
-def interleave(lists: Sequence[Sequence[tuple[BaseNode, float]]], limit: int) -> list[Ranked]:
+def interleave(lists: Sequence[Sequence[tuple[T, float]]], limit: int,
+               key: Callable[[T], str] = attrgetter("node_id")) -> list[Ranked[T]]:
     """Round robin over the lists (list 0 first in each round), skipping passages already
-    taken, until ``limit`` passages.
+    taken (by ``key``: the node id, or the item itself for ids), until ``limit`` passages.
 
     >>> from llama_index.core.schema import TextNode
     >>> a, b, c = (TextNode(id_=i, text=i) for i in "abc")
     >>> [r.node.node_id for r in interleave([[(a, .9), (b, .8)], [(a, .7), (c, .6)]], 3)]
     ['a', 'b', 'c']
+    >>> [r.node for r in interleave([[("a", .9)], [("a", .7), ("c", .6)]], 3, str)]
+    ['a', 'c']
     """
-    taken: dict[str, Ranked] = {}
+    taken: dict[str, Ranked[T]] = {}
     for round_ in range(max((len(hits) for hits in lists), default=0)):
         for source, hits in enumerate(lists):
-            if round_ < len(hits) and hits[round_][0].node_id not in taken:
+            if round_ < len(hits) and key(hits[round_][0]) not in taken:
                 node, similarity = hits[round_]
-                taken[node.node_id] = Ranked(node, similarity, source, round_)
+                taken[key(node)] = Ranked(node, similarity, source, round_)
                 if len(taken) == limit:
                     return list(taken.values())
     return list(taken.values())
@@ -237,13 +246,27 @@ class BridgeRetrieval(RetrievalMethod):
         vectors = (yield EmbedTexts(tuple(second_query(query.text, b, self.bridge_query)
                                           for b in bridges))) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
-        lists = yield SearchPassages((query.vector, *vectors), query.similarity_top_k, None,
-                                     query.where)
-        return [self._result(graph, query, ranked, bridges, timings)
-                for ranked in interleave(lists, query.similarity_top_k)]
+        chosen = yield from self._passages(query, (query.vector, *vectors))
+        return [self._result(graph, query, ranked, bridges, timings) for ranked in chosen]
 
     @staticmethod
-    def _result(graph: EntityRelationGraph, query: QueryContext, ranked: Ranked,
+    def _passages(query: QueryContext, vectors: Sequence[Sequence[float]]
+                  ) -> Plan[list[Ranked[BaseNode]]]:
+        """The interleaved passages of the question's and the bridges' lists: ranked in
+        memory, then only the chosen ones read; or one batched Milvus search."""
+        limit = query.similarity_top_k
+        ranked = yield from rank_passages(query, vectors, limit)
+        if ranked is None:
+            lists = yield SearchPassages(tuple(list(v) for v in vectors), limit, None,
+                                         query.where)
+            return interleave(lists, limit)
+        chosen = interleave(ranked, limit, str)
+        nodes = yield from fetch_passages([r.node for r in chosen])
+        return [Ranked(nodes[r.node], r.similarity, r.source, r.round)
+                for r in chosen if r.node in nodes]
+
+    @staticmethod
+    def _result(graph: EntityRelationGraph, query: QueryContext, ranked: Ranked[BaseNode],
                 bridges: Sequence[Bridge], timings: dict[str, float]) -> NodeWithScore:
         bridge = bridges[ranked.source - 1] if ranked.source else None
         found_by: dict[str, Any] = {"query": "bridge" if bridge else "question",

@@ -100,6 +100,14 @@ class LoadEntities:
 
 
 @dataclass(frozen=True)
+class LoadPassages:
+    """The index's in-memory passage table, or ``None`` when it holds more than
+    ``max_floats`` floats (``None``: no limit)."""
+
+    max_floats: int | None
+
+
+@dataclass(frozen=True)
 class Known:
     """An answer found without I/O (a seed search done in memory): ``value`` comes back, so
     that a plan keeps one shape whether a step runs in Milvus or in memory."""
@@ -170,6 +178,8 @@ class SyncDriver(_Driver):
             return self.index.graph
         if isinstance(request, LoadEntities):
             return self.index.entity_table
+        if isinstance(request, LoadPassages):
+            return self.index.passage_table(request.max_floats)
         if isinstance(request, LoadCommunities):
             return self.index.communities
         raise TypeError(f"unknown retrieval request {request!r}")
@@ -223,6 +233,8 @@ class AsyncDriver(_Driver):
             return await self.index.aget_graph()
         if isinstance(request, LoadEntities):
             return await self.index.aget_entity_table()
+        if isinstance(request, LoadPassages):
+            return await self.index.aget_passage_table(request.max_floats)
         if isinstance(request, LoadCommunities):
             return await self.index.aget_communities()
         raise TypeError(f"unknown retrieval request {request!r}")

@@ -18,12 +18,12 @@ from llama_index_graphrag_milvus.retrieval.base import (
     expand,
     find_seeds,
     read_relation_texts,
+    search_passages,
 )
 from llama_index_graphrag_milvus.retrieval.io import (
     GetPassages,
     LoadGraph,
     Plan,
-    SearchPassages,
     first,
 )
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -47,9 +47,8 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
     hits: ScoredPassages
     if order_by == "passage":
         pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
-        hits = first((yield SearchPassages((query.vector,),
-                                           min(query.similarity_top_k, len(pool)),
-                                           tuple(pool), query.where)))
+        hits = first((yield from search_passages(
+            query, (query.vector,), min(query.similarity_top_k, len(pool)), tuple(pool))))
     else:
         pool = select_passages(candidates, query.similarity_top_k)
         nodes = yield GetPassages(tuple(pool), query.where)

@@ -62,11 +62,11 @@ from llama_index_graphrag_milvus.retrieval.base import (
     expand,
     find_seeds,
     read_relation_texts,
+    search_passages,
 )
 from llama_index_graphrag_milvus.retrieval.io import (
     LoadGraph,
     Plan,
-    SearchPassages,
     first,
 )
 from llama_index_graphrag_milvus.retrieval.khop import pool_results
@@ -219,8 +219,8 @@ class PCSTRetrieval(RetrievalMethod):
             return (yield from pool_results(query, seeds, candidates))
         pool = select_passages(chosen.relations,
                                len(chosen.relations) * MAX_PASSAGES_PER_RELATION)
-        hits: ScoredPassages = first((yield SearchPassages(
-            (query.vector,), len(pool), tuple(pool), query.where)))
+        hits: ScoredPassages = first((yield from search_passages(
+            query, (query.vector,), len(pool), tuple(pool))))
         if not hits:
             return (yield from by_own_similarity(
                 query, "question (the filters exclude the subgraph's passages)"))

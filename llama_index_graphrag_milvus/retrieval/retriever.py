@@ -27,6 +27,7 @@ from llama_index_graphrag_milvus.graph.pcst import (
 )
 from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.base import (
+    SEED_SEARCHES,
     QueryContext,
     RetrievalMethod,
     SeedConfig,
@@ -142,6 +143,13 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             bytes per entity plus the name), ``"auto"`` (default) while ``entities * dim``
             is at most 20 million. With both in memory, a query's only Milvus call is the
             passage search, as with naive RAG.
+        passage_search: where the passage searches are ranked: ``"memory"`` (the index's
+            passage table: every passage's vector, read on first use, ``4 * dim + 16`` bytes
+            per passage; only the passages returned are then read, by primary key, which
+            is cheaper than a search), ``"milvus"`` (a search of the passage collection, as
+            naive RAG's), ``"auto"`` (default): memory while ``passages * dim`` is at most
+            20 million (about 52,000 passages of 384 dimensions), Milvus above. A retriever
+            with ``filters`` always searches in Milvus.
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -186,6 +194,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         pcst_subgraph_node: bool = False,
         relation_search: str = "auto",
         entity_search: str = "auto",
+        passage_search: str = "auto",
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         filters: MetadataFilters | None = None,
@@ -198,6 +207,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
                                  entity_similarity_threshold, relation_similarity_threshold,
                                  relation_search, entity_search)
         self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)
+        if passage_search not in SEED_SEARCHES:
+            raise InvalidInputError(f"passage_search must be one of "
+                                    f"{', '.join(SEED_SEARCHES)}; got {passage_search!r}")
+        self._passage_search = passage_search
         expansion = ExpansionConfig(
             hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
             max_relations_per_passage=max_relations_per_passage,
@@ -263,7 +276,8 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         vector = check_vector(vector)
         self._index.store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
-        return QueryContext(query, list(vector), self._similarity_top_k, self._where)
+        return QueryContext(query, list(vector), self._similarity_top_k, self._where,
+                            self._passage_search)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
@@ -293,6 +307,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "relation_similarity_threshold": self._seeds.relation_threshold,
             "relation_search": self._seeds.relation_search,
             "entity_search": self._seeds.entity_search,
+            "passage_search": self._passage_search,
             "max_candidate_relations": self._expansion.max_candidate_relations,
             "max_relations_per_passage": self._expansion.max_relations_per_passage,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,

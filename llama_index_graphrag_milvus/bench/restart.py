@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import tempfile
 import threading
@@ -57,9 +58,12 @@ def hammer(retrievers: dict[str, BaseRetriever], bundle: QueryBundle, stop: thre
 def summarize(attempts: list[Attempt], back: float) -> dict[str, Any]:
     failures = [a for a in attempts if a.error]
     kinds: dict[str, int] = {}
+    messages: dict[str, int] = {}
     for attempt in failures:
         kind = attempt.error.split(":", 1)[0] if attempt.error else ""
         kinds[kind] = kinds.get(kind, 0) + 1
+        message = re.sub(r"\d+", "N", attempt.error or "")[:200]
+        messages[message] = messages.get(message, 0) + 1
     recovered = {}
     for name in sorted({a.retriever for a in attempts}):
         after = [a for a in attempts if a.retriever == name and a.started >= back]
@@ -68,7 +72,7 @@ def summarize(attempts: list[Attempt], back: float) -> dict[str, Any]:
                            else round(first_ok.started + first_ok.seconds - back, 2))
     return {"queries": len(attempts), "failed": len(failures), "error_types": kinds,
             "slowest_failure_s": round(max((a.seconds for a in failures), default=0.0), 2),
-            "example_error": failures[0].error if failures else None,
+            "errors": messages,
             "first_success_after_server_back_s": recovered}
 
 
@@ -78,6 +82,8 @@ def main(argv: list[str] | None = None) -> None:
                         help="the client timeout (MilvusClient timeout=...), seconds")
     parser.add_argument("--down", type=float, default=3.0,
                         help="seconds the server stays stopped")
+    parser.add_argument("--after", type=float, default=60.0,
+                        help="seconds of queries after the server is back")
     parser.add_argument("--passages", type=int, default=500)
     args = parser.parse_args(argv)
     from milvus import default_server
@@ -106,7 +112,7 @@ def main(argv: list[str] | None = None) -> None:
             time.sleep(args.down)
             default_server.start()
             back = time.perf_counter()
-            time.sleep(args.timeout * 3)
+            time.sleep(args.after)
             stop.set()
             worker.join()
             report = {"timeout_s": args.timeout, "down_s": round(back - down, 1),

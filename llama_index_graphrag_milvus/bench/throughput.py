@@ -8,7 +8,8 @@ Run against a Milvus server::
 A synthetic index (the one of :mod:`~llama_index_graphrag_milvus.bench.consistency`) is built
 with ``--consistency`` (default ``Session``: the passage collection is created with it, so
 both retrievers read at that level); then ``--queries`` queries (vectors computed beforehand)
-go through each retriever with ``--concurrency`` calls in flight, in one event loop, the two
+go through each retriever (both returning ``--top-k`` passages, default 5) with
+``--concurrency`` calls in flight, in one event loop, the two
 retrievers taking turns over ``--rounds`` rounds. Reports queries per second and the graph's
 share of naive's.
 """
@@ -44,8 +45,9 @@ async def queries_per_second(retriever: BaseRetriever, bundles: list[QueryBundle
 
 
 async def compare(index: GraphRAGIndex, bundles: list[QueryBundle], concurrency: int,
-                  rounds: int) -> dict[str, Any]:
-    retrievers = {"graph": index.as_retriever(), "naive": index.as_naive_retriever(5)}
+                  rounds: int, top_k: int = 5) -> dict[str, Any]:
+    retrievers = {"graph": index.as_retriever(similarity_top_k=top_k),
+                  "naive": index.as_naive_retriever(top_k)}
     for retriever in retrievers.values():  # warm-up: graph load, clients, connections
         await queries_per_second(retriever, bundles[:concurrency], concurrency)
     samples: dict[str, list[float]] = {name: [] for name in retrievers}
@@ -54,6 +56,7 @@ async def compare(index: GraphRAGIndex, bundles: list[QueryBundle], concurrency:
             samples[name].append(await queries_per_second(retriever, bundles, concurrency))
     qps = {name: round(statistics.median(values), 1) for name, values in samples.items()}
     return {"concurrency": concurrency, "queries": len(bundles), "rounds": rounds,
+            "top_k": top_k,
             "qps_median": qps, "qps_rounds": samples,
             "graph_share_of_naive": round(qps["graph"] / qps["naive"], 2)}
 
@@ -66,6 +69,8 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=320)
     parser.add_argument("--concurrency", type=int, default=32)
     parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--top-k", type=int, default=5,
+                        help="passages each retriever returns (the same for both)")
     args = parser.parse_args()
     model = WordHashEmbedding()
     prefix = f"throughput_{args.consistency.lower()}"
@@ -76,7 +81,8 @@ def main() -> None:
         bundles = [QueryBundle(query_str=q, embedding=model.get_query_embedding(q))
                    for q in (f"Who works with person {i * 13 % 997}?"
                              for i in range(args.queries))]
-        report = asyncio.run(compare(index, bundles, args.concurrency, args.rounds))
+        report = asyncio.run(compare(index, bundles, args.concurrency, args.rounds,
+                                     args.top_k))
     print(json.dumps({"consistency": args.consistency, **report}, indent=2))
 
 

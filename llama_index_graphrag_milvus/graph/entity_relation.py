@@ -137,16 +137,22 @@ class IdTable:
 
     def lookup(self, ids: Iterable[str]) -> np.ndarray:
         """Rows of the known ``ids`` (sorted, unique); unknown ids are left out."""
-        wanted = list(ids)
-        if not wanted or self.keys.size == 0:
-            return _EMPTY
-        queries = self.encode(wanted)
+        rows = self.rows_of(list(ids))
+        return np.unique(rows[rows >= 0])
+
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """The row of each of ``ids``, in their order; ``-1`` for an unknown id."""
+        found = np.full(len(ids), -1, dtype=np.int64)
+        if not ids or self.keys.size == 0:
+            return found
+        queries = self.encode(ids)
         if queries.dtype != self.keys.dtype and (queries.dtype.kind == "V"
                                                  or self.keys.dtype.kind == "V"):
-            return _EMPTY
-        rows = np.searchsorted(self.keys, queries)
-        rows = np.minimum(rows, self.keys.size - 1)
-        return np.unique(rows[self.keys[rows] == queries]).astype(np.int64)
+            return found
+        rows = np.minimum(np.searchsorted(self.keys, queries), self.keys.size - 1)
+        hit = self.keys[rows] == queries
+        found[hit] = rows[hit]
+        return found
 
     def ids(self, rows: np.ndarray) -> list[str]:
         """The ids at ``rows``, converted in one pass."""
@@ -421,23 +427,27 @@ class EntityRelationGraph:
         return any(passage not in source
                    for row in relations.tolist() for passage in _csr_row(links, row).tolist())
 
-    def relations_of_passage(self, passage_id: str) -> np.ndarray:
-        """Rows of the relations a passage supports (its triplets, as the relation
-        collection links them); empty for a passage unknown to the graph."""
-        rows = self.passage_ids.lookup([passage_id])
-        if rows.size == 0:
-            return _EMPTY
-        return _csr_row(self.passage_relations, int(rows[0])).astype(np.int64)
-
-    def ranked_relations(self, rows: np.ndarray, query_vector: Sequence[float] | np.ndarray,
-                         limit: int) -> tuple[np.ndarray, np.ndarray]:
-        """``rows`` (relation rows) ordered by cosine similarity to the query, best first
-        (ties: the lower row), at most ``limit``, with their similarities."""
-        if rows.size == 0 or limit < 1:
-            return _EMPTY, np.zeros(0, np.float32)
-        scores = self.vectors[rows] @ _unit(query_vector)
-        order = np.lexsort((rows, -scores))[:limit]
-        return rows[order], scores[order]
+    def own_relations(self, passage_ids: Sequence[str], query_vector: Sequence[float]
+                      | np.ndarray, limit: int) -> list[tuple[np.ndarray, np.ndarray]]:
+        """Per passage, the rows of the relations it supports (its triplets, as the relation
+        collection links them), most similar to the query first (ties: the lower row), at
+        most ``limit``, with their similarities; empty for a passage unknown to the graph.
+        One matrix product for all the passages."""
+        links = self.passage_relations
+        rows = self.passage_ids.rows_of(passage_ids)
+        segments = [_csr_row(links, int(row)) if row >= 0 else _EMPTY
+                    for row in rows.tolist()]
+        flat = np.concatenate([_EMPTY, *segments]).astype(np.int64)
+        scores = self.vectors[flat] @ _unit(query_vector) if flat.size else np.zeros(0)
+        ranked = []
+        start = 0
+        for segment in segments:
+            relations, similarities = flat[start:start + segment.size], scores[
+                start:start + segment.size]
+            start += segment.size
+            order = np.lexsort((relations, -similarities))[:max(limit, 0)]
+            ranked.append((relations[order], similarities[order]))
+        return ranked
 
     def relation_rows(self, ids: Iterable[str]) -> np.ndarray:
         """Rows of the known relation ``ids`` (sorted; unknown ids left out)."""

@@ -282,37 +282,59 @@ def by_own_similarity(query: QueryContext, reason: str) -> Plan[list[NodeWithSco
     applied), each with its best own relations: the result when the graph gives nothing."""
     hits = first((yield from search_passages(query, (query.vector,), query.similarity_top_k)))
     graph: EntityRelationGraph = yield LoadGraph()
-    return [with_own_relations(graph, query, node, score,
-                               metadata={FOUND_BY_KEY: {"query": reason, "similarity": score}})
-            for node, score in hits]
+    return with_own_relations(graph, query, [
+        Result(node, score, metadata={FOUND_BY_KEY: {"query": reason, "similarity": score}})
+        for node, score in hits])
 
 
-def with_own_relations(graph: EntityRelationGraph, query: QueryContext, node: Any,
-                       score: float | None, first_relations: Sequence[CandidateRelation] = (),
-                       metadata: dict[str, Any] | None = None) -> NodeWithScore:
-    """A result whose relations are ``first_relations`` then the passage's own best ones
-    (by similarity to the query), with ``metadata`` added."""
-    taken = {c.id for c in first_relations}
-    own = [c for c in own_candidates(graph, query, node, OWN_RELATIONS_PER_PASSAGE + len(taken))
-           if c.id not in taken][:OWN_RELATIONS_PER_PASSAGE]
-    return as_result(node, score, [*first_relations, *own], **(metadata or {}))
+@dataclass(frozen=True)
+class Result:
+    """A passage a method returns: its score, the relations that reached it (first in its
+    relation list) and the metadata it adds."""
+
+    node: BaseNode
+    score: float | None
+    first_relations: Sequence[CandidateRelation] = ()
+    metadata: dict[str, Any] | None = None
 
 
-def own_candidates(graph: EntityRelationGraph, query: QueryContext, node: Any, limit: int
-                   ) -> list[CandidateRelation]:
-    """A passage's own relations, best first: from the graph (its links and texts in
-    memory), or, for a graph built without texts, from the passage's stored triplets."""
+def with_own_relations(graph: EntityRelationGraph, query: QueryContext,
+                       results: Sequence[Result]) -> list[NodeWithScore]:
+    """The results, each with ``first_relations`` then its passage's own best relations
+    (by similarity to the query, at most :data:`OWN_RELATIONS_PER_PASSAGE`)."""
+    limit = OWN_RELATIONS_PER_PASSAGE + max((len(r.first_relations) for r in results),
+                                            default=0)
+    owns = own_candidates(graph, query, [r.node for r in results], limit)
+    nodes = []
+    for result, own in zip(results, owns, strict=True):
+        taken = {c.id for c in result.first_relations}
+        kept = [c for c in own if c.id not in taken][:OWN_RELATIONS_PER_PASSAGE]
+        nodes.append(as_result(result.node, result.score, [*result.first_relations, *kept],
+                               **(result.metadata or {})))
+    return nodes
+
+
+def own_candidates(graph: EntityRelationGraph, query: QueryContext, nodes: Sequence[BaseNode],
+                   limit: int) -> list[list[CandidateRelation]]:
+    """Each passage's own relations, best first: from the graph (its links and texts in
+    memory, one matrix product for all), or, for a graph built without texts, from the
+    passages' stored triplets."""
     if graph.texts is None:
-        triplet_ids = [t.id for t in own_triplets(node)]
-        scores = graph.relation_scores(triplet_ids, query.vector) if triplet_ids else {}
-        return own_relations(node, scores, 1, limit)
-    rows, similarities = graph.ranked_relations(graph.relations_of_passage(node.node_id),
-                                                query.vector, limit)
-    return [CandidateRelation(id=rid, score=similarity, hop=1, text=text,
-                              passage_ids=(node.node_id,))
-            for rid, similarity, text in zip(graph.relation_ids.ids(rows),
-                                             similarities.tolist(), graph.texts.get(rows),
-                                             strict=True)]
+        owns = []
+        for node in nodes:
+            triplet_ids = [t.id for t in own_triplets(node)]
+            scores = graph.relation_scores(triplet_ids, query.vector) if triplet_ids else {}
+            owns.append(own_relations(node, scores, 1, limit))
+        return owns
+    texts = graph.texts
+    return [[CandidateRelation(id=rid, score=similarity, hop=1, text=text,
+                               passage_ids=(node.node_id,))
+             for rid, similarity, text in zip(graph.relation_ids.ids(rows),
+                                              similarities.tolist(), texts.get(rows),
+                                              strict=True)]
+            for node, (rows, similarities) in zip(
+                nodes, graph.own_relations([n.node_id for n in nodes], query.vector, limit),
+                strict=True)]
 
 
 class RetrievalMethod(ABC):

@@ -38,6 +38,7 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
+    Result,
     RetrievalMethod,
     SeedConfig,
     fetch_passages,
@@ -247,7 +248,8 @@ class BridgeRetrieval(RetrievalMethod):
                                           for b in bridges))) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
         chosen = yield from self._passages(query, (query.vector, *vectors))
-        return [self._result(graph, query, ranked, bridges, timings) for ranked in chosen]
+        return with_own_relations(graph, query, [self._result(ranked, bridges, timings)
+                                                 for ranked in chosen])
 
     @staticmethod
     def _passages(query: QueryContext, vectors: Sequence[Sequence[float]]
@@ -266,8 +268,8 @@ class BridgeRetrieval(RetrievalMethod):
                 for r in chosen if r.node in nodes]
 
     @staticmethod
-    def _result(graph: EntityRelationGraph, query: QueryContext, ranked: Ranked[BaseNode],
-                bridges: Sequence[Bridge], timings: dict[str, float]) -> NodeWithScore:
+    def _result(ranked: Ranked[BaseNode], bridges: Sequence[Bridge],
+                timings: dict[str, float]) -> Result:
         bridge = bridges[ranked.source - 1] if ranked.source else None
         found_by: dict[str, Any] = {"query": "bridge" if bridge else "question",
                                     "similarity": round(ranked.similarity, 6),
@@ -277,8 +279,8 @@ class BridgeRetrieval(RetrievalMethod):
             found_by["bridge"] = bridge.name
             relation = bridge.relation
             first = (CandidateRelation(relation.id, relation.score, 0, relation.text),)
-        return with_own_relations(graph, query, ranked.node, 1.0 / (1 + ranked.round), first,
-                                  metadata={FOUND_BY_KEY: found_by, TIMINGS_KEY: dict(timings)})
+        return Result(ranked.node, 1.0 / (1 + ranked.round), first,
+                      metadata={FOUND_BY_KEY: found_by, TIMINGS_KEY: dict(timings)})
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "bridge", "max_bridges": self.max_bridges,

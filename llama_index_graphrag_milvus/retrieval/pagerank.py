@@ -42,6 +42,7 @@ from llama_index_graphrag_milvus.records import (
 from llama_index_graphrag_milvus.retrieval.base import (
     OWN_RELATIONS_PER_PASSAGE,
     QueryContext,
+    Result,
     RetrievalMethod,
     SeedConfig,
     find_seeds,
@@ -180,14 +181,14 @@ class PageRankRetrieval(RetrievalMethod):
         if unknown:
             texts.update((yield from read_relation_texts(unknown)))
         own_similarity = {node.node_id: score for node, score in similar}
-        return [with_own_relations(
-            graph, query, node, score,
+        return with_own_relations(graph, query, [Result(
+            node, score,
             [replace(c, text=texts.get(c.id, c.text))
              for c in pool.get(node.node_id, [])[:OWN_RELATIONS_PER_PASSAGE]],
             metadata={FOUND_BY_KEY: {"query": "ppr", "mass": score,
                                      "similarity": own_similarity.get(node.node_id)},
                       TIMINGS_KEY: dict(timings)})
-            for node, score in hits]
+            for node, score in hits])
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "ppr", "ppr_damping": self.config.damping,

@@ -186,10 +186,8 @@ def test_with_the_seeds_in_memory_a_query_makes_one_milvus_call(
     spy = CallSpy(family_index, monkeypatch)
     assert texts(retriever.retrieve(QUESTION)) == warm
     calls = [(name, collection) for name, collection, _ in spy.calls]
-    if method["passage_scoring"] == "ppr":  # its passage search is Milvus', beside the seeds
-        assert calls == [("search", "graphrag_passages"), ("query", "graphrag_passages")]
-    else:  # passages ranked in memory, the chosen ones read by primary key
-        assert calls == [("query", "graphrag_passages")]
+    # passages ranked in memory, the chosen ones read by primary key
+    assert calls == [("query", "graphrag_passages")]
 
 
 def test_every_method_gives_relations_the_reranker_can_use(
@@ -277,7 +275,7 @@ def test_bad_method_arguments_are_refused(family_index: GraphRAGIndex,
 
 
 @LITE_ONLY
-@pytest.mark.parametrize("scoring", ["bridge", "passage", "pcst"])
+@pytest.mark.parametrize("scoring", ["bridge", "passage", "pcst", "ppr"])
 def test_passages_ranked_in_memory_equal_the_milvus_search(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, scoring: str) -> None:
     def results(passage_search: str) -> list[tuple[str, float]]:

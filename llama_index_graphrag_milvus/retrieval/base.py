@@ -58,7 +58,7 @@ class QueryContext:
     vector: list[float]
     similarity_top_k: int
     where: str = ""
-    passage_search: str = "milvus"
+    passage_search: str = "auto"
     """Where passage searches are ranked (``"auto"``, ``"memory"``, ``"milvus"``; see
     :func:`search_passages`)."""
 
@@ -69,8 +69,8 @@ SEED_SEARCHES = ("auto", "memory", "milvus")
 
 MEMORY_SEARCH_MAX_FLOATS = 20_000_000
 """``"auto"`` searches in memory while ``rows * dim`` (relations for the relation search,
-entities for the entity search) is at most this: about 52,000 rows of 384 dimensions, 5 to
-10 ms per query on one core; Milvus above it."""
+entities for the entity search, passages for the passage searches) is at most this: about
+52,000 rows of 384 dimensions, 5 to 10 ms per query on one core; Milvus above it."""
 
 
 @dataclass(frozen=True)
@@ -176,7 +176,7 @@ def entity_search(vectors: Sequence[Sequence[float]], names: Sequence[str], top_
     return SearchEntities(vectors, tuple(names), top_k, threshold)
 
 
-def rank_passages(query: QueryContext, vectors: Sequence[Sequence[float]], limit: int,
+def rank_in_memory(query: QueryContext, vectors: Sequence[Sequence[float]], limit: int,
                   ids: Sequence[str] | None = None
                   ) -> Plan[list[list[tuple[str, float]]] | None]:
     """Per vector, the ``limit`` passages (among ``ids`` when given) most similar to it, as
@@ -204,8 +204,8 @@ def search_passages(query: QueryContext, vectors: Sequence[Sequence[float]], lim
                     ) -> Plan[list[list[tuple[BaseNode, float]]]]:
     """One batched passage search: per vector, the ``limit`` most similar passages (among
     ``ids`` when given), best first: ranked in memory and read by primary key (a read is
-    cheaper than a search), or one Milvus search (see :func:`rank_passages`)."""
-    ranked = yield from rank_passages(query, vectors, limit, ids)
+    cheaper than a search), or one Milvus search (see :func:`rank_in_memory`)."""
+    ranked = yield from rank_in_memory(query, vectors, limit, ids)
     if ranked is None:
         return (yield SearchPassages(tuple(list(v) for v in vectors), limit,
                                      None if ids is None else tuple(ids), query.where))

@@ -43,7 +43,7 @@ from llama_index_graphrag_milvus.retrieval.base import (
     SeedConfig,
     fetch_passages,
     positive_int,
-    rank_passages,
+    rank_in_memory,
     search_relations,
     with_own_relations,
 )
@@ -257,7 +257,7 @@ class BridgeRetrieval(RetrievalMethod):
         """The interleaved passages of the question's and the bridges' lists: ranked in
         memory, then only the chosen ones read; or one batched Milvus search."""
         limit = query.similarity_top_k
-        ranked = yield from rank_passages(query, vectors, limit)
+        ranked = yield from rank_in_memory(query, vectors, limit)
         if ranked is None:
             lists = yield SearchPassages(tuple(list(v) for v in vectors), limit, None,
                                          query.where)

@@ -46,6 +46,7 @@ from llama_index_graphrag_milvus.retrieval.base import (
     RetrievalMethod,
     SeedConfig,
     find_seeds,
+    rank_in_memory,
     read_relation_texts,
     with_own_relations,
 )
@@ -154,22 +155,29 @@ class PageRankRetrieval(RetrievalMethod):
         self.passage_weight = passage_weight
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
-        seeds, (lists,) = yield from find_seeds(
-            query, seeds_config,
-            SearchPassages((query.vector,), query.similarity_top_k, None, query.where))
-        similar: list[tuple[BaseNode, float]] = first(lists)
+        # the passages most similar to the query: ranked in memory (read later, with the
+        # others), or searched in Milvus beside the seed searches
+        ranked = yield from rank_in_memory(query, (query.vector,), query.similarity_top_k)
+        nodes: dict[str, BaseNode] = {}
+        if ranked is None:
+            seeds, (lists,) = yield from find_seeds(
+                query, seeds_config,
+                SearchPassages((query.vector,), query.similarity_top_k, None, query.where))
+            nodes = {node.node_id: node for node, _ in first(lists)}
+            similar = [(node.node_id, score) for node, score in first(lists)]
+        else:
+            seeds, _ = yield from find_seeds(query, seeds_config)
+            similar = first(ranked)
         graph: EntityRelationGraph = yield LoadGraph()
         candidates = (graph.expand(query.vector, [h.id for h in seeds.entities],
                                    [h.id for h in seeds.relations], self.expansion)
                       if graph.num_relations else [])
         started = time.perf_counter()
-        ranking = rank_passages(graph, seeds, candidates,
-                                [(n.node_id, s) for n, s in similar], self.config,
+        ranking = rank_passages(graph, seeds, candidates, similar, self.config,
                                 self.passage_weight)
         timings = {"ppr": time.perf_counter() - started}
-        # filters may drop some: fetch twice what is needed
-        wanted = [p.id for p in ranking[:2 * query.similarity_top_k]]
-        nodes = {node.node_id: node for node, _ in similar}
+        # filters may drop some: then fetch twice what is needed
+        wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]
         missing = tuple(pid for pid in wanted if pid not in nodes)
         if missing:
             nodes.update((n.node_id, n) for n in (yield GetPassages(missing, query.where)))
@@ -180,7 +188,7 @@ class PageRankRetrieval(RetrievalMethod):
         texts, unknown = relation_texts(hits, pool, seeds)
         if unknown:
             texts.update((yield from read_relation_texts(unknown)))
-        own_similarity = {node.node_id: score for node, score in similar}
+        own_similarity = dict(similar)
         return with_own_relations(graph, query, [Result(
             node, score,
             [replace(c, text=texts.get(c.id, c.text))

@@ -476,7 +476,7 @@ class EntityRelationGraph:
         >>> graph.relation_ids.ids(found), [round(s, 2) for s in scores.tolist()]
         (['r0', 'r1'], [1.0, 0.68])
         """
-        return nearest_rows(self.vectors, _unit(query_vector)[None, :], top_k, threshold)[0]
+        return nearest_rows(self.vectors, np.asarray(query_vector)[None, :], top_k, threshold)[0]
 
     def relation_texts(self, ids: Iterable[str]) -> dict[str, str]:
         """Texts of the known relation ``ids`` held in memory (none when the graph was built

@@ -61,13 +61,12 @@ class EntityTable:
         searched name (one vector each), the ``top_k`` most similar entities."""
         if not len(vectors):
             return []
-        queries = unit_rows(np.asarray(vectors, np.float32).reshape(len(vectors), -1))
         return [[EntityHit(id=eid, name=self.names[int(row)], score=float(score),
                            searched=name)
                  for eid, row, score in zip(self.ids.ids(rows), rows.tolist(), scores.tolist(),
                                             strict=True)]
                 for name, (rows, scores) in zip(
-                    searched, nearest_rows(self.vectors, queries, top_k, threshold),
+                    searched, nearest_rows(self.vectors, vectors, top_k, threshold),
                     strict=True)]
 
 
@@ -110,7 +109,6 @@ class PassageTable:
                among: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
         """Per vector, the ``limit`` most similar passages (among the known ids of
         ``among`` when given) as ``(id, cosine similarity)``, best first."""
-        queries = unit_rows(np.asarray(vectors, np.float32).reshape(len(vectors), -1))
         if among is None:  # the whole matrix, not a copy of it
             rows, matrix = None, self.vectors
         else:
@@ -119,4 +117,4 @@ class PassageTable:
         return [[(pid, float(score)) for pid, score in zip(
                     self.ids.ids(found if rows is None else rows[found]), scores.tolist(),
                     strict=True)]
-                for found, scores in nearest_rows(matrix, queries, limit)]
+                for found, scores in nearest_rows(matrix, vectors, limit)]

@@ -6,7 +6,7 @@ relation vectors with :func:`nearest_rows`, as the entity table does for entitie
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 import numpy as np
 
@@ -57,21 +57,23 @@ class TextTable:
         return len(self.buffer) + int(self.offsets.nbytes)
 
 
-def nearest_rows(vectors: np.ndarray, queries: np.ndarray, top_k: int,
-                 threshold: float | None = None) -> list[tuple[np.ndarray, np.ndarray]]:
-    """Per query (rows of ``queries``, unit length), the rows of ``vectors`` (unit length)
-    with the ``top_k`` highest cosine similarities, best first (ties: the lower row), those
+def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.ndarray,
+                 top_k: int, threshold: float | None = None
+                 ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """Per query (one vector each, any length: scaled here), the rows of ``vectors`` (unit
+    length) with the ``top_k`` highest cosine similarities, best first (ties: the lower row), those
     below ``threshold`` left out, and their similarities. One matrix product for all queries.
 
     >>> vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
     >>> [(rows.tolist(), [round(s, 2) for s in scores.tolist()])
-    ...  for rows, scores in nearest_rows(vectors, np.array([[0.0, 1.0]]), 2)]
+    ...  for rows, scores in nearest_rows(vectors, [[0.0, 2.0]], 2)]
     [([2, 1], [1.0, 0.8])]
     """
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
     if vectors.shape[0] == 0 or top_k < 1:
         return [empty for _ in range(len(queries))]
-    scores = vectors @ np.asarray(queries, np.float32).T
+    units = unit_rows(np.array(queries, np.float32).reshape(len(queries), -1))  # a copy
+    scores = vectors @ units.T
     k = min(top_k, vectors.shape[0])
     found = []
     for column in scores.T:

@@ -136,7 +136,8 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             graph's relation vectors and texts, exact, no Milvus call), ``"milvus"`` (a
             search of the relation collection), ``"auto"`` (default): memory while
             ``relations * dim`` is at most 20 million (about 52,000 relations of 384
-            dimensions), Milvus above.
+            dimensions), Milvus above; always memory on Milvus Lite, whose search scans the
+            same vectors more slowly.
         entity_search: the same for the entity seeds (the methods that start from entities:
             k-hop, PageRank, PCST, local search): ``"memory"`` searches the index's entity
             table (every entity's vector and name, read from Milvus on first use: ``4 * dim``
@@ -277,7 +278,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._index.store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         return QueryContext(query, list(vector), self._similarity_top_k, self._where,
-                            self._passage_search)
+                            self._passage_search, self._index.store.is_lite)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)

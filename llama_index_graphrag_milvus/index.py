@@ -351,8 +351,8 @@ class GraphRAGIndex:
     # ------------------------------------------------------------------ the graph cache
 
     def _drop_caches(self) -> None:
-        """Forget the in-memory copies (graph, entity table, communities): they are read
-        again on their next use (the communities' staleness check runs then)."""
+        """Forget the in-memory copies (graph, entity and passage tables, communities): they
+        are read again on their next use (the communities' staleness check runs then)."""
         self._graph = None
         self._entities = None
         self._passages = None
@@ -414,15 +414,16 @@ class GraphRAGIndex:
     async def aget_passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """:meth:`passage_table` without blocking the event loop when it has to be read."""
         table = self._passages
-        return table if table is not None else await asyncio.to_thread(
-            self.passage_table, max_floats)
+        if table is not None or (max_floats is not None and self._passages_too_large):
+            return table  # known: no thread hop per query
+        return await asyncio.to_thread(self.passage_table, max_floats)
 
     def is_stale(self) -> bool:
         """Whether the relation, entity or passage collection now holds another number of
-        rows than the in-memory copies were built from: another process (or a tool other than this
-        index) wrote since. A count query per loaded copy; ``False`` when nothing is loaded yet (the
-        first use reads Milvus anyway). A write that keeps both counts (an update in place)
-        is not seen: call :meth:`refresh` after such writes.
+        rows than the in-memory copies were built from: another process (or a tool other
+        than this index) wrote since. A count query per loaded copy; ``False`` when nothing
+        is loaded yet (the first use reads Milvus anyway). A write that keeps the counts (an
+        update in place) is not seen: call :meth:`refresh` after such writes.
 
         Example::
 
@@ -441,7 +442,8 @@ class GraphRAGIndex:
 
     def refresh(self) -> EntityRelationGraph:
         """Rebuild the in-memory graph from Milvus (after another process wrote to it);
-        the entity table and the communities are read again on their next use."""
+        the entity and passage tables and the communities are read again on their next
+        use."""
         with self._graph_lock:
             self._drop_caches()
         return self.graph

@@ -222,12 +222,15 @@ def search_passages(query: QueryContext, vectors: Sequence[Sequence[float]], lim
     return [[(nodes[pid], score) for pid, score in hits if pid in nodes] for hits in ranked]
 
 
-def read_relation_texts(ids: Sequence[str]) -> Plan[dict[str, str]]:
-    """Texts of relation ``ids``: from the in-memory graph, and one Milvus read for those it
-    does not hold (none when the graph holds every text)."""
+def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None
+                        ) -> Plan[dict[str, str]]:
+    """Texts of relation ``ids``: those of the relation seeds, then the in-memory graph's,
+    and one Milvus read for the rest (none when the graph holds every text)."""
+    wanted = list(dict.fromkeys(ids))
+    texts = {h.id: h.text for h in (seeds.relations if seeds else ()) if h.text}
     graph: EntityRelationGraph = yield LoadGraph()
-    texts = graph.relation_texts(ids)
-    missing = tuple(rid for rid in dict.fromkeys(ids) if rid not in texts)
+    texts.update(graph.relation_texts(rid for rid in wanted if rid not in texts))
+    missing = tuple(rid for rid in wanted if rid not in texts)
     if missing:
         texts.update((yield GetRelationTexts(missing)))
     return texts

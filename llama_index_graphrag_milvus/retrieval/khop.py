@@ -29,8 +29,8 @@ from llama_index_graphrag_milvus.retrieval.io import (
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
+    attached_relations,
     build_results,
-    relation_texts,
     select_passages,
 )
 from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
@@ -53,9 +53,7 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
         pool = select_passages(candidates, query.similarity_top_k)
         nodes = yield GetPassages(tuple(pool), query.where)
         hits = [(node, None) for node in nodes]
-    texts, missing = relation_texts(hits, pool, seeds)
-    if missing:
-        texts.update((yield from read_relation_texts(missing)))
+    texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
     return build_results(hits, pool, texts)
 
 

@@ -57,7 +57,7 @@ from llama_index_graphrag_milvus.retrieval.io import (
     SearchPassages,
     first,
 )
-from llama_index_graphrag_milvus.retrieval.steps import Seeds, relation_texts, select_passages
+from llama_index_graphrag_milvus.retrieval.steps import Seeds, attached_relations, select_passages
 
 DEFAULT_PASSAGE_WEIGHT = 0.05
 """Share of the restart mass on the passages most similar to the query (HippoRAG 2)."""
@@ -185,9 +185,7 @@ class PageRankRetrieval(RetrievalMethod):
         hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
-        texts, unknown = relation_texts(hits, pool, seeds)
-        if unknown:
-            texts.update((yield from read_relation_texts(unknown)))
+        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
         own_similarity = dict(similar)
         return with_own_relations(graph, query, [Result(
             node, score,

@@ -74,8 +74,8 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
     as_result,
+    attached_relations,
     own_triplets,
-    relation_texts,
     select_passages,
 )
 from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
@@ -224,9 +224,7 @@ class PCSTRetrieval(RetrievalMethod):
         if not hits:
             return (yield from by_own_similarity(
                 query, "question (the filters exclude the subgraph's passages)"))
-        texts, missing = relation_texts(hits, pool, seeds)
-        if missing:
-            texts.update((yield from read_relation_texts(missing)))
+        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
         subgraph = describe_subgraph(chosen, hits, seeds, texts)
         results = [as_result(node, score, pool[node.node_id], texts,
                              **{FOUND_BY_KEY: {"query": "pcst", "similarity": score},

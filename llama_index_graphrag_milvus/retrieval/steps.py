@@ -150,18 +150,11 @@ def own_triplets(node: BaseNode) -> list[Triplet]:
             and all(isinstance(part, str) for part in t)]
 
 
-def relation_texts(hits: ScoredPassages, passages: Mapping[str, Sequence[CandidateRelation]],
-                   seeds: Seeds) -> tuple[dict[str, str], list[str]]:
-    """Texts of the relations attached to the fetched passages, read from the passages'
-    own triplets (``graphrag_triplets``, written at ingestion) and the relation-search hits,
-    and the ids of those still without a text (passages written by other tools), which
-    then cost one Milvus read."""
-    texts = {hit.id: hit.text for hit in seeds.relations}
-    for node, _ in hits:
-        for relation in own_triplets(node):
-            texts.setdefault(relation.id, relation.text)
-    wanted = dict.fromkeys(c.id for node, _ in hits for c in passages.get(node.node_id, ()))
-    return texts, [rid for rid in wanted if rid not in texts]
+def attached_relations(hits: ScoredPassages,
+                       passages: Mapping[str, Sequence[CandidateRelation]]) -> list[str]:
+    """Ids of the relations attached to the fetched passages (their texts are then read,
+    from the in-memory graph first: see ``read_relation_texts``)."""
+    return list(dict.fromkeys(c.id for node, _ in hits for c in passages.get(node.node_id, ())))
 
 
 def own_relations(node: BaseNode, scores: Mapping[str, float], hop: int, limit: int

@@ -249,6 +249,7 @@ def test_filters_hold_on_every_search_of_the_new_methods(
     assert hits and {h.node.metadata["tenant_id"] for h in hits} == {"acme"}
 
 
+@LITE_ONLY  # the fallback is the methods' logic; the server adds nothing but time
 def test_a_graph_without_relations_still_answers_by_similarity(
         make_index: Callable[..., GraphRAGIndex]) -> None:
     index = make_index([(text, []) for text, _ in FAMILY])

@@ -8,6 +8,8 @@ import pytest
 from llama_index_graphrag_milvus import EntityRelationGraph, ExpansionConfig, InvalidInputError
 from llama_index_graphrag_milvus.store import in_list
 
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
 
 def _graph() -> EntityRelationGraph:
     # p1 has three relations close to the query, p2 and p3 one each, a bit further away.
@@ -44,6 +46,7 @@ def test_id_filter_escapes_quotes() -> None:
     assert in_list("id", ['a"b', "c\\d"]) == 'id in ["a\\"b", "c\\\\d"]'
 
 
+@LITE_ONLY  # ranking logic; the server variants of the filter tests cover its searches
 def test_passage_scoring_orders_the_pool_by_passage_similarity(family_index) -> None:
     query = "Who is the son of Euler's teacher?"
     by_relation = family_index.as_retriever(similarity_top_k=10).retrieve(query)

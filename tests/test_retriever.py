@@ -350,6 +350,7 @@ def test_relation_texts_come_from_the_passages_without_another_read(
     assert reads == []
 
 
+@LITE_ONLY  # the store's thread pool, not Milvus, is under test
 def test_store_runs_the_two_seed_searches_at_the_same_time(
         family_index: GraphRAGIndex) -> None:
     both_running = threading.Barrier(2, timeout=10)  # broken (an error) if run one by one

@@ -152,6 +152,7 @@ class CallSpy:
     ("auto", []),  # ranked in memory, texts included: the passage search alone
     ("milvus", [("search", "graphrag_relations", 1)]),
 ])
+@LITE_ONLY  # counts the calls the plan makes
 def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
         first_calls: list[tuple[str, str, int]]) -> None:

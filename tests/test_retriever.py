@@ -97,6 +97,7 @@ def test_without_llm_the_query_vector_searches_entities(
     assert scores == sorted(scores, reverse=True)
 
 
+@LITE_ONLY  # ranking logic
 def test_relation_scoring_orders_passages_by_their_best_relation(
         family_index: GraphRAGIndex) -> None:
     hits = family_index.as_retriever(passage_scoring="relation").retrieve(QUESTION)
@@ -119,6 +120,7 @@ def test_relations_metadata_is_kept_out_of_llm_and_embedding_text(
     assert "graphrag_relations" in hit.node.get_content(metadata_mode=MetadataMode.ALL)
 
 
+@LITE_ONLY  # counts the calls the plan makes
 def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
                                                     monkeypatch) -> None:
     spy = SearchSpy(family_index, monkeypatch)
@@ -132,6 +134,7 @@ def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
     assert EULER in texts(hits)
 
 
+@LITE_ONLY  # expansion logic
 def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
     # relation seeds off: only the NER entity 'Leonhard Euler' seeds the expansion
     common: dict[str, Any] = {"llm": ner(["Leonhard Euler"]), "entity_top_k": 1,
@@ -364,6 +367,7 @@ def test_store_runs_the_two_seed_searches_at_the_same_time(
                                                                              "relations")
 
 
+@LITE_ONLY  # memory against a Milvus FLAT search of the same vectors
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.99])
 def test_relation_seeds_in_memory_equal_the_milvus_search(
         family_index: GraphRAGIndex, threshold: float | None) -> None:

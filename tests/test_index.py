@@ -139,6 +139,7 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
     expected = {Triplet(*t).id for _, triplets in passages for t in triplets}
     assert len(expected) == 94
     monkeypatch.setattr(store_module, "_RANGE_ROWS", 16)  # 94 relations: 6 key ranges
+    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES", 0)  # on Lite too
     assert store_module._ColumnQuery.connect(store.client, store.consistency_level) is not None
     batches = list(store.read_relations())
     assert len(batches) == 6
@@ -168,12 +169,29 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
     by_rows = EntityTable.from_columns(store.read_entities(), dim=64)
     monkeypatch.undo()
     monkeypatch.setattr(store_module, "_RANGE_ROWS", 16)
+    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES", 0)
     by_columns = EntityTable.from_columns(store.read_entities(), dim=64)
     assert np.array_equal(by_rows.ids.keys, by_columns.ids.keys)
     assert np.array_equal(by_rows.vectors, by_columns.vectors)
     assert by_rows.names.get(np.arange(len(by_rows))) == by_columns.names.get(
         np.arange(len(by_columns)))
     assert "Story 3" in by_columns.names.get(np.arange(len(by_columns)))
+
+
+def test_whole_collection_reads_use_larger_ranges_on_lite(
+        make_index: MakeIndex, milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Lite scans every row for each range filter: its ranges are sized by bytes, not rows
+    index = make_index([(f"Passage {p}.", [(f"Person {p}", "knows", f"Person {p + 1}")])
+                        for p in range(40)])
+    store = index.store
+    monkeypatch.setattr(store_module, "_RANGE_ROWS", 5)
+    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES",
+                        20 * (4 * 64 + store_module._ROW_BYTES_BESIDES_VECTOR))
+    batches = list(store.read_relations())
+    assert sum(len(b) for b in batches) == 40
+    assert len(batches) == (2 if store.is_lite else 8)
+    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES", 0)  # never below _RANGE_ROWS
+    assert len(list(store.read_relations())) == 8
 
 
 @LITE_ONLY

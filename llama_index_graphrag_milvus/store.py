@@ -30,6 +30,7 @@ from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager, nullcontext
 from itertools import islice, pairwise
 from typing import Any, TypeVar
+from urllib.parse import urlparse
 
 import numpy as np
 from llama_index.core.schema import BaseNode
@@ -519,6 +520,11 @@ class MilvusGraphStore:
             raise InvalidInputError(
                 f"uri must be a Milvus Lite file path ending in .db or a server URL, got "
                 f"{uri!r}: for example uri='./graphrag.db' or uri='http://localhost:19530'.")
+        if "://" in uri and not urlparse(uri).hostname:
+            # pymilvus would connect such a URL to localhost:19530, whatever server is there
+            raise InvalidInputError(
+                f"uri {uri!r} names no host: write the server's address, for example "
+                f"uri='http://localhost:19530', or a Milvus Lite path like './graphrag.db'.")
         if not isinstance(consistency_level, str) or consistency_level not in CONSISTENCY_LEVELS:
             raise InvalidInputError(
                 f"consistency_level must be one of {', '.join(CONSISTENCY_LEVELS)} (as "

@@ -74,6 +74,28 @@ SERVER_TUNING = {
 """Settings for the test server's milvus.yaml (section.key: value)."""
 
 
+def _uses_the_server(item: pytest.Item) -> bool:
+    """Whether a collected test talks to the session's Milvus server."""
+    callspec = getattr(item, "callspec", None)
+    return (item.get_closest_marker("server") is not None
+            or "milvus_server" in getattr(item, "fixturenames", ())
+            or (callspec is not None and callspec.params.get("milvus_uri") == "server"))
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Every test of the server is marked ``server`` and, under pytest-xdist (``-n 2
+    --dist loadgroup`` in pyproject.toml), goes to one worker: the embedded server is one per
+    machine (its etcd peer port is fixed) and the fixture that starts it is per process. The
+    other worker runs Milvus Lite tests meanwhile: the server tests mostly wait on the
+    server (loads, flushes, time ticks), so the suite takes about half the time. Runs before
+    xdist reads the groups."""
+    for item in items:
+        if _uses_the_server(item):
+            item.add_marker(pytest.mark.server)
+            item.add_marker(pytest.mark.xdist_group("milvus_server"))
+
+
 @pytest.fixture
 def embed_model() -> HashEmbedding:
     return HashEmbedding(dim=64)

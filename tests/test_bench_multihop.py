@@ -155,7 +155,6 @@ def test_naive_order_precondition(tmp_path: Path, embed_model: HashEmbedding) ->
 
 
 def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> None:
-    pytest.importorskip("matplotlib")
     dataset = write_dataset(tmp_path / "tiny")
     grid = SweepGrid(hops=(1, 2), entity_top_k=(1, 20), relation_top_k=(20,),
                      max_candidate_relations=(2, 100))

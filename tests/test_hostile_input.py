@@ -160,3 +160,10 @@ def test_a_huge_similarity_top_k_never_reaches_milvus_as_a_limit_above_16384(
     same = family_index.as_retriever(passage_scoring=scoring,
                                      similarity_top_k=1_000_000).retrieve(QUESTION)
     assert {h.node.node_id for h in same} == {h.node.node_id for h in hits}
+
+
+@pytest.mark.parametrize("uri", ["http://", "https://:19530", "tcp://"])
+def test_a_server_url_without_a_host_is_refused_before_connecting(uri: str) -> None:
+    # pymilvus would connect it to localhost:19530, to whatever server listens there
+    with pytest.raises(InvalidInputError, match=r"names no host.*localhost:19530"):
+        GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=8))

@@ -285,22 +285,28 @@ def rebuild_in_fresh_process(target: str, prefix: str, dim: int) -> dict[str, An
 def _rebuild_probe(target: str, prefix: str, dim: int) -> dict[str, Any]:
     """The child of :func:`rebuild_in_fresh_process`. The rebuild reads with ``Strong``
     consistency, so that it sees every row just written."""
-    import resource  # POSIX only, as is this benchmark's peak-memory figure
-
     index = GraphRAGIndex(uri=target, collection_prefix=prefix, consistency_level="Strong",
                           embed_model=HashedRandomEmbedding(dim=dim))
     with index:
         index.store.count(index.store.relation_collection)  # connected, collection loaded
-        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        before = _resident_mb()["VmRSS"]
         start = time.perf_counter()
         graph = index.refresh()
         seconds = time.perf_counter() - start
-        peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         return {"rebuild_from_milvus_s": round(seconds, 2),
                 "rebuilt_relations": graph.num_relations,
-                "rebuild_rss_before_mb": round(before / 1024),
-                "rebuild_peak_rss_mb": round(peak / 1024),
+                "rebuild_rss_before_mb": before,
+                "rebuild_peak_rss_mb": _resident_mb()["VmHWM"],
                 "graph_mb": round(sum(graph.memory().values()) / 2**20, 1)}
+
+
+def _resident_mb() -> dict[str, int]:
+    """This process's resident memory now (``VmRSS``) and at its peak (``VmHWM``), in MB,
+    from ``/proc/self/status`` (Linux). Not ``getrusage``: its peak survives ``exec``, so a
+    spawned child would report its parent's."""
+    with open("/proc/self/status") as status:
+        fields = dict(line.split(":", 1) for line in status if line.startswith("Vm"))
+    return {key: round(int(fields[key].split()[0]) / 1024) for key in ("VmRSS", "VmHWM")}
 
 
 def wait_for_indexes(index: GraphRAGIndex, timeout: float = 1800.0) -> float:

@@ -251,3 +251,28 @@ def test_structure_memory_per_relation_on_a_power_law_graph() -> None:
     assert graph.num_relations == 50_000
     assert memory["structure"] / graph.num_relations <= 64
     assert memory["vectors"] >= 50_000 * 8 * 4
+
+
+@pytest.mark.parametrize("size", [1, 7, 4095, 4096, 100_000, 100_003])
+@pytest.mark.parametrize("k", [1, 3, 20])
+def test_largest_finds_the_k_largest_scores_on_short_and_long_rows(size: int, k: int) -> None:
+    from llama_index_graphrag_milvus.graph.tables import largest
+
+    rng = np.random.default_rng(size + k)
+    scores = rng.standard_normal(size).astype(np.float32)
+    if size > 1000:  # the best scores in one block and in the tail: the blocks still find them
+        scores[size // 2: size // 2 + 5] = 10.0 + np.arange(5)
+        scores[-2:] = 20.0
+    k = min(k, size)
+    found = largest(scores, k)
+    assert found.size == k and len(set(found.tolist())) == k
+    assert sorted(scores[found].tolist()) == sorted(np.sort(scores)[-k:].tolist())
+
+
+def test_largest_with_ties_at_the_kth_place_returns_k_of_them() -> None:
+    from llama_index_graphrag_milvus.graph.tables import largest
+
+    scores = np.zeros(50_000, np.float32)  # a zero query vector: every score ties
+    scores[123] = 1.0
+    found = largest(scores, 3)
+    assert found.size == 3 and 123 in found.tolist() and (scores[found] >= 0).all()

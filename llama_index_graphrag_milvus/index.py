@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -37,6 +36,14 @@ from llama_index_graphrag_milvus.identity import (
     IndexSettings,
     check_embed_model,
     check_identity_keys,
+)
+from llama_index_graphrag_milvus.index_cache import (
+    COMMUNITIES,
+    ENTITIES,
+    GRAPH,
+    PASSAGES,
+    PASSAGES_TOO_LARGE,
+    IndexCache,
 )
 from llama_index_graphrag_milvus.ingestion import (
     IngestionPlan,
@@ -133,12 +140,7 @@ class GraphRAGIndex:
         except BaseException:
             self.store.close()  # a refused open must not keep a Milvus Lite file held
             raise
-        self._graph: EntityRelationGraph | None = None
-        self._entities: EntityTable | None = None
-        self._passages: PassageTable | None = None
-        self._passages_too_large = False
-        self._graph_lock = threading.Lock()
-        self._communities: CommunitySet | None = None
+        self._cache = IndexCache()
 
     def _bind(self, keys: tuple[str, ...] | str | None, allow_model_change: bool
               ) -> tuple[str, ...] | str:
@@ -322,7 +324,7 @@ class GraphRAGIndex:
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)
-        self._drop_caches()
+        self._cache.drop()
         return stats
 
     def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
@@ -345,50 +347,34 @@ class GraphRAGIndex:
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
-        self._drop_caches()
+        self._cache.drop()
         return stats
 
     # ------------------------------------------------------------------ the graph cache
 
-    def _drop_caches(self) -> None:
-        """Forget the in-memory copies (graph, entity and passage tables, communities): they
-        are read again on their next use (the communities' staleness check runs then)."""
-        self._graph = None
-        self._entities = None
-        self._passages = None
-        self._passages_too_large = False
-        self._communities = None
-
     @property
     def graph(self) -> EntityRelationGraph:
         """The in-memory graph, built from the relation collection on first use."""
-        with self._graph_lock:
-            if self._graph is None:
-                self._graph = EntityRelationGraph.from_columns(
-                    self.store.read_relations(show_progress=self.show_progress),
-                    dim=self.store.dim or 0, hub_degree=self.hub_degree,
-                )
-            return self._graph
+        return self._cache.get(GRAPH, lambda: EntityRelationGraph.from_columns(
+            self.store.read_relations(show_progress=self.show_progress),
+            dim=self.store.dim or 0, hub_degree=self.hub_degree))
 
     async def aget_graph(self) -> EntityRelationGraph:
         """:attr:`graph` without blocking the event loop when it has to be built."""
-        graph = self._graph
+        graph = self._cache.peek(GRAPH)
         return graph if graph is not None else await asyncio.to_thread(lambda: self.graph)
 
     @property
     def entity_table(self) -> EntityTable:
         """Every entity's id, name and vector, read from the entity collection on first use
         (entity seed searches in memory; see ``entity_search`` of :meth:`as_retriever`)."""
-        with self._graph_lock:
-            if self._entities is None:
-                self._entities = EntityTable.from_columns(
-                    self.store.read_entities(show_progress=self.show_progress),
-                    dim=self.store.dim or 0)
-            return self._entities
+        return self._cache.get(ENTITIES, lambda: EntityTable.from_columns(
+            self.store.read_entities(show_progress=self.show_progress),
+            dim=self.store.dim or 0))
 
     async def aget_entity_table(self) -> EntityTable:
         """:attr:`entity_table` without blocking the event loop when it has to be read."""
-        table = self._entities
+        table = self._cache.peek(ENTITIES)
         return table if table is not None else await asyncio.to_thread(
             lambda: self.entity_table)
 
@@ -397,24 +383,21 @@ class GraphRAGIndex:
         (passage searches in memory; see ``passage_search`` of :meth:`as_retriever`);
         ``None`` when ``passages * dim`` is above ``max_floats`` (one count query decides,
         and is remembered until the next write or :meth:`refresh`)."""
-        with self._graph_lock:
-            if self._passages is None:
-                dim = self.store.dim or 0
-                if max_floats is not None:
-                    if self._passages_too_large:
-                        return None
-                    count = self.store.count(self.store.passage_collection)
-                    if count * dim > max_floats:
-                        self._passages_too_large = True
-                        return None
-                self._passages = PassageTable.from_columns(
-                    self.store.read_passage_vectors(show_progress=self.show_progress), dim)
-            return self._passages
+        table: PassageTable | None = self._cache.peek(PASSAGES)
+        if table is not None:
+            return table
+        dim = self.store.dim or 0
+        if max_floats is not None and self._cache.get(PASSAGES_TOO_LARGE, lambda: (
+                self.store.count(self.store.passage_collection) * dim > max_floats) or None):
+            return None
+        return self._cache.get(PASSAGES, lambda: PassageTable.from_columns(
+            self.store.read_passage_vectors(show_progress=self.show_progress), dim))
 
     async def aget_passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """:meth:`passage_table` without blocking the event loop when it has to be read."""
-        table = self._passages
-        if table is not None or (max_floats is not None and self._passages_too_large):
+        table = self._cache.peek(PASSAGES)
+        if table is not None or (max_floats is not None
+                                 and self._cache.peek(PASSAGES_TOO_LARGE)):
             return table  # known: no thread hop per query
         return await asyncio.to_thread(self.passage_table, max_floats)
 
@@ -430,7 +413,8 @@ class GraphRAGIndex:
             if index.is_stale():  # e.g. before each batch of questions, in a reader process
                 index.refresh()
         """
-        graph, entities, passages = self._graph, self._entities, self._passages
+        graph = self._cache.peek(GRAPH)
+        entities, passages = self._cache.peek(ENTITIES), self._cache.peek(PASSAGES)
         if graph is None:
             return False
         store = self.store
@@ -444,8 +428,7 @@ class GraphRAGIndex:
         """Rebuild the in-memory graph from Milvus (after another process wrote to it);
         the entity and passage tables and the communities are read again on their next
         use."""
-        with self._graph_lock:
-            self._drop_caches()
+        self._cache.drop()
         return self.graph
 
     # ------------------------------------------------------------------ communities
@@ -500,8 +483,7 @@ class GraphRAGIndex:
             raise InvalidInputError(
                 f"reporter must be a CommunityReporter, got {type(reporter).__name__}")
         config = LeidenConfig(max_cluster_size, seed, resolution)
-        with self._graph_lock:
-            self._communities = None
+        self._cache.drop(COMMUNITIES)
         return build_communities(self.store, self.graph, self.embed_model, reporter, config,
                                  self.show_progress)
 
@@ -510,8 +492,7 @@ class GraphRAGIndex:
         ``{prefix}_communities`` and ``{prefix}_descriptions`` collections); the graph is
         untouched. The next :meth:`build_communities` starts from scratch (no cached
         report or summary)."""
-        with self._graph_lock:
-            self._communities = None
+        self._cache.drop(COMMUNITIES)
         self.store.drop_communities()
         self.store.drop_descriptions()
 
@@ -520,21 +501,22 @@ class GraphRAGIndex:
         """The communities and reports, read from Milvus on first use; raises
         :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when
         :meth:`build_communities` has not run (or did not finish)."""
-        with self._graph_lock:
-            if self._communities is None:
-                self._communities = load_communities(self.store)
-                built_on = self._communities.info.get("relations")
-                now = self.store.count(self.store.relation_collection)
-                if built_on is not None and built_on != now:
-                    logger.warning(
-                        "the communities of %r were built on %s relations; the graph now "
-                        "holds %s: run build_communities() again to include the changes",
-                        self.store.prefix, built_on, now)
-            return self._communities
+        return self._cache.get(COMMUNITIES, self._load_communities)
+
+    def _load_communities(self) -> CommunitySet:
+        communities = load_communities(self.store)
+        built_on = communities.info.get("relations")
+        now = self.store.count(self.store.relation_collection)
+        if built_on is not None and built_on != now:
+            logger.warning(
+                "the communities of %r were built on %s relations; the graph now holds %s: "
+                "run build_communities() again to include the changes",
+                self.store.prefix, built_on, now)
+        return communities
 
     async def aget_communities(self) -> CommunitySet:
         """:attr:`communities` without blocking the event loop when they are read."""
-        found = self._communities
+        found = self._cache.peek(COMMUNITIES)
         return found if found is not None else await asyncio.to_thread(
             lambda: self.communities)
 
@@ -626,8 +608,7 @@ class GraphRAGIndex:
             # here the file is free for another process
         """
         self.store.close()
-        with self._graph_lock:
-            self._drop_caches()
+        self._cache.drop()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`.
@@ -638,7 +619,7 @@ class GraphRAGIndex:
                 nodes = await index.as_retriever().aretrieve("Who taught Euler?")
         """
         await self.store.aclose()
-        self._drop_caches()
+        self._cache.drop()
 
     def __enter__(self) -> GraphRAGIndex:
         return self

@@ -18,6 +18,7 @@ from llama_index_graphrag_milvus import (
     GraphRelationRerank,
     InvalidInputError,
 )
+from llama_index_graphrag_milvus.index_cache import PASSAGES, PASSAGES_TOO_LARGE
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     RELATIONS_KEY,
@@ -314,7 +315,7 @@ def test_passage_search_in_memory_leaves_filters_to_milvus(
     hits = retriever.retrieve(QUESTION)
     assert hits and {h.node.metadata["tenant"] for h in hits} == {"a"}
     assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
-    assert index._passages is None  # never read: the filter needs Milvus
+    assert index._cache.peek(PASSAGES) is None  # never read: the filter needs Milvus
     with pytest.raises(InvalidInputError, match="passage_search must be one of auto"):
         index.as_retriever(passage_search="gpu")
 
@@ -339,5 +340,6 @@ def test_the_passage_table_follows_writes_and_stays_out_above_its_budget(
     monkeypatch.setattr(base, "MEMORY_SEARCH_MAX_FLOATS", 5 * 64 - 1)
     spy = CallSpy(index, monkeypatch)
     retriever.retrieve(QUESTION)
-    assert index._passages is None and index._passages_too_large  # one count decided it
+    assert index._cache.peek(PASSAGES) is None  # one count decided it
+    assert index._cache.peek(PASSAGES_TOO_LARGE)
     assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]

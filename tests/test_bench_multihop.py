@@ -23,8 +23,7 @@ from llama_index.core.schema import (
     TransformComponent,
 )
 
-from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever
-from llama_index_graphrag_milvus.bench.multihop import (
+from benchmarks.multihop import (
     GRAPH,
     NAIVE,
     BenchmarkConfig,
@@ -45,6 +44,7 @@ from llama_index_graphrag_milvus.bench.multihop import (
     run_benchmark,
     summarize,
 )
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 CORPUS = [
@@ -401,7 +401,7 @@ def test_graph_methods_are_rows_each_with_its_fusion(tmp_path: Path,
 
 
 def test_graph_method_without_coverage(tmp_path: Path, embed_model: HashEmbedding) -> None:
-    from llama_index_graphrag_milvus.bench.multihop import GraphMethodSpec
+    from benchmarks.multihop import GraphMethodSpec
 
     rows = (GraphMethodSpec.from_json({"label": "plain", "passage_scoring": "passage",
                                        "coverage": False, "fusion": False}),)
@@ -565,7 +565,7 @@ def test_extractor_replaces_the_dataset_triplets_in_its_own_index(
 
 def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
         tmp_path: Path, embed_model: HashEmbedding) -> None:
-    from llama_index_graphrag_milvus.bench.multihop import GraphMethodSpec
+    from benchmarks.multihop import GraphMethodSpec
 
     rows = tuple(GraphMethodSpec.from_json(row) for row in (
         {"label": "k-hop", "passage_scoring": "passage", "fusion": False},
@@ -586,7 +586,7 @@ def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
 
 def test_ingest_benchmark_reports_the_build_beside_embedding_only(
         tmp_path: Path, embed_model: HashEmbedding) -> None:
-    from llama_index_graphrag_milvus.bench.ingest import run
+    from benchmarks.ingest import run
 
     report = run(str(write_dataset(tmp_path)), embed_model, str(tmp_path / "ingest.db"))
     stages = report["build_stages_s"]
@@ -601,7 +601,7 @@ def test_ingest_benchmark_reports_the_build_beside_embedding_only(
 
 
 def test_consistency_benchmark_measures_latency_and_own_writes(tmp_path: Path) -> None:
-    from llama_index_graphrag_milvus.bench.consistency import (
+    from benchmarks.consistency import (
         WordHashEmbedding,
         measure,
         synthetic_data,
@@ -619,8 +619,8 @@ def test_consistency_benchmark_measures_latency_and_own_writes(tmp_path: Path) -
 async def test_throughput_benchmark_runs_both_retrievers_concurrently(tmp_path: Path) -> None:
     from llama_index.core.schema import QueryBundle
 
-    from llama_index_graphrag_milvus.bench.consistency import WordHashEmbedding, synthetic_data
-    from llama_index_graphrag_milvus.bench.throughput import compare
+    from benchmarks.consistency import WordHashEmbedding, synthetic_data
+    from benchmarks.throughput import compare
 
     model = WordHashEmbedding()
     with GraphRAGIndex(uri=str(tmp_path / "tp.db"), embed_model=model) as index:

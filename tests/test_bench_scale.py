@@ -5,15 +5,15 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.bench.scale import (
+from benchmarks.scale import (
     HashedRandomEmbedding,
     main,
     markdown,
     run,
     write_to_milvus,
 )
-from llama_index_graphrag_milvus.bench.synthetic import generate
+from benchmarks.synthetic import generate
+from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY, TRIPLETS_KEY, Triplet
 
 

@@ -243,7 +243,7 @@ def test_entities_expanded_per_hop_are_capped_best_first(monkeypatch) -> None:
 
 
 def test_structure_memory_per_relation_on_a_power_law_graph() -> None:
-    from llama_index_graphrag_milvus.bench.synthetic import generate
+    from benchmarks.synthetic import generate
 
     synthetic = generate(50_000, dim=8, seed=2)
     graph = EntityRelationGraph.from_rows(synthetic.relation_batches(), dim=8)

@@ -12,8 +12,8 @@ from typing import Any
 from llama_index.core.schema import QueryBundle
 from tqdm.auto import tqdm
 
-from llama_index_graphrag_milvus.bench.multihop.data import Question
-from llama_index_graphrag_milvus.bench.multihop.methods import (
+from benchmarks.multihop.data import Question
+from benchmarks.multihop.methods import (
     UNLIMITED_PASSAGES,
     GraphConfig,
     ReplayRetriever,
@@ -21,7 +21,7 @@ from llama_index_graphrag_milvus.bench.multihop.methods import (
     fusion_retriever,
     graph_retriever,
 )
-from llama_index_graphrag_milvus.bench.multihop.metrics import QuestionResult, summarize
+from benchmarks.multihop.metrics import QuestionResult, summarize
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 
 

@@ -4,9 +4,9 @@ come, and when queries succeed again.
 Run (starts and restarts the embedded Milvus server of the ``milvus`` package, in the
 ``test`` extra)::
 
-    python -m llama_index_graphrag_milvus.bench.restart --timeout 5
+    python -m benchmarks.restart --timeout 5
 
-A small synthetic index (the one of :mod:`~llama_index_graphrag_milvus.bench.consistency`)
+A small synthetic index (the one of :mod:`~benchmarks.consistency`)
 is written to the server; then a thread sends queries back to back (the graph retriever and
 naive RAG in turn, query vectors computed beforehand) while the server is stopped and
 started again. Reported: every failed query's exception type and how long it took to fail
@@ -29,8 +29,8 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import QueryBundle
 
+from benchmarks.consistency import WordHashEmbedding, synthetic_data
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.bench.consistency import WordHashEmbedding, synthetic_data
 
 
 @dataclass(frozen=True)

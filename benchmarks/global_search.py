@@ -12,7 +12,7 @@ the LLM calls, the wall time of the question, the ideal time
 
 Example::
 
-    python -m llama_index_graphrag_milvus.bench.global_search --batches 50 \\
+    python -m benchmarks.global_search --batches 50 \\
         --concurrency 16 1 --delay 0.2
 """
 
@@ -31,7 +31,7 @@ from llama_index.core.llms import (
     LLMMetadata,
 )
 
-from llama_index_graphrag_milvus.bench.sleepy import SleepyLLM
+from benchmarks.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.global_search import (
     GlobalSearchQueryEngine,
     GlobalSearchStats,

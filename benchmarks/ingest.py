@@ -3,7 +3,7 @@ to only embed the same texts with the same model, in one run.
 
 Run::
 
-    python -m llama_index_graphrag_milvus.bench.ingest ../shared/benchmarks/musique_train100
+    python -m benchmarks.ingest ../shared/benchmarks/musique_train100
 
 Prints (and writes as JSON with ``--out``) the build's seconds per stage
 (:attr:`~llama_index_graphrag_milvus.ingestion.IngestionStats.seconds`), the embedding-only
@@ -23,9 +23,9 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode
 
+from benchmarks.multihop.build import default_embed_model, load_object
+from benchmarks.multihop.data import load_dataset, passage_nodes
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.bench.multihop.build import default_embed_model, load_object
-from llama_index_graphrag_milvus.bench.multihop.data import load_dataset, passage_nodes
 from llama_index_graphrag_milvus.ingestion import plan_ingestion
 
 

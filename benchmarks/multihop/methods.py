@@ -22,9 +22,9 @@ from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.retrievers.fusion_retriever import FUSION_MODES
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
+from benchmarks.multihop.data import CORPUS_ID_KEY
+from benchmarks.multihop.metrics import QuestionResult
 from llama_index_graphrag_milvus import GraphRAGRetriever
-from llama_index_graphrag_milvus.bench.multihop.data import CORPUS_ID_KEY
-from llama_index_graphrag_milvus.bench.multihop.metrics import QuestionResult
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY, SUBGRAPH_KEY
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank

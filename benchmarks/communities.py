@@ -3,7 +3,7 @@ local search Recall@k against the graph retriever's default and naive RAG, in on
 
 Run::
 
-    python -m llama_index_graphrag_milvus.bench.communities ../shared/benchmarks/musique_train100
+    python -m benchmarks.communities ../shared/benchmarks/musique_train100
 
 The index is built from the dataset's triplets (or reopened with ``--reuse-index``) under
 ``--out``, as the multi-hop benchmark does; the communities are built with extractive reports
@@ -16,7 +16,7 @@ extractive reports) on the power-law graph of the scale benchmark with ``N`` rel
 its peak memory; the Milvus writes and the report embeddings (one vector per community)
 come on top and are not measured there::
 
-    python -m llama_index_graphrag_milvus.bench.communities --synthetic 1000000
+    python -m benchmarks.communities --synthetic 1000000
 """
 
 from __future__ import annotations
@@ -31,16 +31,16 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import QueryBundle
 
-from llama_index_graphrag_milvus.bench.multihop.build import (
+from benchmarks.multihop.build import (
     build_index,
     current_rss_mb,
     default_embed_model,
     load_object,
     peak_rss_mb,
 )
-from llama_index_graphrag_milvus.bench.multihop.data import load_dataset
-from llama_index_graphrag_milvus.bench.multihop.methods import corpus_ids
-from llama_index_graphrag_milvus.bench.multihop.metrics import percentile, recall_at_k
+from benchmarks.multihop.data import load_dataset
+from benchmarks.multihop.methods import corpus_ids
+from benchmarks.multihop.metrics import percentile, recall_at_k
 from llama_index_graphrag_milvus.records import CONTEXT_KIND_KEY
 
 
@@ -77,7 +77,7 @@ def compare(retrievers: dict[str, BaseRetriever], questions: Sequence[Any], ks: 
 
 def synthetic_build(num_relations: int, max_cluster_size: int) -> dict[str, Any]:
     """The in-memory stages of a build on a synthetic graph: seconds and peak memory."""
-    from llama_index_graphrag_milvus.bench.synthetic import entity_id, entity_name, generate
+    from benchmarks.synthetic import entity_id, entity_name, generate
     from llama_index_graphrag_milvus.communities import GraphText, write_reports
     from llama_index_graphrag_milvus.graph import EntityRelationGraph
     from llama_index_graphrag_milvus.graph.communities import LeidenConfig

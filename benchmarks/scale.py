@@ -11,7 +11,7 @@ For each size (synthetic power-law graphs, see :mod:`.synthetic`) it reports:
 
 Run::
 
-    python -m llama_index_graphrag_milvus.bench.scale --sizes 10000 100000 1000000 \\
+    python -m benchmarks.scale --sizes 10000 100000 1000000 \\
         --embedded-server /tmp/milvus-bench --out bench_out/scale
 """
 
@@ -36,8 +36,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import TextNode
 
-from llama_index_graphrag_milvus import GraphRAGIndex, __version__
-from llama_index_graphrag_milvus.bench.synthetic import (
+from benchmarks.synthetic import (
     SyntheticGraph,
     entity_id,
     entity_name,
@@ -45,6 +44,7 @@ from llama_index_graphrag_milvus.bench.synthetic import (
     passage_id,
     unit_vectors,
 )
+from llama_index_graphrag_milvus import GraphRAGIndex, __version__
 from llama_index_graphrag_milvus.graph import (
     DEFAULT_HUB_DEGREE,
     EntityRelationGraph,
@@ -486,7 +486,7 @@ def main(argv: list[str] | None = None) -> None:
     args = parser.parse_args(argv)
     query_model = None
     if args.query_model == "minilm":
-        from llama_index_graphrag_milvus.bench.multihop import default_embed_model
+        from benchmarks.multihop import default_embed_model
 
         query_model = default_embed_model()
     report = run(args.sizes, args.queries, args.milvus_max_size, args.uri,

@@ -3,7 +3,7 @@ one run.
 
 Run against a Milvus server (not Lite: Lite has no time tick to wait for)::
 
-    python -m llama_index_graphrag_milvus.bench.consistency --uri http://localhost:19530
+    python -m benchmarks.consistency --uri http://localhost:19530
 
 For each level (``Strong``, ``Session``, ``Bounded``, ``Eventually``) the same small
 synthetic index is opened with ``consistency_level=level``; the graph retriever (default
@@ -26,8 +26,8 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import QueryBundle
 
+from benchmarks.scale import HashedRandomEmbedding
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.bench.scale import HashedRandomEmbedding
 
 LEVELS = ("Strong", "Session", "Bounded", "Eventually")
 

@@ -10,7 +10,7 @@ over the first concurrency value; with a delay ``d`` and ``n`` passages the idea
 
 Example::
 
-    python -m llama_index_graphrag_milvus.bench.extraction \\
+    python -m benchmarks.extraction \\
         /work/shared/benchmarks/musique_train100 --concurrency 1 16 --delay 0.2
 """
 
@@ -31,7 +31,7 @@ from llama_index.core.llms import (
 )
 from llama_index.core.schema import TextNode
 
-from llama_index_graphrag_milvus.bench.sleepy import SleepyLLM
+from benchmarks.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 
 

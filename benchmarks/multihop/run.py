@@ -14,15 +14,15 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.schema import QueryBundle
 from tqdm.auto import tqdm
 
-from llama_index_graphrag_milvus.bench.multihop.build import (
+from benchmarks.multihop.build import (
     DATASET_EXTRACTOR,
     EXTRACTORS,
     Extractor,
     build_index,
     slug,
 )
-from llama_index_graphrag_milvus.bench.multihop.data import Question, load_dataset
-from llama_index_graphrag_milvus.bench.multihop.methods import (
+from benchmarks.multihop.data import Question, load_dataset
+from benchmarks.multihop.methods import (
     UNLIMITED_PASSAGES,
     GraphConfig,
     GraphMethodSpec,
@@ -36,13 +36,13 @@ from llama_index_graphrag_milvus.bench.multihop.methods import (
     pool_sizes,
     retriever_default,
 )
-from llama_index_graphrag_milvus.bench.multihop.metrics import QuestionResult
-from llama_index_graphrag_milvus.bench.multihop.report import (
+from benchmarks.multihop.metrics import QuestionResult
+from benchmarks.multihop.report import (
     make_report,
     source_hashes,
     write_report,
 )
-from llama_index_graphrag_milvus.bench.multihop.sweep import (
+from benchmarks.multihop.sweep import (
     SweepGrid,
     best_sweep_row,
     run_sweep,

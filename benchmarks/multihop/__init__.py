@@ -29,10 +29,10 @@ configuration (by Recall@5, then Recall@2) and the best fused one to the timed c
 
 Example::
 
-    python -m llama_index_graphrag_milvus.bench.multihop \\
+    python -m benchmarks.multihop \\
         /work/shared/benchmarks/musique_train100 --out bench_out --sweep \\
         --sweep-graph-kwargs '{}' '{"max_relations_per_passage": 1}'
-    python -m llama_index_graphrag_milvus.bench.multihop \\
+    python -m benchmarks.multihop \\
         /work/shared/benchmarks/musique_train100 --out bench_out --graph-methods \\
         '{"label": "passage h1", "passage_scoring": "passage"}' \\
         '{"label": "relation h2", "passage_scoring": "relation", "hops": 2}'
@@ -55,7 +55,7 @@ Modules, in the order of a run:
 
 from __future__ import annotations
 
-from llama_index_graphrag_milvus.bench.multihop.build import (
+from benchmarks.multihop.build import (
     DATASET_EXTRACTOR,
     DEFAULT_EMBED_SPEC,
     EXTRACTORS,
@@ -72,13 +72,13 @@ from llama_index_graphrag_milvus.bench.multihop.build import (
     peak_rss_mb,
     spacy_extractor,
 )
-from llama_index_graphrag_milvus.bench.multihop.cli import (
+from benchmarks.multihop.cli import (
     benchmark_config,
     main,
     parse_args,
     resolve_llm,
 )
-from llama_index_graphrag_milvus.bench.multihop.data import (
+from benchmarks.multihop.data import (
     CORPUS_ID_KEY,
     TITLE_KEY,
     Dataset,
@@ -88,7 +88,7 @@ from llama_index_graphrag_milvus.bench.multihop.data import (
     passage_nodes,
     question_group,
 )
-from llama_index_graphrag_milvus.bench.multihop.methods import (
+from benchmarks.multihop.methods import (
     FUSION,
     FUSION_ALIGNED,
     GRAPH,
@@ -115,7 +115,7 @@ from llama_index_graphrag_milvus.bench.multihop.methods import (
     retriever_arguments,
     retriever_default,
 )
-from llama_index_graphrag_milvus.bench.multihop.metrics import (
+from benchmarks.multihop.metrics import (
     QuestionResult,
     coverage,
     percentile,
@@ -123,7 +123,7 @@ from llama_index_graphrag_milvus.bench.multihop.metrics import (
     summarize,
     summarize_timings,
 )
-from llama_index_graphrag_milvus.bench.multihop.report import (
+from benchmarks.multihop.report import (
     PACKAGES,
     make_report,
     render_markdown,
@@ -132,14 +132,14 @@ from llama_index_graphrag_milvus.bench.multihop.report import (
     write_chart,
     write_report,
 )
-from llama_index_graphrag_milvus.bench.multihop.run import (
+from benchmarks.multihop.run import (
     DEFAULT_OUT,
     BenchmarkConfig,
     evaluate,
     pool_passages,
     run_benchmark,
 )
-from llama_index_graphrag_milvus.bench.multihop.sweep import (
+from benchmarks.multihop.sweep import (
     SweepGrid,
     best_sweep_row,
     run_sweep,

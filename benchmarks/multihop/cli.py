@@ -1,4 +1,4 @@
-"""The command line: ``python -m llama_index_graphrag_milvus.bench.multihop --help``."""
+"""The command line: ``python -m benchmarks.multihop --help``."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 
-from llama_index_graphrag_milvus.bench.multihop.build import (
+from benchmarks.multihop.build import (
     DATASET_EXTRACTOR,
     DEFAULT_EMBED_SPEC,
     EXTRACTORS,
@@ -22,18 +22,18 @@ from llama_index_graphrag_milvus.bench.multihop.build import (
     load_object,
     openai_llm,
 )
-from llama_index_graphrag_milvus.bench.multihop.methods import (
+from benchmarks.multihop.methods import (
     GraphMethodSpec,
     check_retriever_kwargs,
     retriever_default,
 )
-from llama_index_graphrag_milvus.bench.multihop.report import render_markdown
-from llama_index_graphrag_milvus.bench.multihop.run import (
+from benchmarks.multihop.report import render_markdown
+from benchmarks.multihop.run import (
     DEFAULT_OUT,
     BenchmarkConfig,
     run_benchmark,
 )
-from llama_index_graphrag_milvus.bench.multihop.sweep import SweepGrid
+from benchmarks.multihop.sweep import SweepGrid
 
 
 def _ints(text: str) -> tuple[int, ...]:
@@ -108,7 +108,7 @@ def benchmark_config(args: argparse.Namespace) -> BenchmarkConfig:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="python -m llama_index_graphrag_milvus.bench.multihop",
+        prog="python -m benchmarks.multihop",
         description="Recall@k, pool coverage and latency of graph retrieval versus naive RAG "
                     "on one multi-hop dataset folder, in one run.")
     parser.add_argument("dataset", type=Path,

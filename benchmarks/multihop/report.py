@@ -17,17 +17,18 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 
-from llama_index_graphrag_milvus.bench.multihop.build import (
+import llama_index_graphrag_milvus
+from benchmarks.multihop.build import (
     BuildReport,
     describe_model,
     peak_rss_mb,
 )
-from llama_index_graphrag_milvus.bench.multihop.data import Dataset
-from llama_index_graphrag_milvus.bench.multihop.methods import Method
-from llama_index_graphrag_milvus.bench.multihop.metrics import mean, summarize
+from benchmarks.multihop.data import Dataset
+from benchmarks.multihop.methods import Method
+from benchmarks.multihop.metrics import mean, summarize
 
 if TYPE_CHECKING:
-    from llama_index_graphrag_milvus.bench.multihop.run import BenchmarkConfig
+    from benchmarks.multihop.run import BenchmarkConfig
 
 PACKAGES = (
     "llama-index-graphrag-milvus", "llama-index-core", "llama-index-vector-stores-milvus",
@@ -45,7 +46,7 @@ def source_hashes() -> dict[str, str]:
     """sha256 (12 hex digits) of the package modules that decide the numbers, read when the
     run starts: tells apart runs of a package that was edited between them. A folder hashes
     the names and contents of its modules."""
-    package = Path(__file__).resolve().parents[2]
+    package = Path(llama_index_graphrag_milvus.__file__).resolve().parent
     hashes: dict[str, str] = {}
     for name in HASHED_SOURCES:
         module, folder = package / f"{name}.py", package / name

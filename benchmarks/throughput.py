@@ -3,9 +3,9 @@ side by side in one run.
 
 Run against a Milvus server::
 
-    python -m llama_index_graphrag_milvus.bench.throughput --uri http://localhost:19530
+    python -m benchmarks.throughput --uri http://localhost:19530
 
-A synthetic index (the one of :mod:`~llama_index_graphrag_milvus.bench.consistency`) is built
+A synthetic index (the one of :mod:`~benchmarks.consistency`) is built
 with ``--consistency`` (default ``Session``: the passage collection is created with it, so
 both retrievers read at that level); then ``--queries`` queries (vectors computed beforehand)
 go through each retriever (both returning ``--top-k`` passages, default 5) with
@@ -26,8 +26,8 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import QueryBundle
 
+from benchmarks.consistency import WordHashEmbedding, synthetic_data
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.bench.consistency import WordHashEmbedding, synthetic_data
 
 
 async def queries_per_second(retriever: BaseRetriever, bundles: list[QueryBundle],

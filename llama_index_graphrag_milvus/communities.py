@@ -37,7 +37,6 @@ from llama_index_graphrag_milvus.descriptions import (
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     EmptyIndexError,
-    InvalidInputError,
 )
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.communities import (
@@ -67,6 +66,7 @@ from llama_index_graphrag_milvus.store import (
     COMMUNITY_TEXT_MAX_BYTES,
     MilvusGraphStore,
 )
+from llama_index_graphrag_milvus.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -453,12 +453,9 @@ class CommunitySet:
         when the index has no such level."""
         if level is None:
             return self.num_levels - 1
-        if (not isinstance(level, int) or isinstance(level, bool)
-                or not 0 <= level < self.num_levels):
-            raise InvalidInputError(
-                f"level must be an integer from 0 (the most general communities) to "
-                f"{self.num_levels - 1} (the most specific) for this index, got {level!r}")
-        return level
+        return check_int("level", level, minimum=0, maximum=self.num_levels - 1,
+                         hint="0: the most general communities of this index, "
+                         f"{self.num_levels - 1}: the most specific")
 
     def at_level(self, level: int | None = None) -> list[CommunityReport]:
         """The reports covering the graph at ``level`` (``None``: the most specific)."""

@@ -18,7 +18,7 @@ contribution at the next build (the descriptions are recomputed from the stored 
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -30,13 +30,9 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.extraction import (
-    Sleep,
-    call_with_retries,
-    descriptions_from_node,
-    run_blocking,
-)
+from llama_index_graphrag_milvus.extraction import descriptions_from_node
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.llm import Sleep, call_with_retries, gather_bounded, run_blocking
 from llama_index_graphrag_milvus.records import (
     RELATION_TEXT_MAX_BYTES,
     Triplet,
@@ -151,15 +147,13 @@ class DescriptionSummarizer:
         prompt = stable_id("prompt", self.prompt.get_template())[:8]
         return f"{self.llm.metadata.model_name}:{prompt}"
 
-    async def _one(self, item: MergedDescription, semaphore: asyncio.Semaphore
-                   ) -> tuple[str, int]:
+    async def _one(self, item: MergedDescription) -> tuple[str, int]:
         kwargs = {"kind": item.kind, "name": item.name, "max_words": SUMMARY_MAX_WORDS,
                   "descriptions": "\n".join(f"- {d}" for d in item.descriptions)}
-        async with semaphore:
-            answer = await call_with_retries(
-                lambda: self.llm.apredict(self.prompt, **kwargs),
-                f"the description summary of {item.kind} {item.name!r}", self.max_retries,
-                self.retry_base_delay, self._sleep)
+        answer = await call_with_retries(
+            lambda: self.llm.apredict(self.prompt, **kwargs),
+            f"the description summary of {item.kind} {item.name!r}", self.max_retries,
+            self.retry_base_delay, self._sleep, logger)
         text = " ".join(answer.text.split())
         return (text if answer.error is None and text else joined(item.descriptions),
                 answer.attempts)
@@ -167,8 +161,8 @@ class DescriptionSummarizer:
     def summarize(self, items: Sequence[MergedDescription]) -> tuple[list[str], int]:
         """The summaries of ``items`` in order, and the number of LLM calls made."""
         async def run() -> list[tuple[str, int]]:
-            semaphore = asyncio.Semaphore(self.num_workers)
-            return list(await asyncio.gather(*(self._one(i, semaphore) for i in items)))
+            return await gather_bounded([functools.partial(self._one, item) for item in items],
+                                        self.num_workers)
 
         results = run_blocking(run) if items else []
         return [text for text, _ in results], sum(calls for _, calls in results)

@@ -29,16 +29,13 @@ and are read back with :func:`descriptions_from_node`.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import hashlib
 import logging
 import math
 import os
 import time
-from collections.abc import Awaitable, Callable, Coroutine, Iterable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -56,6 +53,13 @@ from llama_index.core.storage.kvstore.types import BaseKVStore
 from tqdm import tqdm
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.llm import (
+    Sleep,
+    Threads,
+    call_with_retries,
+    gather_bounded,
+    run_with_threads,
+)
 from llama_index_graphrag_milvus.parsing import find_json
 from llama_index_graphrag_milvus.records import (
     ENTITY_DESCRIPTIONS_KEY,
@@ -66,8 +70,10 @@ from llama_index_graphrag_milvus.records import (
     RelationDescription,
     Triplet,
     clean_text,
+    hide_from_models,
     normalize_name,
 )
+from llama_index_graphrag_milvus.validation import check_int
 
 T = TypeVar("T")
 
@@ -262,15 +268,12 @@ def triplets_from_node(node: BaseNode) -> tuple[list[Triplet], int]:
     return to_triplets(_core_kg_triplets(node.metadata))
 
 
-def _store_triplets(node: BaseNode, triplets: list[Triplet]) -> None:
+def store_triplets(node: BaseNode, triplets: Sequence[Triplet]) -> None:
+    """Write ``triplets`` to ``node.metadata["graphrag_triplets"]`` (as ``[subject,
+    predicate, object]`` lists), hidden from LLMs and embedding models: what ingestion
+    reads back (:func:`triplets_from_node`)."""
     node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]
-    _exclude_from_model_text(node, TRIPLETS_KEY)
-
-
-def _exclude_from_model_text(node: BaseNode, key: str) -> None:
-    for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
-        if key not in keys:
-            keys.append(key)
+    hide_from_models(node, TRIPLETS_KEY)
 
 
 # ---------------------------------------------------------------- described extraction
@@ -459,8 +462,7 @@ def _store_descriptions(node: BaseNode, entities: list[EntityDescription],
                         relations: list[RelationDescription]) -> None:
     node.metadata[ENTITY_DESCRIPTIONS_KEY] = _entity_lists(entities)
     node.metadata[RELATION_DESCRIPTIONS_KEY] = _relation_lists(relations)
-    _exclude_from_model_text(node, ENTITY_DESCRIPTIONS_KEY)
-    _exclude_from_model_text(node, RELATION_DESCRIPTIONS_KEY)
+    hide_from_models(node, ENTITY_DESCRIPTIONS_KEY, RELATION_DESCRIPTIONS_KEY)
 
 
 def descriptions_from_node(node: BaseNode
@@ -492,10 +494,6 @@ Excluded from what LLMs and embedding models see; removed again when a later run
 """
 DEFAULT_CACHE_COLLECTION = "graphrag_triplets"
 """The kvstore collection of :class:`ExtractionCache` entries."""
-_ERROR_MAX_CHARS = 500
-
-Sleep = Callable[[float], Awaitable[None]]
-"""An async sleep (``asyncio.sleep``): what the retry backoff waits with."""
 
 
 def _sha256(text: str) -> str:
@@ -552,8 +550,7 @@ class ExtractionCache:
                 "ExtractionCache got both persist_path and kvstore; pass persist_path for a "
                 "JSON file, or a kvstore that persists by itself, not both."
             )
-        if persist_every < 1:
-            raise InvalidInputError(f"persist_every must be at least 1, got {persist_every}.")
+        check_int("persist_every", persist_every)
         self.persist_path = Path(persist_path) if persist_path is not None else None
         self.collection = collection
         self.persist_every = persist_every
@@ -796,52 +793,6 @@ async def _no_put(key: str, extraction: DescribedExtraction) -> None:
     return None
 
 
-def run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
-    """Run a coroutine to completion from sync code: ``asyncio.run`` when no loop runs in
-    this thread, else in a helper thread with a loop of its own (as core's ``asyncio_run``)."""
-    try:
-        asyncio.get_running_loop()
-    except RuntimeError:
-        return asyncio.run(coroutine())
-    context = contextvars.copy_context()
-    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphrag-extract") as runner:
-        return runner.submit(context.run, lambda: asyncio.run(coroutine())).result()
-
-
-def _describe(exc: BaseException) -> str:
-    return f"{type(exc).__name__}: {exc}"[:_ERROR_MAX_CHARS]
-
-
-@dataclass(frozen=True)
-class LLMAnswer:
-    """What :func:`call_with_retries` got: the answer text, or the error of the last
-    attempt (``text`` is then empty), and the number of calls made."""
-
-    text: str
-    error: str | None
-    attempts: int
-
-
-async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_retries: int,
-                            base_delay: float, sleep: Sleep | None = None) -> LLMAnswer:
-    """Call an LLM, retrying a failure ``max_retries`` times after ``base_delay`` seconds,
-    then twice as long at each retry; a final failure is returned (and logged as a warning
-    naming ``what``), never raised. Shared by triplet extraction and community reports."""
-    attempts = 0
-    while True:
-        attempts += 1
-        try:
-            return LLMAnswer(await call(), None, attempts)
-        except Exception as exc:  # an LLM failure skips one item, not the run
-            if attempts > max_retries:
-                logger.warning("%s failed after %d attempts: %r", what, attempts, exc)
-                return LLMAnswer("", _describe(exc), attempts)
-            delay = base_delay * 2 ** (attempts - 1)
-            logger.info("%s failed (attempt %d of %d): %r; retrying in %.2f s", what,
-                        attempts, max_retries + 1, exc, delay)
-            await (sleep or asyncio.sleep)(delay)
-
-
 def _check_entity_types(value: Any) -> tuple[str, ...]:
     """``entity_types`` cleaned (whitespace collapsed, duplicates dropped), or
     :class:`InvalidInputError`."""
@@ -1020,25 +971,23 @@ class TripletExtractor(TransformComponent, PromptMixin):
                                     io: _Io) -> _Outcome:
         answer = await call_with_retries(
             lambda: io.predict(prompt_kwargs), f"triplet extraction of node {node_ids}",
-            self.max_retries, self.retry_base_delay, self._sleep)
+            self.max_retries, self.retry_base_delay, self._sleep, logger)
         if answer.error is not None:
             return _Outcome(_no_extraction(), answer.error, answer.attempts)
         return _Outcome(self._parse(answer.text, node_ids), llm_calls=answer.attempts)
 
     async def _extract_passage(self, key: str, prompt_kwargs: dict[str, Any],
-                               nodes: list[BaseNode], io: _Io, semaphore: asyncio.Semaphore,
-                               tally: _Tally) -> None:
-        async with semaphore:
-            cached = await io.cache_get(key)
-            if cached is not None:
-                outcome = _Outcome(cached.cut(self.max_triplets_per_chunk), cached=True)
-            else:
-                node_ids = ", ".join(n.node_id for n in nodes)
-                outcome = await self._predict_with_retries(prompt_kwargs, node_ids, io)
-                if outcome.error is None:
-                    await io.cache_put(key, outcome.extraction)
+                               nodes: list[BaseNode], io: _Io, tally: _Tally) -> None:
+        cached = await io.cache_get(key)
+        if cached is not None:
+            outcome = _Outcome(cached.cut(self.max_triplets_per_chunk), cached=True)
+        else:
+            node_ids = ", ".join(n.node_id for n in nodes)
+            outcome = await self._predict_with_retries(prompt_kwargs, node_ids, io)
+            if outcome.error is None:
+                await io.cache_put(key, outcome.extraction)
         for node in nodes:
-            _store_triplets(node, outcome.triplets)
+            store_triplets(node, outcome.triplets)
             if self.describe:
                 _store_descriptions(node, outcome.extraction.entities,
                                     outcome.extraction.relations)
@@ -1049,7 +998,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
                 node.metadata.pop(EXTRACTION_ERROR_KEY, None)
             else:
                 node.metadata[EXTRACTION_ERROR_KEY] = outcome.error
-                _exclude_from_model_text(node, EXTRACTION_ERROR_KEY)
+                hide_from_models(node, EXTRACTION_ERROR_KEY)
         tally.add(outcome, nodes)
 
     async def _extract_all(self, nodes: Sequence[BaseNode], show_progress: bool,
@@ -1060,18 +1009,14 @@ class TripletExtractor(TransformComponent, PromptMixin):
             prompt_kwargs = self._prompt_kwargs(node)
             key = self.cache_key(prompt_kwargs["text"])
             passages.setdefault(key, (prompt_kwargs, []))[1].append(node)
-        semaphore = asyncio.Semaphore(self.num_workers)
         tally = _Tally(tqdm(total=len(nodes), desc="Extracting triplets",
                             disable=not show_progress))
-        tasks = [asyncio.ensure_future(self._extract_passage(key, kwargs, group, io,
-                                                             semaphore, tally))
-                 for key, (kwargs, group) in passages.items()]
-        try:
-            await asyncio.gather(*tasks)
-        finally:  # a crash: stop the other passages, keep what is done
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        try:  # a crash stops the other passages; what is done is kept
+            await gather_bounded([functools.partial(self._extract_passage, key, kwargs, group,
+                                                    io, tally)
+                                  for key, (kwargs, group) in passages.items()],
+                                 self.num_workers)
+        finally:
             tally.bar.close()
             if self._cache is not None:
                 self._cache.persist()
@@ -1088,13 +1033,9 @@ class TripletExtractor(TransformComponent, PromptMixin):
             return _Io(predict, _no_cached, _no_put)
         return _Io(predict, cache.aget_described, cache.aput_described)
 
-    def _threaded_io(self, pool: ThreadPoolExecutor) -> _Io:
-        loop = asyncio.get_running_loop()
-
+    def _threaded_io(self, threads: Threads) -> _Io:
         async def predict(prompt_kwargs: dict[str, Any]) -> str:
-            call = functools.partial(contextvars.copy_context().run, self.llm.predict,
-                                     self.extract_prompt, **prompt_kwargs)
-            return await loop.run_in_executor(pool, call)
+            return await threads.call(self.llm.predict, self.extract_prompt, **prompt_kwargs)
 
         cache = self._cache
         if cache is None:
@@ -1113,15 +1054,9 @@ class TripletExtractor(TransformComponent, PromptMixin):
                 ) -> ExtractionReport:
         """:meth:`aextract` through the LLM's sync API, ``num_workers`` calls at a time in
         worker threads (for LLMs whose async API is missing or bound to another loop)."""
-        async def run() -> ExtractionReport:
-            pool = ThreadPoolExecutor(max_workers=self.num_workers,
-                                      thread_name_prefix="graphrag-extract")
-            try:
-                return await self._extract_all(nodes, show_progress, self._threaded_io(pool))
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
-
-        return run_blocking(run)
+        return run_with_threads(
+            self.num_workers, "graphrag-extract",
+            lambda threads: self._extract_all(nodes, show_progress, self._threaded_io(threads)))
 
     def __call__(self, nodes: Sequence[BaseNode], show_progress: bool = False,
                  **kwargs: Any) -> Sequence[BaseNode]:

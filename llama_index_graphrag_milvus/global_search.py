@@ -28,11 +28,12 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import math
 import random
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -44,13 +45,23 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 from llama_index.core.settings import Settings
-from llama_index.core.utils import get_tokenizer
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import run_blocking
-from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import COMMUNITY_KEY, CommunityReport
-from llama_index_graphrag_milvus.rerank import strip_echo
+from llama_index_graphrag_milvus.llm import (
+    NoAnswer,
+    count_tokens,
+    gather_bounded,
+    run_blocking,
+    truncate_to_tokens,
+    within,
+)
+from llama_index_graphrag_milvus.parsing import find_json, strip_echo
+from llama_index_graphrag_milvus.records import COMMUNITY_KEY, CommunityReport, hide_from_models
+from llama_index_graphrag_milvus.validation import (
+    check_instance,
+    check_int,
+    check_optional_number,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +131,7 @@ NO_DATA_ANSWER = ("I am sorry but I am unable to answer this question given the 
                   "data.")
 """The answer when no map call produced a point with a score above 0 (no reduce call)."""
 
+_OWNER = "GlobalSearchQueryEngine: "
 _MAP_VARIABLES = ("context_data", "query_str")
 _REDUCE_VARIABLES = ("report_data", "query_str")  # {response_type} is optional
 
@@ -199,37 +211,6 @@ class _MapOutcome:
 
 
 # ---------------------------------------------------------------------------- pure steps
-
-
-def count_tokens(text: str) -> int:
-    """Tokens of ``text`` with LlamaIndex's global tokenizer (``get_tokenizer()``:
-    ``Settings.tokenizer`` when set, else tiktoken's ``cl100k_base``).
-
-    >>> count_tokens("hello world")
-    2
-    """
-    return len(get_tokenizer()(text))
-
-
-def truncate_to_tokens(text: str, max_tokens: int,
-                       count: Callable[[str], int] = count_tokens) -> str:
-    """The longest prefix of ``text`` (cut at a character) of at most ``max_tokens``
-    tokens; ``text`` itself when it fits. A binary search over the prefix length, so any
-    tokenizer works (no decoding needed).
-
-    >>> truncate_to_tokens("one two three four", 2)
-    'one two'
-    """
-    if count(text) <= max_tokens:
-        return text
-    fits, too_long = 0, len(text)
-    while too_long - fits > 1:
-        middle = (fits + too_long) // 2
-        if count(text[:middle]) <= max_tokens:
-            fits = middle
-        else:
-            too_long = middle
-    return text[:fits]
 
 
 def format_report(report: CommunityReport) -> str:
@@ -425,9 +406,8 @@ def report_node(report: CommunityReport, score: float | None) -> NodeWithScore:
     """
     metadata = {COMMUNITY_KEY: {"id": report.id, "level": report.level, "title": report.title,
                                 "rating": report.rating, "kind": report.kind}}
-    node = TextNode(text=report.as_text(), id_=report.id, metadata=metadata,
-                    excluded_embed_metadata_keys=[COMMUNITY_KEY],
-                    excluded_llm_metadata_keys=[COMMUNITY_KEY])
+    node = TextNode(text=report.as_text(), id_=report.id, metadata=metadata)
+    hide_from_models(node, COMMUNITY_KEY)
     return NodeWithScore(node=node, score=score)
 
 
@@ -443,36 +423,7 @@ def _source_nodes(batches: Sequence[ReportBatch], outcomes: Sequence[_MapOutcome
     return [report_node(report, score) for score, _, _, report in scored]
 
 
-class _NoAnswer(TimeoutError):
-    """Our own timeout, told apart from a ``TimeoutError`` the LLM client raises."""
-
-
-async def _bounded(call: Awaitable[str], timeout: float | None) -> str | Exception:
-    """The answer of ``call``, its exception, or a :class:`_NoAnswer` after ``timeout`` s
-    (the call is then cancelled). A ``BaseException`` (cancellation) propagates."""
-    task = asyncio.ensure_future(call)
-    try:
-        done, _ = await asyncio.wait({task}, timeout=timeout)
-    except asyncio.CancelledError:  # the caller gave up: so does the LLM call
-        task.cancel()
-        raise
-    if not done:  # ours, told apart from a TimeoutError the LLM raises itself
-        task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        return _NoAnswer(f"no answer within {timeout} s")
-    if isinstance(error := task.exception(), Exception):
-        return error
-    return task.result()  # re-raises a BaseException such as KeyboardInterrupt
-
-
 # ---------------------------------------------------------------------------- the engine
-
-
-def _positive_int(name: str, value: Any) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise InvalidInputError(f"GlobalSearchQueryEngine: {name} must be an integer >= 1, "
-                                f"got {value!r}.")
-    return value
 
 
 def _check_prompt(name: str, prompt: Any, variables: Sequence[str]) -> BasePromptTemplate:
@@ -544,31 +495,22 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
                 "GlobalSearchQueryEngine: reports must be a function that returns the "
                 f"community reports, got {type(reports).__name__}; pass e.g. "
                 "`lambda: reports`.")
-        if llm is not None and not isinstance(llm, LLM):
-            raise InvalidInputError(f"GlobalSearchQueryEngine: llm must be a LlamaIndex LLM, "
-                                    f"got {type(llm).__name__}.")
-        if isinstance(shuffle_seed, bool) or not isinstance(shuffle_seed, int):
-            raise InvalidInputError(f"GlobalSearchQueryEngine: shuffle_seed must be an "
-                                    f"integer, got {shuffle_seed!r}.")
-        if min_rating is not None and (isinstance(min_rating, bool) or not isinstance(
-                min_rating, (int, float)) or not math.isfinite(min_rating)):
-            raise InvalidInputError(f"GlobalSearchQueryEngine: min_rating must be a finite "
-                                    f"number or None, got {min_rating!r}.")
+        check_instance(f"{_OWNER}llm", llm, LLM, "a LlamaIndex LLM", optional=True)
+        check_int(f"{_OWNER}shuffle_seed", shuffle_seed, minimum=None)
+        check_optional_number(f"{_OWNER}min_rating", min_rating)
         if not isinstance(response_type, str) or not response_type.strip():
             raise InvalidInputError(f"GlobalSearchQueryEngine: response_type must be a "
                                     f"non-empty text such as 'multiple paragraphs', got "
                                     f"{response_type!r}.")
-        if timeout is not None and (isinstance(timeout, bool) or not isinstance(
-                timeout, (int, float)) or not 0 < timeout < math.inf):
-            raise InvalidInputError(f"GlobalSearchQueryEngine: timeout must be seconds > 0 "
-                                    f"or None, got {timeout!r}.")
+        check_optional_number(f"{_OWNER}timeout", timeout, low=0, low_open=True,
+                              hint="seconds")
         self._reports = reports
         self._llm: LLM = llm or Settings.llm
         self._map_prompt = _check_prompt("map_prompt", map_prompt, _MAP_VARIABLES)
         self._reduce_prompt = _check_prompt("reduce_prompt", reduce_prompt, _REDUCE_VARIABLES)
-        self.batch_max_tokens = _positive_int("batch_max_tokens", batch_max_tokens)
-        self.reduce_max_tokens = _positive_int("reduce_max_tokens", reduce_max_tokens)
-        self.max_concurrency = _positive_int("max_concurrency", max_concurrency)
+        self.batch_max_tokens = check_int(f"{_OWNER}batch_max_tokens", batch_max_tokens)
+        self.reduce_max_tokens = check_int(f"{_OWNER}reduce_max_tokens", reduce_max_tokens)
+        self.max_concurrency = check_int(f"{_OWNER}max_concurrency", max_concurrency)
         self.shuffle_seed = shuffle_seed
         self.min_rating = min_rating
         self.response_type = response_type
@@ -623,11 +565,9 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
                 "them first with index.build_communities() (or check the level asked for).")
         return list(reports)
 
-    async def _map_batch(self, batch_no: int, batch: ReportBatch, query: str,
-                         semaphore: asyncio.Semaphore) -> _MapOutcome:
+    async def _map_batch(self, batch_no: int, batch: ReportBatch, query: str) -> _MapOutcome:
         kwargs: dict[str, Any] = {"context_data": batch.context_data, "query_str": query}
-        async with semaphore:
-            raw = await _bounded(self._llm.apredict(self._map_prompt, **kwargs), self.timeout)
+        raw = await within(self._llm.apredict(self._map_prompt, **kwargs), self.timeout)
         if isinstance(raw, Exception):
             logger.warning("GlobalSearchQueryEngine: the map call of batch %d (%d reports) "
                            "failed (%r); the batch gives no points", batch_no + 1,
@@ -654,23 +594,17 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
                            "least min_rating=%s; nothing to search", len(reports),
                            self.min_rating)
         batches = pack_reports(mapped, self.batch_max_tokens)
-        semaphore = asyncio.Semaphore(self.max_concurrency)
-        tasks = [asyncio.ensure_future(self._map_batch(n, batch, query, semaphore))
-                 for n, batch in enumerate(batches)]
-        try:
-            outcomes: list[_MapOutcome] = list(await asyncio.gather(*tasks))
-        finally:  # cancelled or crashed: stop the other map calls
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        outcomes = await gather_bounded([functools.partial(self._map_batch, n, batch, query)
+                                         for n, batch in enumerate(batches)],
+                                        self.max_concurrency)
         ranked = _rank(outcomes)
         report_data, in_reduce = pack_points(ranked, self.reduce_max_tokens)
         answer = NO_DATA_ANSWER
         if ranked:
-            raw = await _bounded(self._llm.apredict(
+            raw = await within(self._llm.apredict(
                 self._reduce_prompt, report_data=report_data, query_str=query,
                 response_type=self.response_type), self.timeout)
-            if isinstance(raw, _NoAnswer):
+            if isinstance(raw, NoAnswer):
                 raise TimeoutError(f"GlobalSearchQueryEngine: the reduce LLM call gave no "
                                    f"answer within timeout={self.timeout} s; raise the "
                                    f"timeout or lower reduce_max_tokens.") from raw

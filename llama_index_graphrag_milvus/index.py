@@ -57,11 +57,11 @@ from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.reports import DEFAULT_MAX_INPUT_TOKENS, CommunityReporter
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
-from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.community_reports import CommunityReportRetriever
 from llama_index_graphrag_milvus.retrieval.local import LocalSearchRetriever
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
 from llama_index_graphrag_milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -127,7 +127,7 @@ class GraphRAGIndex:
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
-        positive_int("hub_degree", hub_degree)
+        check_int("hub_degree", hub_degree)
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs)

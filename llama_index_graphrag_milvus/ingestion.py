@@ -25,7 +25,12 @@ from pydantic_core import to_jsonable_python
 
 from llama_index_graphrag_milvus.deletion import drop_stale_links
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import is_utf8, to_triplets, triplets_from_node
+from llama_index_graphrag_milvus.extraction import (
+    is_utf8,
+    store_triplets,
+    to_triplets,
+    triplets_from_node,
+)
 from llama_index_graphrag_milvus.identity import ALL_METADATA, identity_key, identity_metadata
 from llama_index_graphrag_milvus.records import (
     PASSAGE_TEXT_MAX_BYTES,
@@ -171,10 +176,7 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]],
         if earlier is not None:  # the same passage twice: one passage, both triplet lists
             known = {t.id for t in triplets}
             triplets = [*triplets, *(t for t in _stored_triplets(earlier) if t.id not in known)]
-        node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]
-        for keys in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
-            if TRIPLETS_KEY not in keys:
-                keys.append(TRIPLETS_KEY)
+        store_triplets(node, triplets)
         passages[node.node_id] = node
         for triplet in triplets:
             if len(triplet.text.encode()) > RELATION_TEXT_MAX_BYTES:

@@ -25,7 +25,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
-from llama_index_graphrag_milvus.extraction import _store_triplets, to_triplets
+from llama_index_graphrag_milvus.extraction import store_triplets, to_triplets
 from llama_index_graphrag_milvus.records import (
     ENTITY_NAME_MAX_BYTES,
     Triplet,
@@ -570,7 +570,7 @@ class SpacyTripletExtractor(TransformComponent):
                                      "Extracting triplets (spaCy)")
         count = 0
         for triplets, node in zip(self.extract_texts(texts), progress, strict=True):
-            _store_triplets(node, triplets)
+            store_triplets(node, triplets)
             count += len(triplets)
         logger.debug("spaCy triplet extraction: %d passages, %d triplets in %.1f s",
                      len(nodes), count, time.perf_counter() - started)

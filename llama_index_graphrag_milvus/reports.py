@@ -5,7 +5,7 @@ title, a summary, 5 to 10 findings and a 1-10 importance rating. This module hol
 parts (the context tables and their token budget, parsing the LLM's JSON, the extractive
 report written without an LLM) and :class:`CommunityReporter`, which sends contexts to an LLM
 with bounded concurrency and the retries of triplet extraction
-(:func:`~llama_index_graphrag_milvus.extraction.call_with_retries`).
+(:func:`~llama_index_graphrag_milvus.llm.call_with_retries`).
 
 Context rules (Microsoft GraphRAG's): entities are listed by degree, relations by combined
 degree (the degrees of both endpoints) then support; when a community's tables exceed
@@ -16,14 +16,11 @@ is not enough, the rows are trimmed by degree to fit.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import functools
 import json
 import logging
 import math
 from collections.abc import Awaitable, Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -32,10 +29,16 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.utils import get_tokenizer
 from tqdm.auto import tqdm
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import Sleep, call_with_retries, run_blocking
+from llama_index_graphrag_milvus.llm import (
+    Sleep,
+    Threads,
+    call_with_retries,
+    gather_bounded,
+    run_with_threads,
+)
 from llama_index_graphrag_milvus.parsing import find_json
 from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding, stable_id
+from llama_index_graphrag_milvus.validation import check_instance, check_int, check_number
 
 logger = logging.getLogger(__name__)
 
@@ -124,11 +127,7 @@ class ContextBuilder:
 
     def __init__(self, max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS,
                  tokenizer: Callable[[str], Sequence[Any]] | None = None) -> None:
-        if (not isinstance(max_input_tokens, int) or isinstance(max_input_tokens, bool)
-                or max_input_tokens < 100):
-            raise InvalidInputError(
-                f"max_input_tokens must be an integer of at least 100, got {max_input_tokens!r}")
-        self.max_input_tokens = max_input_tokens
+        self.max_input_tokens = check_int("max_input_tokens", max_input_tokens, minimum=100)
         self._tokens = tokenizer or get_tokenizer()
 
     def count(self, text: str) -> int:
@@ -325,17 +324,10 @@ class CommunityReporter:
                  max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS, num_workers: int = 4,
                  max_retries: int = 3, retry_base_delay: float = 1.0,
                  sleep: Sleep | None = None) -> None:
-        if not isinstance(llm, LLM):
-            raise InvalidInputError(f"llm must be a LlamaIndex LLM, got {type(llm).__name__}")
-        for name, value, low in (("num_workers", num_workers, 1),
-                                 ("max_retries", max_retries, 0)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < low:
-                raise InvalidInputError(f"{name} must be an integer of at least {low}, "
-                                        f"got {value!r}")
-        if (isinstance(retry_base_delay, bool) or not isinstance(retry_base_delay, (int, float))
-                or not 0 <= retry_base_delay < math.inf):
-            raise InvalidInputError(
-                f"retry_base_delay must be a non-negative number, got {retry_base_delay!r}")
+        check_instance("llm", llm, LLM, "a LlamaIndex LLM")
+        check_int("num_workers", num_workers)
+        check_int("max_retries", max_retries, minimum=0)
+        check_number("retry_base_delay", retry_base_delay, low=0, hint="seconds")
         self.llm = llm
         self.report_prompt = report_prompt
         self.contexts = ContextBuilder(max_input_tokens)
@@ -353,11 +345,11 @@ class CommunityReporter:
         return context.key(self.report_prompt, self.model)
 
     async def _one(self, context: ReportContext, data: CommunityData, predict: Predict,
-                   semaphore: asyncio.Semaphore) -> ReportOutcome:
-        async with semaphore:
-            answer = await call_with_retries(
-                lambda: predict(context), f"the report of community {context.community.id}",
-                self.max_retries, self.retry_base_delay, self.sleep)
+                   progress: tqdm) -> ReportOutcome:
+        answer = await call_with_retries(
+            lambda: predict(context), f"the report of community {context.community.id}",
+            self.max_retries, self.retry_base_delay, self.sleep, logger)
+        progress.update(1)
         if answer.error is not None:
             return ReportOutcome(extractive_report(data), answer.error, answer.attempts)
         report = parse_report(answer.text, context.community)
@@ -371,20 +363,9 @@ class CommunityReporter:
 
     async def _write(self, items: Sequence[tuple[ReportContext, CommunityData]],
                      predict: Predict, progress: tqdm) -> list[ReportOutcome]:
-        semaphore = asyncio.Semaphore(self.num_workers)
-
-        async def one(context: ReportContext, data: CommunityData) -> ReportOutcome:
-            outcome = await self._one(context, data, predict, semaphore)
-            progress.update(1)
-            return outcome
-
-        tasks = [asyncio.ensure_future(one(c, d)) for c, d in items]
-        try:
-            return list(await asyncio.gather(*tasks))
-        finally:
-            for task in tasks:
-                task.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+        return await gather_bounded([functools.partial(self._one, context, data, predict,
+                                                       progress)
+                                     for context, data in items], self.num_workers)
 
     def _prompt(self, context: ReportContext) -> dict[str, Any]:
         return {"context": context.text}
@@ -400,22 +381,14 @@ class CommunityReporter:
     def write(self, items: Sequence[tuple[ReportContext, CommunityData]], progress: tqdm
               ) -> list[ReportOutcome]:
         """:meth:`awrite` through the LLM's sync API, ``num_workers`` threads."""
-        async def run() -> list[ReportOutcome]:
-            loop = asyncio.get_running_loop()
-            pool = ThreadPoolExecutor(max_workers=self.num_workers,
-                                      thread_name_prefix="graphrag-report")
-
+        def main(threads: Threads) -> Awaitable[list[ReportOutcome]]:
             async def predict(context: ReportContext) -> str:
-                call = functools.partial(contextvars.copy_context().run, self.llm.predict,
-                                         self.report_prompt, **self._prompt(context))
-                return await loop.run_in_executor(pool, call)
+                return await threads.call(self.llm.predict, self.report_prompt,
+                                          **self._prompt(context))
 
-            try:
-                return await self._write(items, predict, progress)
-            finally:
-                pool.shutdown(wait=True, cancel_futures=True)
+            return self._write(items, predict, progress)
 
-        return run_blocking(run)
+        return run_with_threads(self.num_workers, "graphrag-report", main)
 
 
 def with_community(report: CommunityReport, community: Community) -> CommunityReport:

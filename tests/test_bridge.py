@@ -262,13 +262,13 @@ def test_a_graph_without_relations_still_answers_by_similarity(
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"max_bridges": 0}, "max_bridges must be a positive integer"),
-    ({"max_bridges": "3"}, "max_bridges must be a positive integer"),
+    ({"max_bridges": 0}, "max_bridges must be an integer >= 1"),
+    ({"max_bridges": "3"}, "max_bridges must be an integer >= 1"),
     ({"bridge_query": "replace"}, "bridge_query must be one of substitute, append"),
     ({"passage_scoring": "pagerank"}, "passage_scoring must be one of bridge, ppr"),
-    ({"ppr_damping": 1.0}, "damping must be in"),
-    ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be a number in"),
-    ({"similarity_top_k": True}, "similarity_top_k must be a positive integer"),
+    ({"ppr_damping": 1.0}, r"damping must be a finite number in \[0, 1\)"),
+    ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be a finite number in"),
+    ({"similarity_top_k": True}, "similarity_top_k must be an integer >= 1"),
 ])
 @LITE_ONLY
 def test_bad_method_arguments_are_refused(family_index: GraphRAGIndex,

@@ -279,7 +279,7 @@ def test_cache_ignores_unreadable_entries() -> None:
 
 @pytest.mark.parametrize(("kwargs", "match"), [
     ({"persist_path": "x.json", "kvstore": SimpleKVStore()}, "both persist_path and kvstore"),
-    ({"persist_every": 0}, "persist_every must be at least 1, got 0"),
+    ({"persist_every": 0}, "persist_every must be an integer >= 1, got 0"),
 ])
 def test_cache_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
     with pytest.raises(ValueError, match=match):

@@ -446,11 +446,11 @@ def test_reports_loader_returning_wrong_things(loaded: Any, match: str) -> None:
     ({"max_concurrency": 0}, r"max_concurrency must be an integer >= 1, got 0"),
     ({"max_concurrency": True}, r"max_concurrency must be an integer >= 1, got True"),
     ({"shuffle_seed": "86"}, r"shuffle_seed must be an integer, got '86'"),
-    ({"min_rating": float("nan")}, r"min_rating must be a finite number or None, got nan"),
-    ({"min_rating": "5"}, r"min_rating must be a finite number or None, got '5'"),
+    ({"min_rating": float("nan")}, r"min_rating must be None or a finite number, got nan"),
+    ({"min_rating": "5"}, r"min_rating must be None or a finite number, got '5'"),
     ({"response_type": " "}, r"response_type must be a non-empty text"),
-    ({"timeout": 0}, r"timeout must be seconds > 0 or None, got 0"),
-    ({"timeout": float("inf")}, r"timeout must be seconds > 0 or None, got inf"),
+    ({"timeout": 0}, r"timeout must be None or a finite number > 0, got 0 \(seconds\)"),
+    ({"timeout": float("inf")}, r"timeout must be None or a finite number > 0, got inf"),
     ({"map_prompt": "Answer {query_str}"}, r"map_prompt must be a prompt template"),
     ({"map_prompt": PromptTemplate("Answer {query_str}")},
      r"map_prompt lacks the variables \['context_data'\]"),
@@ -465,7 +465,7 @@ def test_bad_arguments(kwargs: dict[str, Any], match: str) -> None:
 def test_bad_reports_and_llm_arguments() -> None:
     with pytest.raises(InvalidInputError, match="reports must be a function"):
         GlobalSearchQueryEngine(make_reports(2), llm=ScriptedLLM([]))  # type: ignore[arg-type]
-    with pytest.raises(InvalidInputError, match="llm must be a LlamaIndex LLM, got str"):
+    with pytest.raises(InvalidInputError, match="llm must be a LlamaIndex LLM or None, got str"):
         GlobalSearchQueryEngine(lambda: [], llm="gpt-4o")  # type: ignore[arg-type]
 
 

@@ -71,9 +71,10 @@ def test_an_empty_reset_gives_zeros() -> None:
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"damping": 1.0}, "damping must be in"), ({"damping": -0.1}, "damping must be in"),
-    ({"tolerance": 0.0}, "tolerance must be positive"),
-    ({"max_iterations": 0}, "max_iterations must be a positive"),
+    ({"damping": 1.0}, r"damping must be a finite number in \[0, 1\)"),
+    ({"damping": -0.1}, r"damping must be a finite number in \[0, 1\)"),
+    ({"tolerance": 0.0}, "tolerance must be a finite number > 0"),
+    ({"max_iterations": 0}, "max_iterations must be an integer >= 1"),
     ({"passage_edge_weight": -1.0}, "passage_edge_weight must be"),
 ])
 def test_bad_pagerank_settings_are_refused(kwargs: dict[str, float], message: str) -> None:

@@ -38,7 +38,8 @@ def test_cap_per_passage_diversifies_the_pool() -> None:
                                           max_relations_per_passage=1))
     assert [c.id for c in capped] == ["r1", "r4", "r5"]
     assert {p for c in capped for p in c.passage_ids} == {"p1", "p2", "p3"}
-    with pytest.raises(ValueError, match="max_relations_per_passage must be at least 1"):
+    with pytest.raises(ValueError,
+                       match="max_relations_per_passage must be None or an integer >= 1"):
         ExpansionConfig(max_relations_per_passage=0)
 
 

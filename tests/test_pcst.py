@@ -265,8 +265,8 @@ def test_a_graph_without_relations_answers_by_similarity(
 
 @LITE_ONLY
 @pytest.mark.parametrize(("kwargs", "message"), [
-    ({"pcst_edge_cost": -0.1}, "pcst_edge_cost must be a number >= 0"),
-    ({"pcst_edge_cost": "0.5"}, "pcst_edge_cost must be a number >= 0"),
+    ({"pcst_edge_cost": -0.1}, "pcst_edge_cost must be a finite number >= 0"),
+    ({"pcst_edge_cost": "0.5"}, "pcst_edge_cost must be a finite number >= 0"),
     ({"pcst_entity_prizes": -1}, "pcst_entity_prizes must be an integer >= 0"),
     ({"pcst_relation_prizes": 1.5}, "pcst_relation_prizes must be an integer >= 0"),
 ])

@@ -237,10 +237,10 @@ def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
 
 @LITE_ONLY
 @pytest.mark.parametrize("kwargs, match", [
-    ({"hops": -1}, "hops must be 0 or more"),
-    ({"entity_top_k": 0}, "entity_top_k must be a positive integer"),
-    ({"similarity_top_k": "5"}, "similarity_top_k must be a positive integer"),
-    ({"max_candidate_relations": 0}, "must be at least 1"),
+    ({"hops": -1}, "hops must be an integer >= 0"),
+    ({"entity_top_k": 0}, "entity_top_k must be an integer"),
+    ({"similarity_top_k": "5"}, "similarity_top_k must be an integer >= 1"),
+    ({"max_candidate_relations": 0}, "max_candidate_relations must be an integer >= 1"),
 ])
 def test_bad_retriever_arguments(family_index: GraphRAGIndex, kwargs: dict, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):

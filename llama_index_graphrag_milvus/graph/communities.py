@@ -30,7 +30,6 @@ is the clusters of level ``L`` plus the leaves of the levels above.
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass
 from functools import cached_property
@@ -44,6 +43,7 @@ from llama_index_graphrag_milvus.errors import (
     InvalidInputError,
     MissingDependencyError,
 )
+from llama_index_graphrag_milvus.validation import check_int, check_number
 
 INSTALL_COMMUNITIES = 'pip install "llama-index-graphrag-milvus[communities]"'
 """The command that installs graspologic-native, the Leiden implementation used here."""
@@ -69,7 +69,7 @@ class LeidenConfig:
     >>> LeidenConfig(max_cluster_size=0)
     Traceback (most recent call last):
     ...
-    llama_index_graphrag_milvus.errors.InvalidInputError: leiden max_cluster_size must be a positive integer, got 0
+    llama_index_graphrag_milvus.errors.InvalidInputError: leiden max_cluster_size must be an integer >= 1, got 0
     """  # noqa: E501
 
     max_cluster_size: int = 10
@@ -77,20 +77,10 @@ class LeidenConfig:
     resolution: float = 1.0
 
     def __post_init__(self) -> None:
-        size = self.max_cluster_size
-        if not isinstance(size, int) or isinstance(size, bool) or size < 1:
-            raise InvalidInputError(
-                f"leiden max_cluster_size must be a positive integer, got {size!r}")
-        seed = self.seed
-        if (not isinstance(seed, int) or isinstance(seed, bool)
-                or not 0 <= seed < _SEED_LIMIT):
-            raise InvalidInputError(
-                f"leiden seed must be an integer in [0, 2**64), got {seed!r}")
-        resolution = self.resolution
-        if (isinstance(resolution, bool) or not isinstance(resolution, (int, float))
-                or not math.isfinite(resolution) or resolution <= 0):
-            raise InvalidInputError(
-                f"leiden resolution must be a finite positive number, got {resolution!r}")
+        check_int("leiden max_cluster_size", self.max_cluster_size)
+        check_int("leiden seed", self.seed, minimum=0, maximum=_SEED_LIMIT - 1,
+                  hint="below 2**64")
+        check_number("leiden resolution", self.resolution, low=0, low_open=True)
 
 
 @dataclass(frozen=True)

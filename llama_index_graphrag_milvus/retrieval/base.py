@@ -6,7 +6,6 @@ ranks passages. The query, its vector, the filters and the seed searches come fr
 
 from __future__ import annotations
 
-import math
 from abc import ABC, abstractmethod
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -14,7 +13,7 @@ from typing import Any, ClassVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.errors import EmptyIndexError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
 from llama_index_graphrag_milvus.records import (
@@ -45,6 +44,11 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     own_relations,
     own_triplets,
 )
+from llama_index_graphrag_milvus.validation import (
+    check_choice,
+    check_int,
+    check_optional_number,
+)
 
 OWN_RELATIONS_PER_PASSAGE = 5
 """A passage found by its own similarity carries its best own relations, at most this many."""
@@ -67,6 +71,7 @@ class QueryContext:
     :func:`plan_relation_search`)."""
 
 
+MILVUS_LIMIT = "the largest search limit Milvus accepts is 16384"
 SEED_SEARCHES = ("auto", "memory", "milvus")
 """Where the entity and relation seeds and the passages are searched (``entity_search``,
 ``relation_search``, ``passage_search``)."""
@@ -96,18 +101,16 @@ class SeedConfig:
     entity_search: str = "auto"
 
     def __post_init__(self) -> None:
-        for name, value in (("entity_similarity_threshold", self.entity_threshold),
-                            ("relation_similarity_threshold", self.relation_threshold)):
-            if value is not None and (isinstance(value, bool) or not isinstance(
-                    value, (int, float)) or not -math.inf < value < math.inf):
-                raise InvalidInputError(
-                    f"{name} must be None or a cosine similarity (a number, usually between "
-                    f"-1 and 1), got {value!r}")
-        for name, setting in (("relation_search", self.relation_search),
-                              ("entity_search", self.entity_search)):
-            if setting not in SEED_SEARCHES:
-                raise InvalidInputError(
-                    f"{name} must be one of {', '.join(SEED_SEARCHES)}; got {setting!r}")
+        check_int("entity_top_k", self.entity_top_k, maximum=MILVUS_MAX_TOP_K,
+                  hint=MILVUS_LIMIT)
+        check_int("relation_top_k", self.relation_top_k, maximum=MILVUS_MAX_TOP_K,
+                  hint=MILVUS_LIMIT)
+        check_optional_number("entity_similarity_threshold", self.entity_threshold,
+                              hint="a cosine similarity, usually between -1 and 1")
+        check_optional_number("relation_similarity_threshold", self.relation_threshold,
+                              hint="a cosine similarity, usually between -1 and 1")
+        check_choice("relation_search", self.relation_search, SEED_SEARCHES)
+        check_choice("entity_search", self.entity_search, SEED_SEARCHES)
 
 
 def in_memory(setting: str, rows: int, dim: int) -> bool:
@@ -234,31 +237,6 @@ def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None
     if missing:
         texts.update((yield GetRelationTexts(missing)))
     return texts
-
-
-def optional_instance(name: str, value: object, kind: type | tuple[type, ...], what: str
-                      ) -> None:
-    """:class:`InvalidInputError` unless ``value`` is ``None`` or a ``kind``.
-
-    >>> optional_instance("llm", "gpt-4o", int, "an LLM")
-    Traceback (most recent call last):
-    ...
-    llama_index_graphrag_milvus.errors.InvalidInputError: llm must be an LLM or None, got str
-    """
-    if value is not None and not isinstance(value, kind):
-        raise InvalidInputError(f"{name} must be {what} or None, got {type(value).__name__}")
-
-
-def positive_int(name: str, value: Any, maximum: int | None = None) -> int:
-    """``value`` if it is a positive ``int`` (at most ``maximum``); else
-    :class:`InvalidInputError`."""
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-    if maximum is not None and value > maximum:
-        raise InvalidInputError(
-            f"{name} must be at most {maximum} (the largest search limit Milvus accepts), "
-            f"got {value}")
-    return value
 
 
 def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Any

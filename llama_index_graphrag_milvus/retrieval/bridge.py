@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
@@ -42,7 +41,6 @@ from llama_index_graphrag_milvus.retrieval.base import (
     RetrievalMethod,
     SeedConfig,
     fetch_passages,
-    positive_int,
     rank_in_memory,
     search_relations,
     with_own_relations,
@@ -53,6 +51,7 @@ from llama_index_graphrag_milvus.retrieval.io import (
     Plan,
     SearchPassages,
 )
+from llama_index_graphrag_milvus.validation import check_choice, check_int
 
 T = TypeVar("T")
 
@@ -233,11 +232,8 @@ class BridgeRetrieval(RetrievalMethod):
 
     def __init__(self, max_bridges: int = DEFAULT_MAX_BRIDGES,
                  bridge_query: str = "substitute") -> None:
-        self.max_bridges = positive_int("max_bridges", max_bridges)
-        if bridge_query not in BRIDGE_QUERIES:
-            raise InvalidInputError(f"bridge_query must be one of {', '.join(BRIDGE_QUERIES)}"
-                                    f"; got {bridge_query!r}")
-        self.bridge_query = bridge_query
+        self.max_bridges = check_int("max_bridges", max_bridges)
+        self.bridge_query = check_choice("bridge_query", bridge_query, BRIDGE_QUERIES)
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         hits = yield from search_relations(query, seeds_config)

@@ -9,13 +9,13 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llama_index_graphrag_milvus.global_search import report_node
-from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,
     check_vector,
     given_vector,
 )
+from llama_index_graphrag_milvus.validation import check_int
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -38,7 +38,7 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
                  similarity_top_k: int = 5, **kwargs: Any) -> None:
         self._index = index
         self._level = level
-        self._top_k = positive_int("similarity_top_k", similarity_top_k)
+        self._top_k = check_int("similarity_top_k", similarity_top_k)
         super().__init__(**kwargs)
 
     def _rank(self, vector: list[float]) -> list[NodeWithScore]:

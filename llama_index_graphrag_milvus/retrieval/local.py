@@ -39,6 +39,7 @@ from llama_index_graphrag_milvus.records import (
     RELATIONS_KEY,
     CandidateRelation,
     EntityHit,
+    hide_from_models,
 )
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
@@ -54,6 +55,7 @@ from llama_index_graphrag_milvus.retrieval.io import (
     first,
 )
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.communities import CommunitySet
@@ -82,18 +84,10 @@ class LocalSearchConfig:
 
     def __post_init__(self) -> None:
         for name in ("entity_top_k", "max_tokens", "max_relations"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise InvalidInputError(f"{name} must be a positive integer, got {value!r}")
-        if self.level is not None and (not isinstance(self.level, int)
-                                       or isinstance(self.level, bool) or self.level < 0):
-            raise InvalidInputError(
-                f"level must be None or a community level (0, 1, ...), got {self.level!r}")
+            check_int(name, getattr(self, name))
+        check_optional_int("level", self.level, minimum=0)
         for name in ("community_prop", "text_unit_prop"):
-            value = getattr(self, name)
-            if (isinstance(value, bool) or not isinstance(value, (int, float))
-                    or not 0.0 <= value <= 1.0):
-                raise InvalidInputError(f"{name} must be a number from 0 to 1, got {value!r}")
+            check_number(name, getattr(self, name), low=0, high=1)
         if self.community_prop + self.text_unit_prop > 1.0:
             raise InvalidInputError(
                 f"community_prop + text_unit_prop must be at most 1 (the rest is for the "
@@ -159,8 +153,7 @@ def _table_node(kind: str, header: str, lines: Sequence[str], score: float | Non
                 **metadata: Any) -> NodeWithScore:
     node = TextNode(text="\n".join([header, *lines]),
                     metadata={CONTEXT_KIND_KEY: kind, **metadata})
-    node.excluded_embed_metadata_keys.extend([CONTEXT_KIND_KEY, *metadata])
-    node.excluded_llm_metadata_keys.extend([CONTEXT_KIND_KEY, *metadata])
+    hide_from_models(node, CONTEXT_KIND_KEY, *metadata)
     return NodeWithScore(node=node, score=score)
 
 
@@ -185,9 +178,7 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
             break
         spent += cost
         hit.node.metadata[CONTEXT_KIND_KEY] = "passage"
-        for keys in (hit.node.excluded_embed_metadata_keys, hit.node.excluded_llm_metadata_keys):
-            if CONTEXT_KIND_KEY not in keys:
-                keys.append(CONTEXT_KIND_KEY)
+        hide_from_models(hit.node, CONTEXT_KIND_KEY)
         kept_passages.append(hit)
     kept_reports = []
     cap, spent = config.community_prop * config.max_tokens, 0
@@ -199,8 +190,7 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
         node = report_node(report, None)
         node.node.metadata[CONTEXT_KIND_KEY] = "report"
         node.node.metadata["graphrag_community"]["matched_passages"] = matches
-        node.node.excluded_embed_metadata_keys.append(CONTEXT_KIND_KEY)
-        node.node.excluded_llm_metadata_keys.append(CONTEXT_KIND_KEY)
+        hide_from_models(node.node, CONTEXT_KIND_KEY)
         kept_reports.append(node)
     entity_lines: list[str] = []
     described = any(e.id in table.entities for e in entities)

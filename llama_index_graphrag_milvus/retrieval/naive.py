@@ -23,7 +23,6 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
-from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,
@@ -31,6 +30,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     given_vector,
 )
 from llama_index_graphrag_milvus.store import _milvus_errors
+from llama_index_graphrag_milvus.validation import check_int
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.store import MilvusGraphStore
@@ -70,8 +70,9 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
                     "restriction as metadata filters only."
                 )
             store_kwargs["string_expr"] = expression
-        super().__init__(index, similarity_top_k=positive_int(
-            "similarity_top_k", similarity_top_k, MILVUS_MAX_TOP_K),
+        super().__init__(index, similarity_top_k=check_int(
+            "similarity_top_k", similarity_top_k, maximum=MILVUS_MAX_TOP_K,
+            hint="the largest search limit Milvus accepts"),
             vector_store_kwargs=store_kwargs, **kwargs)
 
     def _checked(self, query_bundle: QueryBundle, vector: list[float]) -> QueryBundle:

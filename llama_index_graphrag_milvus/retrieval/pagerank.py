@@ -26,7 +26,6 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import (
     EntityRelationGraph,
     ExpansionConfig,
@@ -58,6 +57,7 @@ from llama_index_graphrag_milvus.retrieval.io import (
     first,
 )
 from llama_index_graphrag_milvus.retrieval.steps import Seeds, attached_relations, select_passages
+from llama_index_graphrag_milvus.validation import check_number
 
 DEFAULT_PASSAGE_WEIGHT = 0.05
 """Share of the restart mass on the passages most similar to the query (HippoRAG 2)."""
@@ -146,10 +146,7 @@ class PageRankRetrieval(RetrievalMethod):
 
     def __init__(self, expansion: ExpansionConfig, config: PageRankConfig,
                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> None:
-        if isinstance(passage_weight, bool) or not isinstance(passage_weight, (int, float)) \
-                or not 0.0 <= passage_weight <= 1.0:
-            raise InvalidInputError(
-                f"ppr_passage_weight must be a number in [0, 1], got {passage_weight!r}")
+        check_number("ppr_passage_weight", passage_weight, low=0, high=1)
         self.expansion = expansion
         self.config = config
         self.passage_weight = passage_weight

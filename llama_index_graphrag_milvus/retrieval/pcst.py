@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.graph.pcst import (
     PCSTConfig,
@@ -53,6 +52,7 @@ from llama_index_graphrag_milvus.records import (
     SUBGRAPH_KEY,
     TIMINGS_KEY,
     CandidateRelation,
+    hide_from_models,
 )
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
@@ -79,6 +79,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     select_passages,
 )
 from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.validation import check_instance
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +180,7 @@ def subgraph_node(subgraph: dict[str, Any], score: float | None) -> NodeWithScor
     node = TextNode(id_=SUBGRAPH_NODE_PREFIX + digest,
                     text="Knowledge graph (nodes, then edges):\n" + text,
                     metadata={SUBGRAPH_KEY: subgraph, FOUND_BY_KEY: {"query": "pcst subgraph"}})
-    node.excluded_embed_metadata_keys.extend(RETRIEVAL_KEYS)
-    node.excluded_llm_metadata_keys.extend(RETRIEVAL_KEYS)
+    hide_from_models(node, *RETRIEVAL_KEYS)
     return NodeWithScore(node=node, score=score)
 
 
@@ -191,9 +191,7 @@ class PCSTRetrieval(RetrievalMethod):
 
     def __init__(self, expansion: ExpansionConfig, config: PCSTConfig,
                  subgraph_node: bool = False, solver: Solver | None = None) -> None:
-        if not isinstance(subgraph_node, bool):
-            raise InvalidInputError(
-                f"pcst_subgraph_node must be True or False, got {subgraph_node!r}")
+        check_instance("pcst_subgraph_node", subgraph_node, bool, "True or False")
         self.expansion = expansion
         self.config = config
         self.subgraph_node = subgraph_node

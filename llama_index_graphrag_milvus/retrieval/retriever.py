@@ -17,7 +17,7 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
-from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.errors import EmptyIndexError
 from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.graph import ExpansionConfig, PageRankConfig
 from llama_index_graphrag_milvus.graph.pcst import (
@@ -25,14 +25,11 @@ from llama_index_graphrag_milvus.graph.pcst import (
     PCSTConfig,
     load_solver,
 )
-from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.base import (
     SEED_SEARCHES,
     QueryContext,
     RetrievalMethod,
     SeedConfig,
-    optional_instance,
-    positive_int,
 )
 from llama_index_graphrag_milvus.retrieval.bridge import DEFAULT_MAX_BRIDGES, BridgeRetrieval
 from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
@@ -50,6 +47,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     check_vector,
     given_vector,
 )
+from llama_index_graphrag_milvus.validation import check_choice, check_instance, check_int
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -202,16 +200,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        self._seeds = SeedConfig(positive_int("entity_top_k", entity_top_k, MILVUS_MAX_TOP_K),
-                                 positive_int("relation_top_k", relation_top_k,
-                                              MILVUS_MAX_TOP_K),
-                                 entity_similarity_threshold, relation_similarity_threshold,
-                                 relation_search, entity_search)
-        self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)
-        if passage_search not in SEED_SEARCHES:
-            raise InvalidInputError(f"passage_search must be one of "
-                                    f"{', '.join(SEED_SEARCHES)}; got {passage_search!r}")
-        self._passage_search = passage_search
+        self._seeds = SeedConfig(entity_top_k, relation_top_k, entity_similarity_threshold,
+                                 relation_similarity_threshold, relation_search, entity_search)
+        self._similarity_top_k = check_int("similarity_top_k", similarity_top_k)
+        self._passage_search = check_choice("passage_search", passage_search, SEED_SEARCHES)
         expansion = ExpansionConfig(
             hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
             max_relations_per_passage=max_relations_per_passage,
@@ -228,20 +220,18 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "passage": KHopRetrieval(expansion, "passage"),
             "relation": KHopRetrieval(expansion, "relation"),
         }
-        if not isinstance(passage_scoring, str) or passage_scoring not in methods:
-            raise InvalidInputError(
-                f"passage_scoring must be one of {', '.join(PASSAGE_SCORINGS)}; got "
-                f"{passage_scoring!r}")
-        self._method = methods[passage_scoring]
+        self._method = methods[check_choice("passage_scoring", passage_scoring,
+                                            PASSAGE_SCORINGS)]
         if passage_scoring == "pcst":
             load_solver()  # a missing extra fails here, with the command that installs it
         self._settings = {k: v for method in methods.values()
                           for k, v in method.describe().items()}
-        optional_instance("llm", llm, LLM, "a llama_index LLM (for query NER)")
-        optional_instance("callback_manager", callback_manager, CallbackManager,
-                          "a llama_index CallbackManager")
-        optional_instance("ner_prompt", ner_prompt, BasePromptTemplate,
-                          "a PromptTemplate with {query_str} (wrap a text: PromptTemplate(text))")
+        check_instance("llm", llm, LLM, "a llama_index LLM (for query NER)", optional=True)
+        check_instance("callback_manager", callback_manager, CallbackManager,
+                       "a llama_index CallbackManager", optional=True)
+        check_instance("ner_prompt", ner_prompt, BasePromptTemplate,
+                       "a PromptTemplate with {query_str} (wrap a text: PromptTemplate(text))",
+                       optional=True)
         self._index = index
         self._llm = llm
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT

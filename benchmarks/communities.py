@@ -78,9 +78,9 @@ def compare(retrievers: dict[str, BaseRetriever], questions: Sequence[Any], ks: 
 def synthetic_build(num_relations: int, max_cluster_size: int) -> dict[str, Any]:
     """The in-memory stages of a build on a synthetic graph: seconds and peak memory."""
     from benchmarks.synthetic import entity_id, entity_name, generate
-    from llama_index_graphrag_milvus.communities import GraphText, write_reports
+    from llama_index_graphrag_milvus.communities.build import GraphText, write_reports
     from llama_index_graphrag_milvus.graph import EntityRelationGraph
-    from llama_index_graphrag_milvus.graph.communities import LeidenConfig
+    from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
 
     start = time.perf_counter()
     synthetic = generate(num_relations, dim=8)

@@ -1,9 +1,9 @@
 """Global search timing: one question over synthetic community reports, scripted LLM.
 
-:class:`~llama_index_graphrag_milvus.global_search.GlobalSearchQueryEngine` maps batches of
-community reports with one LLM call each, at most ``max_concurrency`` in flight, then makes
-one reduce call. The LLM here is scripted (no network): every call waits ``--delay``
-seconds, the stand-in for an LLM API's latency, then answers a map prompt with one valid
+:class:`~llama_index_graphrag_milvus.communities.global_search.GlobalSearchQueryEngine`
+maps batches of community reports with one LLM call each, at most ``max_concurrency`` in
+flight, then makes one reduce call. The LLM here is scripted (no network): every call waits
+``--delay`` seconds, the stand-in for an LLM API's latency, then answers a map prompt with one valid
 JSON point and the reduce prompt with a sentence. The reports are synthetic, all of the same
 token count, and the batch budget holds ``--reports-per-batch`` of them, so a question makes
 exactly ``--batches`` map calls plus the reduce call. Printed per ``--concurrency`` value:
@@ -32,7 +32,7 @@ from llama_index.core.llms import (
 )
 
 from benchmarks.sleepy import SleepyLLM
-from llama_index_graphrag_milvus.global_search import (
+from llama_index_graphrag_milvus.communities.global_search import (
     GlobalSearchQueryEngine,
     GlobalSearchStats,
     count_tokens,

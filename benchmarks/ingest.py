@@ -6,7 +6,7 @@ Run::
     python -m benchmarks.ingest ../shared/benchmarks/musique_train100
 
 Prints (and writes as JSON with ``--out``) the build's seconds per stage
-(:attr:`~llama_index_graphrag_milvus.ingestion.IngestionStats.seconds`), the embedding-only
+(:attr:`~llama_index_graphrag_milvus.ingestion.plan.IngestionStats.seconds`), the embedding-only
 time of the same passage texts, entity names and relation texts, and their ratio. Needs the
 ``bench`` extra (MiniLM embeddings) unless ``--embed-model`` names another factory.
 """
@@ -26,7 +26,7 @@ from llama_index.core.schema import MetadataMode
 from benchmarks.multihop.build import default_embed_model, load_object
 from benchmarks.multihop.data import load_dataset, passage_nodes
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.ingestion import plan_ingestion
+from llama_index_graphrag_milvus.ingestion.plan import plan_ingestion
 
 
 def embedding_only(model: BaseEmbedding, texts: dict[str, list[str]]) -> dict[str, float]:

@@ -4,8 +4,14 @@ Microsoft GraphRAG's communities with local and global search.
 >>> from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 """
 
-from llama_index_graphrag_milvus.communities import CommunityBuildStats, CommunitySet
-from llama_index_graphrag_milvus.deletion import DeletionStats
+from llama_index_graphrag_milvus.communities.build import CommunityBuildStats, CommunitySet
+from llama_index_graphrag_milvus.communities.global_search import (
+    GlobalSearchQueryEngine,
+    GlobalSearchStats,
+)
+from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
+from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
+from llama_index_graphrag_milvus.communities.reports import CommunityReporter
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     EmbeddingDimensionError,
@@ -16,7 +22,7 @@ from llama_index_graphrag_milvus.errors import (
     MilvusStoreError,
     MissingDependencyError,
 )
-from llama_index_graphrag_milvus.extraction import (
+from llama_index_graphrag_milvus.extraction.extractor import (
     DescribedExtraction,
     ExtractionCache,
     ExtractionReport,
@@ -25,11 +31,12 @@ from llama_index_graphrag_milvus.extraction import (
     parse_described,
     parse_triplets,
 )
-from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine, GlobalSearchStats
+from llama_index_graphrag_milvus.extraction.spacy_extractor import SpacyTripletExtractor
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.index import GraphRAGIndex
-from llama_index_graphrag_milvus.ingestion import IngestionStats
-from llama_index_graphrag_milvus.nlp_extraction import SpacyTripletExtractor
+from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats
+from llama_index_graphrag_milvus.ingestion.plan import IngestionStats
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     CandidateRelation,
     Community,
@@ -39,12 +46,8 @@ from llama_index_graphrag_milvus.records import (
     RelationDescription,
     Triplet,
 )
-from llama_index_graphrag_milvus.reports import CommunityReporter
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
-from llama_index_graphrag_milvus.retrieval.community_reports import CommunityReportRetriever
-from llama_index_graphrag_milvus.retrieval.local import LocalSearchRetriever
-from llama_index_graphrag_milvus.store import MilvusGraphStore
 
 __version__ = "0.1.0"
 

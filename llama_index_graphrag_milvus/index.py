@@ -16,27 +16,24 @@ from llama_index.core.schema import BaseNode, Document, TransformComponent
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
 
-from llama_index_graphrag_milvus.communities import (
+from llama_index_graphrag_milvus.communities.build import (
     CommunityBuildStats,
     CommunitySet,
     build_communities,
     load_communities,
 )
-from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
-from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtractor
-from llama_index_graphrag_milvus.filters import to_milvus_expression
-from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine
-from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
-from llama_index_graphrag_milvus.graph.communities import LeidenConfig
-from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
-from llama_index_graphrag_milvus.identity import (
-    ALL_METADATA,
-    EmbedModelRecord,
-    IndexSettings,
-    check_embed_model,
-    check_identity_keys,
+from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
+from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
+from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
+from llama_index_graphrag_milvus.communities.reports import (
+    DEFAULT_MAX_INPUT_TOKENS,
+    CommunityReporter,
 )
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction.extractor import ExtractionCache, TripletExtractor
+from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
+from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
+from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
 from llama_index_graphrag_milvus.index_cache import (
     COMMUNITIES,
     ENTITIES,
@@ -45,7 +42,15 @@ from llama_index_graphrag_milvus.index_cache import (
     PASSAGES_TOO_LARGE,
     IndexCache,
 )
-from llama_index_graphrag_milvus.ingestion import (
+from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete_document
+from llama_index_graphrag_milvus.ingestion.identity import (
+    ALL_METADATA,
+    EmbedModelRecord,
+    IndexSettings,
+    check_embed_model,
+    check_identity_keys,
+)
+from llama_index_graphrag_milvus.ingestion.plan import (
     IngestionPlan,
     IngestionStats,
     PassageInput,
@@ -53,14 +58,12 @@ from llama_index_graphrag_milvus.ingestion import (
     plan_ingestion,
     write_plan,
 )
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import CommunityReport
-from llama_index_graphrag_milvus.reports import DEFAULT_MAX_INPUT_TOKENS, CommunityReporter
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
-from llama_index_graphrag_milvus.retrieval.community_reports import CommunityReportRetriever
-from llama_index_graphrag_milvus.retrieval.local import LocalSearchRetriever
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
-from llama_index_graphrag_milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.validation import check_int
 
 logger = logging.getLogger(__name__)
@@ -457,7 +460,7 @@ class GraphRAGIndex:
             llm: writes the reports (JSON: title, summary, findings, rating). ``None`` (the
                 default; ``Settings.llm`` is not used) writes *extractive* reports without
                 an LLM: the most connected entities and relations of each community.
-            reporter: a configured :class:`~llama_index_graphrag_milvus.reports.
+            reporter: a configured :class:`~llama_index_graphrag_milvus.communities.reports.
                 CommunityReporter` instead of ``llm`` (prompt, retries, budget).
             max_cluster_size: communities larger than this are split at the next level
                 (Microsoft GraphRAG's default, 10).
@@ -551,7 +554,7 @@ class GraphRAGIndex:
         reports of ``level`` (default 0, the most general) are answered in batches (map,
         concurrent), and the best points combined into one answer (reduce). ``llm``
         defaults to ``Settings.llm``; kwargs are those of
-        :class:`~llama_index_graphrag_milvus.global_search.GlobalSearchQueryEngine`.
+        :class:`~llama_index_graphrag_milvus.communities.global_search.GlobalSearchQueryEngine`.
 
         Example::
 

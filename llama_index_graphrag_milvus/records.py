@@ -131,7 +131,7 @@ def entity_id(name: str) -> str:
 def passage_id(text: str, document_id: str | None = None, identity: str = "") -> str:
     """Passage id: a hash of the source document id (when there is one), of the identity
     metadata (``identity``, a canonical text of the metadata that makes passages distinct,
-    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.identity`) and of the
+    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.ingestion.identity`) and of the
     passage text with whitespace collapsed. The same text in two documents, or in two
     tenants, gives two passages, so that deleting one never removes the other's.
 

@@ -15,16 +15,18 @@ from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.utils import get_tokenizer
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
-from llama_index_graphrag_milvus.communities import (
+from llama_index_graphrag_milvus.communities.build import (
     STATE_KEY,
     communities_from_rows,
     community_rows,
 )
+from llama_index_graphrag_milvus.communities.reports import CommunityReporter
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     EmptyIndexError,
     InvalidInputError,
 )
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     CONTEXT_KIND_KEY,
     Community,
@@ -33,8 +35,6 @@ from llama_index_graphrag_milvus.records import (
     Triplet,
     entity_id,
 )
-from llama_index_graphrag_milvus.reports import CommunityReporter
-from llama_index_graphrag_milvus.store import MilvusGraphStore
 from tests.conftest import BACKENDS, FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
 

@@ -240,7 +240,7 @@ def test_another_model_of_the_same_dimension_is_refused_on_reopen(
     renamed = HashEmbedding(dim=64, model_name="/models/elsewhere/hash")
     assert GraphRAGIndex(uri=milvus_uri, embed_model=renamed).as_retriever().retrieve("Euler")
     # a deliberate switch is recorded: the next reopen with the new model needs no flag
-    with caplog.at_level(logging.WARNING, logger="llama_index_graphrag_milvus.identity"):
+    with caplog.at_level(logging.WARNING, logger="llama_index_graphrag_milvus.ingestion.identity"):
         GraphRAGIndex(uri=milvus_uri, embed_model=SaltedHashEmbedding(dim=64),
                       allow_embed_model_change=True)
     assert "recording SaltedHashEmbedding" in caplog.text

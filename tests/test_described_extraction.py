@@ -13,7 +13,7 @@ from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.storage.kvstore import SimpleKVStore
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import (
+from llama_index_graphrag_milvus.extraction.extractor import (
     DEFAULT_DESCRIBED_EXTRACT_PROMPT,
     DEFAULT_ENTITY_TYPES,
     DEFAULT_RELATION_PREDICATE,
@@ -36,7 +36,7 @@ from llama_index_graphrag_milvus.records import (
 )
 from tests.fakes import ScriptedLLM
 
-EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
+EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction.extractor"
 PASSAGE = ("Leonhard Euler was born in Basel in 1707. He studied mathematics at the University "
            "of Basel under Johann Bernoulli.")
 

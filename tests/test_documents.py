@@ -10,7 +10,7 @@ from llama_index.core import Document
 from llama_index.core.node_parser import SentenceSplitter
 
 from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
-from llama_index_graphrag_milvus.deletion import delete_document
+from llama_index_graphrag_milvus.ingestion.deletion import delete_document
 from llama_index_graphrag_milvus.records import entity_id
 from tests.fakes import HashEmbedding, ScriptedLLM
 

@@ -25,7 +25,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
 from llama_index_graphrag_milvus import Triplet, TripletExtractor, parse_triplets
-from llama_index_graphrag_milvus.extraction import (
+from llama_index_graphrag_milvus.extraction.extractor import (
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
     to_triplets,
     triplets_from_node,
@@ -33,7 +33,7 @@ from llama_index_graphrag_milvus.extraction import (
 from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES
 from tests.fakes import ScriptedLLM
 
-EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
+EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction.extractor"
 
 EULER = Triplet("Leonhard Euler", "was born in", "Basel")
 STUDENT = Triplet("Leonhard Euler", "was a student of", "Johann Bernoulli")

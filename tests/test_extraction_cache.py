@@ -22,7 +22,7 @@ from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.storage.kvstore import SimpleKVStore
 
 from llama_index_graphrag_milvus import GraphRAGIndex, Triplet, TripletExtractor
-from llama_index_graphrag_milvus.extraction import (
+from llama_index_graphrag_milvus.extraction.extractor import (
     EXTRACTION_ERROR_KEY,
     ExtractionCache,
     ExtractionReport,
@@ -30,7 +30,7 @@ from llama_index_graphrag_milvus.extraction import (
 )
 from tests.fakes import HashEmbedding
 
-EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
+EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction.extractor"
 
 
 class SimulatedCrash(BaseException):

@@ -21,8 +21,7 @@ from llama_index.core.schema import MetadataMode, QueryBundle
 from llama_index.core.selectors import LLMSingleSelector
 from llama_index.core.tools import QueryEngineTool
 
-from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
-from llama_index_graphrag_milvus.global_search import (
+from llama_index_graphrag_milvus.communities.global_search import (
     DEFAULT_MAP_PROMPT,
     DEFAULT_REDUCE_PROMPT,
     NO_DATA_ANSWER,
@@ -36,11 +35,12 @@ from llama_index_graphrag_milvus.global_search import (
     report_node,
     shuffled_reports,
 )
+from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.records import COMMUNITY_KEY, Community, CommunityReport, Finding
 from tests.fakes import ScriptedLLM
 
 QUESTION = "What are the main trades of the guilds of Basel?"
-LOGGER = "llama_index_graphrag_milvus.global_search"
+LOGGER = "llama_index_graphrag_milvus.communities.global_search"
 _REPORT_ID = re.compile(r"^----Report (\S+)----$", re.MULTILINE)
 _BLOCK = re.compile(r"----Analyst (\d+)----\nImportance Score: ([\d.]+)\n(.*)")
 

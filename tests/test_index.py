@@ -19,10 +19,10 @@ from llama_index_graphrag_milvus import (
     InvalidInputError,
     MilvusGraphStore,
 )
-from llama_index_graphrag_milvus import store as store_module
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.seeds import EntityTable
-from llama_index_graphrag_milvus.identity import IndexSettings
+from llama_index_graphrag_milvus.ingestion.identity import IndexSettings
+from llama_index_graphrag_milvus.milvus import store as store_module
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM

@@ -29,11 +29,14 @@ from llama_index_graphrag_milvus import (
     SpacyTripletExtractor,
     Triplet,
 )
-from llama_index_graphrag_milvus.nlp_extraction import load_spacy_pipeline, truncate_text
+from llama_index_graphrag_milvus.extraction.spacy_extractor import (
+    load_spacy_pipeline,
+    truncate_text,
+)
 from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, TRIPLETS_KEY
 from tests.fakes import HashEmbedding
 
-LOGGER = "llama_index_graphrag_milvus.nlp_extraction"
+LOGGER = "llama_index_graphrag_milvus.extraction.spacy_extractor"
 CO = "co-occurs with"
 
 

@@ -6,9 +6,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.records import Community
-from llama_index_graphrag_milvus.reports import (
+from llama_index_graphrag_milvus.communities.reports import (
     DEFAULT_REPORT_PROMPT,
     CommunityData,
     CommunityReporter,
@@ -16,6 +14,8 @@ from llama_index_graphrag_milvus.reports import (
     extractive_report,
     parse_report,
 )
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.records import Community
 from tests.fakes import ScriptedLLM
 
 
@@ -115,11 +115,11 @@ def test_cache_key_follows_the_context_the_prompt_and_the_model() -> None:
 def test_every_default_prompt_shows_its_json_example_with_single_braces() -> None:
     """Core's PromptTemplate leaves unknown ``{...}`` as written: ``{{`` would reach the
     LLM doubled (it did in 0.1.0 for the NER, rerank and extraction prompts)."""
-    from llama_index_graphrag_milvus.extraction import DEFAULT_TRIPLET_EXTRACT_PROMPT
-    from llama_index_graphrag_milvus.global_search import (
+    from llama_index_graphrag_milvus.communities.global_search import (
         DEFAULT_MAP_PROMPT,
         DEFAULT_REDUCE_PROMPT,
     )
+    from llama_index_graphrag_milvus.extraction.extractor import DEFAULT_TRIPLET_EXTRACT_PROMPT
     from llama_index_graphrag_milvus.rerank import DEFAULT_RERANK_PROMPT
     from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
 

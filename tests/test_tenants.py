@@ -10,7 +10,7 @@ from llama_index.core.schema import TextNode
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
-from llama_index_graphrag_milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 
 # Lite only: the refused filters (checked before any query) and the simulated crash (the real
 # kills on a server are in tests/test_kills.py).

@@ -22,7 +22,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.schema import BaseNode, TransformComponent
 
 from benchmarks.multihop.data import Dataset, passage_nodes
-from llama_index_graphrag_milvus.extraction import TripletExtractor
+from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY
 
@@ -120,7 +120,7 @@ class Extractor:
 
 def spacy_extractor(show_progress: bool) -> TransformComponent:
     """spaCy's small English pipeline: dependency-parse and co-occurrence triplets."""
-    from llama_index_graphrag_milvus.nlp_extraction import SpacyTripletExtractor
+    from llama_index_graphrag_milvus.extraction.spacy_extractor import SpacyTripletExtractor
 
     return SpacyTripletExtractor(model="en_core_web_sm", show_progress=show_progress)
 

@@ -37,8 +37,8 @@ PACKAGES = (
 )
 
 
-HASHED_SOURCES = ("graph", "retriever", "retrieval", "store", "ingestion", "index", "rerank",
-                  "extraction", "nlp_extraction")
+HASHED_SOURCES = ("graph", "retrieval", "milvus", "ingestion", "extraction", "index",
+                  "index_cache", "rerank", "records", "llm", "parsing")
 """The package modules (``<name>.py``) or folders (``<name>/*.py``) that decide the numbers."""
 
 

@@ -9,6 +9,7 @@ from typing import Any, ClassVar
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.milvus.store import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,
@@ -33,7 +34,6 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     build_results,
     select_passages,
 )
-from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
 
 
 def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[CandidateRelation],

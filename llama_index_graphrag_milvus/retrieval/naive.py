@@ -6,7 +6,7 @@ and an embedding model of the wrong dimension are package errors, not pymilvus o
 ones.
 
 Metadata ``filters`` are turned into a Milvus expression by the package's own
-:func:`~llama_index_graphrag_milvus.filters.to_milvus_expression` (the graph retriever's
+:func:`~llama_index_graphrag_milvus.milvus.filters.to_milvus_expression` (the graph retriever's
 expression, handed to ``MilvusVectorStore.query`` as ``string_expr``), not by the vector
 store's translation: both retrievers read the same filter language with the same results.
 """
@@ -21,7 +21,8 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.store import _milvus_errors
 from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
@@ -29,11 +30,10 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     check_vector,
     given_vector,
 )
-from llama_index_graphrag_milvus.store import _milvus_errors
 from llama_index_graphrag_milvus.validation import check_int
 
 if TYPE_CHECKING:
-    from llama_index_graphrag_milvus.store import MilvusGraphStore
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 
 class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
@@ -47,7 +47,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
 
     Raises:
         InvalidInputError: ``filters`` holds a key, operator or value the filter language
-            refuses (see :mod:`llama_index_graphrag_milvus.filters`), or comes with
+            refuses (see :mod:`llama_index_graphrag_milvus.milvus.filters`), or comes with
             ``node_ids``, ``doc_ids`` or a ``string_expr`` of its own, which
             ``MilvusVectorStore`` would let override it.
         MilvusStoreError: the search failed in Milvus (the pymilvus error is chained).

@@ -46,6 +46,7 @@ from llama_index_graphrag_milvus.graph.pcst import (
     solve,
     textualize,
 )
+from llama_index_graphrag_milvus.milvus.store import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     RETRIEVAL_KEYS,
@@ -78,7 +79,6 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     own_triplets,
     select_passages,
 )
-from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.validation import check_instance
 
 logger = logging.getLogger(__name__)

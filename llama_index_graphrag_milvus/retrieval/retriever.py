@@ -18,13 +18,13 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError
-from llama_index_graphrag_milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.graph import ExpansionConfig, PageRankConfig
 from llama_index_graphrag_milvus.graph.pcst import (
     DEFAULT_RELATION_PRIZES,
     PCSTConfig,
     load_solver,
 )
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.retrieval.base import (
     SEED_SEARCHES,
     QueryContext,

@@ -1,8 +1,8 @@
 """Communities of the entity graph, their reports, and the community collection.
 
 :func:`build_communities` runs hierarchical Leiden on the in-memory graph
-(:mod:`~llama_index_graphrag_milvus.graph.communities`), writes a report per community (an
-LLM through :class:`~llama_index_graphrag_milvus.reports.CommunityReporter`, or the
+(:mod:`~llama_index_graphrag_milvus.graph.leiden`), writes a report per community (an
+LLM through :class:`~llama_index_graphrag_milvus.communities.reports.CommunityReporter`, or the
 extractive report), embeds the reports and stores everything in ``{prefix}_communities``.
 :func:`load_communities` reads them back into a :class:`CommunitySet`, what local and global
 search use. Nothing is kept in side files.
@@ -27,44 +27,44 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from tqdm.auto import tqdm
 
-from llama_index_graphrag_milvus.descriptions import (
+from llama_index_graphrag_milvus.communities.descriptions import (
     DescriptionStats,
     DescriptionSummarizer,
     DescriptionTable,
     build_descriptions,
     read_description_table,
 )
-from llama_index_graphrag_milvus.errors import (
-    CommunitiesNotBuiltError,
-    EmptyIndexError,
-)
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.graph.communities import (
-    CommunityHierarchy,
-    LeidenConfig,
-    hierarchical_communities,
-    relation_weights,
-)
-from llama_index_graphrag_milvus.ingestion import timed_stage
-from llama_index_graphrag_milvus.records import (
-    Community,
-    CommunityReport,
-    Finding,
-    clip_utf8,
-    stable_id,
-)
-from llama_index_graphrag_milvus.reports import (
+from llama_index_graphrag_milvus.communities.reports import (
     CommunityData,
     CommunityReporter,
     ReportContext,
     extractive_report,
     with_community,
 )
-from llama_index_graphrag_milvus.store import (
+from llama_index_graphrag_milvus.errors import (
+    CommunitiesNotBuiltError,
+    EmptyIndexError,
+)
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.graph.leiden import (
+    CommunityHierarchy,
+    LeidenConfig,
+    hierarchical_communities,
+    relation_weights,
+)
+from llama_index_graphrag_milvus.ingestion.plan import timed_stage
+from llama_index_graphrag_milvus.milvus.store import (
     COMMUNITY_FIELDS,
     COMMUNITY_MEMBERS_PER_ROW,
     COMMUNITY_TEXT_MAX_BYTES,
     MilvusGraphStore,
+)
+from llama_index_graphrag_milvus.records import (
+    Community,
+    CommunityReport,
+    Finding,
+    clip_utf8,
+    stable_id,
 )
 from llama_index_graphrag_milvus.validation import check_int
 

@@ -77,8 +77,8 @@ class CommunityData:
     ``entities`` are ``(id, name, degree, description)`` by degree; ``relations`` are
     ``(id, subject name, object name, text, combined degree, passages, description)`` by
     combined degree then passages. Without extracted descriptions (see
-    :mod:`~llama_index_graphrag_milvus.descriptions`) descriptions are ``""``: the relation
-    text ("subject predicate object") stands in.
+    :mod:`~llama_index_graphrag_milvus.communities.descriptions`) descriptions are ``""``:
+    the relation text ("subject predicate object") stands in.
     Only the first rows are needed by an extractive report, so callers may cut them.
     """
 

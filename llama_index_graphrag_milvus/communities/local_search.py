@@ -31,7 +31,7 @@ import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_graphrag_milvus.descriptions import DescriptionTable
+from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
@@ -58,7 +58,7 @@ from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
 
 if TYPE_CHECKING:
-    from llama_index_graphrag_milvus.communities import CommunitySet
+    from llama_index_graphrag_milvus.communities.build import CommunitySet
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
 
@@ -166,7 +166,7 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
     ``(report, matched passages)`` pairs, best first; ``descriptions`` (when the passages
     were extracted with them) add a description column to both tables."""
     table = descriptions or DescriptionTable({}, {})
-    from llama_index_graphrag_milvus.global_search import report_node
+    from llama_index_graphrag_milvus.communities.global_search import report_node
 
     budget = _Budget(tokens, config.max_tokens)
     kept_passages = []

@@ -30,9 +30,10 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.extraction import descriptions_from_node
+from llama_index_graphrag_milvus.extraction.extractor import descriptions_from_node
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.llm import Sleep, call_with_retries, gather_bounded, run_blocking
+from llama_index_graphrag_milvus.milvus.store import DESCRIPTION_TEXT_MAX_BYTES, MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     RELATION_TEXT_MAX_BYTES,
     Triplet,
@@ -40,7 +41,6 @@ from llama_index_graphrag_milvus.records import (
     entity_id,
     stable_id,
 )
-from llama_index_graphrag_milvus.store import DESCRIPTION_TEXT_MAX_BYTES, MilvusGraphStore
 
 logger = logging.getLogger(__name__)
 

@@ -23,15 +23,20 @@ from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 from pydantic_core import to_jsonable_python
 
-from llama_index_graphrag_milvus.deletion import drop_stale_links
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import (
+from llama_index_graphrag_milvus.extraction.extractor import (
     is_utf8,
     store_triplets,
     to_triplets,
     triplets_from_node,
 )
-from llama_index_graphrag_milvus.identity import ALL_METADATA, identity_key, identity_metadata
+from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
+from llama_index_graphrag_milvus.ingestion.identity import (
+    ALL_METADATA,
+    identity_key,
+    identity_metadata,
+)
+from llama_index_graphrag_milvus.milvus.store import MAX_PASSAGES_PER_RELATION, MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     PASSAGE_TEXT_MAX_BYTES,
     RELATION_TEXT_MAX_BYTES,
@@ -39,7 +44,6 @@ from llama_index_graphrag_milvus.records import (
     Triplet,
     passage_id,
 )
-from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION, MilvusGraphStore
 
 logger = logging.getLogger(__name__)
 
@@ -245,7 +249,7 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     """Embed what is new in ``plan`` and upsert it (passages, entities, then relations).
 
     Passages stored before with other triplets lose their old links (see
-    :func:`~llama_index_graphrag_milvus.deletion.drop_stale_links`). ``properties`` are
+    :func:`~llama_index_graphrag_milvus.ingestion.deletion.drop_stale_links`). ``properties`` are
     recorded on the collections if this call creates them.
     """
     seconds: dict[str, float] = {}

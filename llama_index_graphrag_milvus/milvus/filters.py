@@ -24,7 +24,7 @@ from llama_index.core.vector_stores import (
 )
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.store import quote
+from llama_index_graphrag_milvus.milvus.store import quote
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _FIELDS = frozenset({"id", "text", "embedding"})

@@ -8,7 +8,7 @@ import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 
-from llama_index_graphrag_milvus.global_search import report_node
+from llama_index_graphrag_milvus.communities.global_search import report_node
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,

@@ -496,8 +496,8 @@ class GraphRAGIndex:
         untouched. The next :meth:`build_communities` starts from scratch (no cached
         report or summary)."""
         self._cache.drop(COMMUNITIES)
-        self.store.drop_communities()
-        self.store.drop_descriptions()
+        self.store.communities.drop()
+        self.store.descriptions.drop()
 
     @property
     def communities(self) -> CommunitySet:

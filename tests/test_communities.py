@@ -162,7 +162,7 @@ def test_interrupted_build_is_refused_then_completed_by_running_again(
     with pytest.raises(RuntimeError, match="killed"):
         index.build_communities()
     monkeypatch.undo()
-    assert index.store.community_properties()[STATE_KEY] == "building"
+    assert index.store.communities.properties()[STATE_KEY] == "building"
     with pytest.raises(CommunitiesNotBuiltError, match=r"interrupted.*build_communities"):
         index.as_local_retriever().retrieve(QUESTION)
     index.build_communities()
@@ -270,7 +270,7 @@ def test_community_rows_round_trip_past_the_array_capacity(uri: str) -> None:
     rows = community_rows(report, [1.0] + [0.0] * 63, "hash")
     assert [r["part"] for r in rows] == [0, 1, 2]
     index = open_index(uri)
-    index.store.create_communities()
+    index.store.communities.create()
     index.store.upsert_rows(index.store.community_collection, rows)
     read = index.store.read_all(index.store.community_collection,
                                 [n for n in rows[0] if n != "id"])
@@ -447,7 +447,7 @@ def test_descriptions_without_an_llm_are_joined_and_follow_deletes(uri: str) -> 
 def test_plain_triplets_have_no_description_collection(uri: str) -> None:
     index = open_index(uri)
     stats = index.build_communities()
-    assert stats.descriptions is None and not index.store.has_descriptions()
+    assert stats.descriptions is None and not index.store.descriptions.exists()
     assert index.communities.descriptions.entities == {}
 
 

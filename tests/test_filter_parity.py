@@ -23,8 +23,7 @@ from llama_index.core.vector_stores import (
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
-from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
-from llama_index_graphrag_milvus.milvus.store import quote
+from llama_index_graphrag_milvus.milvus.filters import quote, to_milvus_expression
 
 LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from llama_index_graphrag_milvus import EntityRelationGraph, ExpansionConfig, InvalidInputError
-from llama_index_graphrag_milvus.milvus.store import in_list
+from llama_index_graphrag_milvus.milvus.filters import in_list
 
 LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 

@@ -53,12 +53,11 @@ from llama_index_graphrag_milvus.graph.leiden import (
     relation_weights,
 )
 from llama_index_graphrag_milvus.ingestion.plan import timed_stage
-from llama_index_graphrag_milvus.milvus.store import (
-    COMMUNITY_FIELDS,
+from llama_index_graphrag_milvus.milvus.schema import (
     COMMUNITY_MEMBERS_PER_ROW,
     COMMUNITY_TEXT_MAX_BYTES,
-    MilvusGraphStore,
 )
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     Community,
     CommunityReport,
@@ -75,7 +74,6 @@ STATE_KEY = "graphrag_communities_state"
 INFO_KEY = "graphrag_communities_info"
 """Community collection property: what the last complete build recorded (JSON)."""
 _EXTRACTIVE_ROWS = 5
-_FIELDS = [name for name, _, _ in COMMUNITY_FIELDS]
 
 
 @dataclass(frozen=True)
@@ -367,9 +365,8 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
     with timed_stage(seconds, "read"):
         text = _read_text(store, descriptions)
         existing: dict[str, StoredCommunity] = {}
-        if store.has_communities():
-            existing = communities_from_rows(
-                store.read_all(store.community_collection, [*_FIELDS, "embedding"]))
+        if store.communities.exists():
+            existing = communities_from_rows(store.communities.read())
     hierarchy, communities, done = write_reports(graph, text, reporter, config, existing,
                                                  seconds, show_progress)
     with timed_stage(seconds, "embed"):
@@ -395,8 +392,8 @@ def _write(store: MilvusGraphStore, communities: Sequence[Community], done: _Rep
            existing: dict[str, StoredCommunity], hierarchy: CommunityHierarchy,
            config: LeidenConfig, graph: EntityRelationGraph, kind: str) -> int:
     """Store the build: ``building``, rows, stale rows deleted, ``complete``."""
-    store.create_communities()
-    store.set_community_properties({STATE_KEY: "building"})
+    store.communities.create()
+    store.communities.set_properties({STATE_KEY: "building"})
     rows = [row for index in range(len(communities))
             for row in community_rows(done.reports[index], done.vectors[index].tolist(),
                                       done.hashes[index])]
@@ -411,7 +408,7 @@ def _write(store: MilvusGraphStore, communities: Sequence[Community], done: _Rep
             "max_cluster_size": config.max_cluster_size, "seed": config.seed,
             "resolution": config.resolution, "kind": kind,
             "modularity": [round(m, 4) for m in hierarchy.modularity]}
-    store.set_community_properties({STATE_KEY: "complete", INFO_KEY: json.dumps(info)})
+    store.communities.set_properties({STATE_KEY: "complete", INFO_KEY: json.dumps(info)})
     return len({cid for cid in existing} - {c.id for c in communities})
 
 
@@ -476,7 +473,7 @@ class CommunitySet:
 def load_communities(store: MilvusGraphStore) -> CommunitySet:
     """The stored communities; :class:`CommunitiesNotBuiltError` when there are none or
     the last build did not finish."""
-    properties = store.community_properties() if store.dim is not None else {}
+    properties = store.communities.properties() if store.dim is not None else {}
     state = properties.get(STATE_KEY)
     if state != "complete":
         what = ("its last build_communities() was interrupted" if state == "building"
@@ -486,8 +483,8 @@ def load_communities(store: MilvusGraphStore) -> CommunitySet:
             f"{what}. Run index.build_communities() (extractive reports) or "
             "index.build_communities(llm=llm) (LLM reports) first; it needs "
             'pip install "llama-index-graphrag-milvus[communities]".')
-    rows = store.read_all(store.community_collection, [*_FIELDS, "embedding"])
-    descriptions = (read_description_table(store.read_descriptions())
-                    if store.has_descriptions() else None)
+    rows = store.communities.read()
+    descriptions = (read_description_table(store.descriptions.read())
+                    if store.descriptions.exists() else None)
     return CommunitySet(communities_from_rows(rows), json.loads(properties.get(INFO_KEY, "{}")),
                         descriptions)

@@ -33,7 +33,8 @@ from llama_index.core.schema import BaseNode
 from llama_index_graphrag_milvus.extraction.extractor import descriptions_from_node
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.llm import Sleep, call_with_retries, gather_bounded, run_blocking
-from llama_index_graphrag_milvus.milvus.store import DESCRIPTION_TEXT_MAX_BYTES, MilvusGraphStore
+from llama_index_graphrag_milvus.milvus.schema import DESCRIPTION_TEXT_MAX_BYTES
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     RELATION_TEXT_MAX_BYTES,
     Triplet,
@@ -200,11 +201,11 @@ def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
     degree in ``{prefix}_descriptions``; returns them for the report contexts."""
     merged = merge_descriptions(store.all_passages())
     if not merged:
-        store.drop_descriptions()
+        store.descriptions.drop()
         return DescriptionTable({}, {}), DescriptionStats(0, 0, 0, 0, 0)
     model = summarizer.model if summarizer is not None else "joined"
-    existing = {row["id"]: row for row in store.read_descriptions()} \
-        if store.has_descriptions() else {}
+    existing = ({row["id"]: row for row in store.descriptions.read()}
+                if store.descriptions.exists() else {})
     texts: dict[str, str] = {}
     hashes = {key: item.source_hash(model) for key, item in merged.items()}
     to_summarize = []
@@ -253,7 +254,7 @@ def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
                      "degree": entity_degree(key) if item.kind == "entity"
                      else combined_degree(key),
                      "source_hash": hashes[key], "embedding": list(vector)})
-    store.write_descriptions(rows, stale=[k for k in existing if k not in merged])
+    store.descriptions.write(rows, stale=[k for k in existing if k not in merged])
     table = DescriptionTable(
         {k: (merged[k].type, texts[k]) for k in keys if merged[k].kind == "entity"},
         {k: (texts[k], merged[k].strength) for k in keys if merged[k].kind == "relation"})

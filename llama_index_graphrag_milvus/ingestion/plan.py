@@ -36,7 +36,8 @@ from llama_index_graphrag_milvus.ingestion.identity import (
     identity_key,
     identity_metadata,
 )
-from llama_index_graphrag_milvus.milvus.store import MAX_PASSAGES_PER_RELATION, MilvusGraphStore
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     PASSAGE_TEXT_MAX_BYTES,
     RELATION_TEXT_MAX_BYTES,

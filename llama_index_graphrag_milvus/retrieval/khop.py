@@ -9,7 +9,7 @@ from typing import Any, ClassVar
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
-from llama_index_graphrag_milvus.milvus.store import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.base import (
     QueryContext,

@@ -22,7 +22,7 @@ from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
-from llama_index_graphrag_milvus.milvus.store import _milvus_errors
+from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
@@ -85,7 +85,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         query = check_query(query_bundle)
         vector = given_vector(query_bundle) or self._embed_model.get_query_embedding(query)
         checked = self._checked(query_bundle, vector)
-        with _milvus_errors(f"search {self._graph_store.passage_collection}"):
+        with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return super()._retrieve(checked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -93,5 +93,5 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         vector = (given_vector(query_bundle)
                   or await self._embed_model.aget_query_embedding(query))
         checked = self._checked(query_bundle, vector)
-        with _milvus_errors(f"search {self._graph_store.passage_collection}"):
+        with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return await super()._aretrieve(checked)

@@ -46,7 +46,7 @@ from llama_index_graphrag_milvus.graph.pcst import (
     solve,
     textualize,
 )
-from llama_index_graphrag_milvus.milvus.store import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     RETRIEVAL_KEYS,

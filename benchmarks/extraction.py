@@ -32,7 +32,7 @@ from llama_index.core.llms import (
 from llama_index.core.schema import TextNode
 
 from benchmarks.sleepy import SleepyLLM
-from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
+from llama_index_graphrag_milvus.extraction import TripletExtractor
 
 
 class StoredTripletLLM(SleepyLLM):

@@ -22,7 +22,7 @@ from llama_index_graphrag_milvus.errors import (
     MilvusStoreError,
     MissingDependencyError,
 )
-from llama_index_graphrag_milvus.extraction.extractor import (
+from llama_index_graphrag_milvus.extraction import (
     DescribedExtraction,
     ExtractionCache,
     ExtractionReport,

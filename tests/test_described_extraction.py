@@ -13,10 +13,8 @@ from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.storage.kvstore import SimpleKVStore
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction.extractor import (
+from llama_index_graphrag_milvus.extraction import (
     DEFAULT_DESCRIBED_EXTRACT_PROMPT,
-    DEFAULT_ENTITY_TYPES,
-    DEFAULT_RELATION_PREDICATE,
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
     EXTRACTION_ERROR_KEY,
     DescribedExtraction,
@@ -24,8 +22,12 @@ from llama_index_graphrag_milvus.extraction.extractor import (
     TripletExtractor,
     descriptions_from_node,
     parse_described,
+)
+from llama_index_graphrag_milvus.extraction.described import (
+    DEFAULT_RELATION_PREDICATE,
     parse_strength,
 )
+from llama_index_graphrag_milvus.extraction.prompts import DEFAULT_ENTITY_TYPES
 from llama_index_graphrag_milvus.records import (
     ENTITY_DESCRIPTIONS_KEY,
     RELATION_DESCRIPTIONS_KEY,
@@ -36,7 +38,7 @@ from llama_index_graphrag_milvus.records import (
 )
 from tests.fakes import ScriptedLLM
 
-EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction.extractor"
+EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 PASSAGE = ("Leonhard Euler was born in Basel in 1707. He studied mathematics at the University "
            "of Basel under Johann Bernoulli.")
 
@@ -106,7 +108,7 @@ def stored(node: TextNode) -> dict[str, Any]:
 
 def extraction_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records
-            if r.name == EXTRACTION_LOGGER and r.levelno == logging.WARNING]
+            if r.name.startswith(EXTRACTION_LOGGER) and r.levelno == logging.WARNING]
 
 
 async def run(extractor: TripletExtractor, nodes: list[TextNode], use_async: bool) -> Any:

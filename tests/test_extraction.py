@@ -25,7 +25,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
 from llama_index_graphrag_milvus import Triplet, TripletExtractor, parse_triplets
-from llama_index_graphrag_milvus.extraction.extractor import (
+from llama_index_graphrag_milvus.extraction import (
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
     to_triplets,
     triplets_from_node,
@@ -33,7 +33,7 @@ from llama_index_graphrag_milvus.extraction.extractor import (
 from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES
 from tests.fakes import ScriptedLLM
 
-EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction.extractor"
+EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 
 EULER = Triplet("Leonhard Euler", "was born in", "Basel")
 STUDENT = Triplet("Leonhard Euler", "was a student of", "Johann Bernoulli")
@@ -49,7 +49,7 @@ def triplets_json(*triplets: Triplet) -> str:
 
 def extraction_warnings(caplog: pytest.LogCaptureFixture) -> list[str]:
     return [r.getMessage() for r in caplog.records
-            if r.name == EXTRACTION_LOGGER and r.levelno == logging.WARNING]
+            if r.name.startswith(EXTRACTION_LOGGER) and r.levelno == logging.WARNING]
 
 
 def passage_of(prompt: str) -> str:
@@ -308,7 +308,7 @@ def test_dropped_triplets_logged_at_info(caplog: pytest.LogCaptureFixture) -> No
         TripletExtractor(llm=ScriptedLLM([raw]))([node])
     assert stored(node) == as_lists(EULER)
     infos = [r.getMessage() for r in caplog.records
-             if r.name == EXTRACTION_LOGGER and r.levelno == logging.INFO]
+             if r.name.startswith(EXTRACTION_LOGGER) and r.levelno == logging.INFO]
     assert infos == ["triplet extraction: dropped 1 malformed triplets of node n9"]
 
 

@@ -22,7 +22,7 @@ from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.storage.kvstore import SimpleKVStore
 
 from llama_index_graphrag_milvus import GraphRAGIndex, Triplet, TripletExtractor
-from llama_index_graphrag_milvus.extraction.extractor import (
+from llama_index_graphrag_milvus.extraction import (
     EXTRACTION_ERROR_KEY,
     ExtractionCache,
     ExtractionReport,
@@ -30,7 +30,7 @@ from llama_index_graphrag_milvus.extraction.extractor import (
 )
 from tests.fakes import HashEmbedding
 
-EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction.extractor"
+EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 
 
 class SimulatedCrash(BaseException):
@@ -358,7 +358,7 @@ async def test_retry_with_backoff_then_failure_report(use_async: bool, tmp_path:
     assert report.failed_node_ids == ["n3"]
     assert (report.passages, report.llm_calls, report.triplets) == (5, 9, 4)
     assert report.failures[0].attempts == 3
-    records = [r for r in caplog.records if r.name == EXTRACTION_LOGGER]
+    records = [r for r in caplog.records if r.name.startswith(EXTRACTION_LOGGER)]
     warnings = [r.getMessage() for r in records if r.levelno == logging.WARNING]
     assert warnings == ["triplet extraction of node n3 failed after 3 attempts: "
                         "RuntimeError('rate limited')"]

@@ -46,7 +46,7 @@ from llama_index_graphrag_milvus import (
     GraphRAGIndex,
     GraphRelationRerank,
 )
-from llama_index_graphrag_milvus.extraction.extractor import is_utf8
+from llama_index_graphrag_milvus.extraction.triplets import is_utf8
 from llama_index_graphrag_milvus.retrieval.pcst import SUBGRAPH_NODE_PREFIX
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM

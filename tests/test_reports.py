@@ -119,7 +119,7 @@ def test_every_default_prompt_shows_its_json_example_with_single_braces() -> Non
         DEFAULT_MAP_PROMPT,
         DEFAULT_REDUCE_PROMPT,
     )
-    from llama_index_graphrag_milvus.extraction.extractor import DEFAULT_TRIPLET_EXTRACT_PROMPT
+    from llama_index_graphrag_milvus.extraction import DEFAULT_TRIPLET_EXTRACT_PROMPT
     from llama_index_graphrag_milvus.rerank import DEFAULT_RERANK_PROMPT
     from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
 

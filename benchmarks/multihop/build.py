@@ -22,7 +22,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.schema import BaseNode, TransformComponent
 
 from benchmarks.multihop.data import Dataset, passage_nodes
-from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
+from llama_index_graphrag_milvus.extraction import TripletExtractor
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY
 

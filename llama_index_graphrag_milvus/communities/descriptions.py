@@ -30,7 +30,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.extraction.extractor import descriptions_from_node
+from llama_index_graphrag_milvus.extraction.described import descriptions_from_node
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.llm import Sleep, call_with_retries, gather_bounded, run_blocking
 from llama_index_graphrag_milvus.milvus.schema import DESCRIPTION_TEXT_MAX_BYTES

@@ -30,29 +30,40 @@ and are read back with :func:`descriptions_from_node`.
 from __future__ import annotations
 
 import functools
-import hashlib
 import logging
-import math
-import os
 import time
 from collections.abc import Awaitable, Callable, Iterable, Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
-from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
-from llama_index.core.ingestion import IngestionCache
 from llama_index.core.llms.llm import LLM
-from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
+from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixin, PromptMixinType
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from llama_index.core.settings import Settings
-from llama_index.core.storage.kvstore import SimpleKVStore
-from llama_index.core.storage.kvstore.types import BaseKVStore
 from tqdm import tqdm
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction.cache import ExtractionCache, sha256
+from llama_index_graphrag_milvus.extraction.described import (
+    DescribedExtraction,
+    no_extraction,
+    parse_described,
+    store_descriptions,
+)
+from llama_index_graphrag_milvus.extraction.prompts import (
+    DEFAULT_DESCRIBED_EXTRACT_PROMPT,
+    DEFAULT_ENTITY_TYPES,
+    DEFAULT_TRIPLET_EXTRACT_PROMPT,
+)
+from llama_index_graphrag_milvus.extraction.report import (
+    EXTRACTION_ERROR_KEY,
+    ExtractionReport,
+    Outcome,
+    Tally,
+)
+from llama_index_graphrag_milvus.extraction.triplets import parse_triplets, store_triplets
 from llama_index_graphrag_milvus.llm import (
     Sleep,
     Threads,
@@ -60,713 +71,16 @@ from llama_index_graphrag_milvus.llm import (
     gather_bounded,
     run_with_threads,
 )
-from llama_index_graphrag_milvus.parsing import find_json
 from llama_index_graphrag_milvus.records import (
     ENTITY_DESCRIPTIONS_KEY,
-    ENTITY_NAME_MAX_BYTES,
     RELATION_DESCRIPTIONS_KEY,
-    TRIPLETS_KEY,
-    EntityDescription,
-    RelationDescription,
-    Triplet,
     clean_text,
     hide_from_models,
-    normalize_name,
 )
-from llama_index_graphrag_milvus.validation import check_int
 
 T = TypeVar("T")
 
 logger = logging.getLogger(__name__)
-
-DEFAULT_TRIPLET_EXTRACT_PROMPT = PromptTemplate(
-    "Extract knowledge-graph triplets from the passage below. A triplet is "
-    "[subject, predicate, object]: subject and object are named entities or concise noun "
-    "phrases, written as in the passage with pronouns resolved to the names they refer to; "
-    "the predicate is a short verb phrase. Extract at most {max_triplets} triplets.\n"
-    'Answer with JSON only, in the form {"triplets": [["subject", "predicate", "object"], '
-    "...]}.\n\n"
-    "Example passage: Leonhard Euler was born in Basel and was a student of Johann "
-    "Bernoulli.\n"
-    'Example answer: {"triplets": [["Leonhard Euler", "was born in", "Basel"], '
-    '["Leonhard Euler", "was a student of", "Johann Bernoulli"]]}\n\n'
-    "Passage:\n{text}\n\nAnswer:"
-)
-"""The default extraction prompt; variables ``{text}`` and ``{max_triplets}``."""
-
-DEFAULT_ENTITY_TYPES = ("organization", "person", "geo", "event")
-"""The entity types Microsoft GraphRAG's extraction asks for by default."""
-DEFAULT_RELATION_PREDICATE = "related to"
-"""The predicate of a described relation that comes without one."""
-MIN_STRENGTH = 1.0
-"""The weakest relation strength; also the strength of a relation without a usable one."""
-MAX_STRENGTH = 10.0
-"""The strongest relation strength; stronger ones are clamped to it."""
-
-# The JSON examples use single braces: core's PromptTemplate formats with a SafeFormatter
-# that leaves unknown ``{...}`` groups as written (and would show ``{{`` doubled).
-DEFAULT_DESCRIBED_EXTRACT_PROMPT = PromptTemplate(
-    "Extract the entities of the passage below and the relations between them, for a "
-    "knowledge graph.\n"
-    "1. Entities: every entity of one of these types: {entity_types}. For each, give its "
-    "name as written in the passage (pronouns resolved to the names they refer to), its "
-    "type (one of the types above) and a short description of its attributes and "
-    "activities as the passage tells them.\n"
-    "2. Relations: the pairs of those entities (source, target) that the passage clearly "
-    "relates. "
-    "For each, give a predicate (a short verb phrase, so that \"source predicate target\" "
-    "reads as a sentence), a short description of how they are related, and a strength "
-    "from 1 to 10 (a number: how strong the relation is). Extract at most {max_triplets} "
-    "relations.\n"
-    'Answer with JSON only, in the form {"entities": [{"name": "...", "type": "...", '
-    '"description": "..."}], "relations": [{"source": "...", "predicate": "...", '
-    '"target": "...", "description": "...", "strength": 1}]}.\n\n'
-    "Example passage: Leonhard Euler was born in Basel and was a student of Johann "
-    "Bernoulli.\n"
-    'Example answer: {"entities": [{"name": "Leonhard Euler", "type": "PERSON", '
-    '"description": "A mathematician born in Basel who studied with Johann Bernoulli."}, '
-    '{"name": "Basel", "type": "GEO", "description": "The city where Leonhard Euler was '
-    'born."}, {"name": "Johann Bernoulli", "type": "PERSON", "description": "The teacher '
-    'of Leonhard Euler."}], "relations": [{"source": "Leonhard Euler", "predicate": "was '
-    'born in", "target": "Basel", "description": "Basel is the birthplace of Leonhard '
-    'Euler.", "strength": 9}, {"source": "Leonhard Euler", "predicate": "was a student of", '
-    '"target": "Johann Bernoulli", "description": "Johann Bernoulli taught Leonhard '
-    'Euler.", "strength": 8}]}\n\n'
-    "Passage:\n{text}\n\nAnswer:"
-)
-"""The default prompt of ``TripletExtractor(describe=True)`` (Microsoft GraphRAG's
-extraction, answered in JSON); variables ``{text}``, ``{max_triplets}`` and
-``{entity_types}`` (the types joined by ``", "``)."""
-
-
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` encodes to UTF-8 (no lone surrogates such as ``"\\ud800"``).
-
-    >>> is_utf8("Ōsaka"), is_utf8("bad \\ud800")
-    (True, False)
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
-
-
-def _part_text(part: Any) -> str | None:
-    """A triplet part as text: strings, and numbers (years, counts) written as text; a
-    string Milvus cannot store (lone surrogates, not valid UTF-8) is ``None``."""
-    if isinstance(part, str):
-        return part if is_utf8(part) else None
-    if isinstance(part, int) and not isinstance(part, bool):
-        try:
-            return str(part)
-        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
-            return None
-    if isinstance(part, float) and math.isfinite(part):  # NaN, infinities: no entity
-        return str(part)
-    return None
-
-
-def _triplet_parts(item: Any) -> Sequence[Any] | None:
-    if isinstance(item, Triplet):
-        return (item.subject, item.predicate, item.object)
-    if isinstance(item, dict):
-        keys = ("subject", "predicate", "object")
-        return tuple(item.get(k) for k in keys) if all(k in item for k in keys) else None
-    if isinstance(item, (list, tuple)):
-        return item
-    return None
-
-
-def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
-    """Clean ``items`` into :class:`Triplet` objects; returns them and how many were dropped.
-
-    Accepted items: 3-sequences of strings, ``{"subject", "predicate", "object"}`` dicts and
-    :class:`Triplet`; a number part (``["Eleanor", "was born in", 1122]``) is kept as its
-    text. Dropped: other lengths (2- or 4-tuples), empty parts or parts that are neither
-    text nor numbers, and names longer than the entity collection allows. Whitespace is
-    collapsed; the text is otherwise kept as written. Duplicates (same relation id) are kept
-    once and not counted as dropped.
-
-    >>> to_triplets([["Euler", "born in", "Basel"], ["Euler", "Basel"], ["", "x", "y"]])
-    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 2)
-    """
-    triplets: dict[str, Triplet] = {}
-    dropped = 0
-    for item in items:
-        parts = _triplet_parts(item)
-        texts = [_part_text(p) for p in parts] if parts is not None else []
-        if len(texts) != 3 or any(t is None for t in texts):
-            dropped += 1
-            continue
-        subject, predicate, obj = (clean_text(t or "") for t in texts)
-        too_long = any(len(p.encode()) > ENTITY_NAME_MAX_BYTES for p in (subject, predicate, obj))
-        if not subject or not predicate or not obj or too_long:
-            dropped += 1
-            continue
-        triplet = Triplet(subject, predicate, obj)
-        triplets.setdefault(triplet.id, triplet)
-    return list(triplets.values()), dropped
-
-
-def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
-    """Triplets from an LLM answer (JSON, possibly fenced or wrapped in prose).
-
-    The answer is ``{"triplets": [...]}`` (an object with that key wins over a bracketed
-    aside before it), a bare list of triplets, or one bare triplet. Returns the triplets and
-    the number of items dropped; an answer with no JSON list at all yields ``([], 0)`` and a
-    warning.
-
-    >>> parse_triplets('From [1]: {"triplets": [["Euler", "born in", "Basel"]]}')
-    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 0)
-    """
-    value = find_json(raw, key="triplets")
-    if isinstance(value, dict):
-        value = value.get("triplets")
-    if not isinstance(value, list):
-        logger.warning("triplet extraction: no JSON list of triplets in the answer %.200r", raw)
-        return [], 0
-    if len(value) == 3 and all(isinstance(part, str) for part in value):
-        value = [value]  # one triplet, not a list of them: strings are never triplets
-    return to_triplets(value)
-
-
-def _field(obj: Any, name: str) -> Any:
-    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
-
-
-def _core_kg_triplets(metadata: dict[str, Any]) -> list[Any]:
-    """(subject, label, object) from the ``nodes``/``relations`` core's extractors write.
-
-    Entries are core's ``EntityNode``/``Relation`` objects or their dict dumps (metadata read
-    back from JSON, where an entity has no ``id``: core's id is the name with ``"`` replaced
-    by a space). An unreadable entry becomes an item that :func:`to_triplets` drops.
-    """
-    names: dict[str, str] = {}
-    for node in metadata.get(KG_NODES_KEY) or []:
-        name, node_id = _field(node, "name"), _field(node, "id")
-        if isinstance(name, str):
-            names[str(node_id or name.replace('"', " "))] = name
-    items = []
-    for rel in metadata.get(KG_RELATIONS_KEY) or []:
-        source, target = _field(rel, "source_id"), _field(rel, "target_id")
-        items.append([names.get(source, source) if isinstance(source, str) else source,
-                      _field(rel, "label"),
-                      names.get(target, target) if isinstance(target, str) else target])
-    return items
-
-
-def triplets_from_node(node: BaseNode) -> tuple[list[Triplet], int]:
-    """The triplets stored in a node's metadata, by this package or by core's extractors.
-
-    Looks at ``metadata["graphrag_triplets"]`` first, then at the ``nodes`` and ``relations``
-    keys that ``SimpleLLMPathExtractor``, ``SchemaLLMPathExtractor`` and
-    ``DynamicLLMPathExtractor`` write. Returns the triplets and the number dropped.
-    """
-    if TRIPLETS_KEY in node.metadata:
-        return to_triplets(node.metadata[TRIPLETS_KEY] or [])
-    return to_triplets(_core_kg_triplets(node.metadata))
-
-
-def store_triplets(node: BaseNode, triplets: Sequence[Triplet]) -> None:
-    """Write ``triplets`` to ``node.metadata["graphrag_triplets"]`` (as ``[subject,
-    predicate, object]`` lists), hidden from LLMs and embedding models: what ingestion
-    reads back (:func:`triplets_from_node`)."""
-    node.metadata[TRIPLETS_KEY] = [[t.subject, t.predicate, t.object] for t in triplets]
-    hide_from_models(node, TRIPLETS_KEY)
-
-
-# ---------------------------------------------------------------- described extraction
-
-
-@dataclass(frozen=True)
-class DescribedExtraction:
-    """What :func:`parse_described` read from one answer: the triplets of the relations
-    (in order), the entities and relations with their descriptions, and how many entities
-    and relations were dropped as malformed."""
-
-    triplets: list[Triplet]
-    entities: list[EntityDescription]
-    relations: list[RelationDescription]
-    dropped: int = 0
-
-    def cut(self, limit: int) -> DescribedExtraction:
-        """The first ``limit`` triplets, entities and relations."""
-        return DescribedExtraction(self.triplets[:limit], self.entities[:limit],
-                                   self.relations[:limit], self.dropped)
-
-
-def _no_extraction() -> DescribedExtraction:
-    return DescribedExtraction([], [], [])
-
-
-def parse_strength(value: Any) -> float:
-    """A relation strength: a number or a numeric string, clamped to 1..10; anything else
-    (missing, ``"high"``, ``true``, NaN) is :data:`MIN_STRENGTH`.
-
-    >>> parse_strength("8"), parse_strength(12), parse_strength(0.5), parse_strength("high")
-    (8.0, 10.0, 1.0, 1.0)
-    """
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        return MIN_STRENGTH
-    try:
-        number = float(value.strip() if isinstance(value, str) else value)
-    except (ValueError, OverflowError):
-        return MIN_STRENGTH
-    if not math.isfinite(number):
-        return MIN_STRENGTH
-    return min(max(number, MIN_STRENGTH), MAX_STRENGTH)
-
-
-def _first(item: dict[str, Any], *names: str) -> Any:
-    """The value of the first of ``names`` that ``item`` holds, else ``None``."""
-    return next((item[name] for name in names if name in item), None)
-
-
-def _optional_text(value: Any) -> str:
-    """A type or a description: text (numbers written as text), whitespace collapsed;
-    ``""`` for anything else."""
-    text = _part_text(value)
-    return clean_text(text) if text else ""
-
-
-def _to_entity(item: Any) -> EntityDescription | None:
-    """An entity from ``{"name", "type", "description"}`` (Microsoft GraphRAG's
-    ``entity_name``... too), ``[name, type, description]`` or an :class:`EntityDescription`;
-    ``None`` without a usable name."""
-    if isinstance(item, EntityDescription):
-        parts: Sequence[Any] = (item.name, item.type, item.description)
-    elif isinstance(item, dict):
-        parts = (_first(item, "name", "entity_name"), _first(item, "type", "entity_type"),
-                 _first(item, "description", "entity_description"))
-    elif isinstance(item, (list, tuple)) and 1 <= len(item) <= 3:
-        parts = (*item, None, None)[:3]
-    else:
-        return None
-    name = _optional_text(parts[0])
-    if not name or len(name.encode()) > ENTITY_NAME_MAX_BYTES:
-        return None
-    return EntityDescription(name, _optional_text(parts[1]).upper(), _optional_text(parts[2]))
-
-
-def _to_relation(item: Any) -> RelationDescription | None:
-    """A relation from ``{"source", "predicate", "target", "description", "strength"}``
-    (``subject``/``object`` too), ``[subject, predicate, object, description, strength]``
-    (the last two optional) or a :class:`RelationDescription`; ``None`` when its parts do
-    not make a triplet (see :func:`to_triplets`)."""
-    if isinstance(item, RelationDescription):
-        parts: Sequence[Any] = (item.subject, item.predicate, item.object, item.description,
-                                item.strength)
-    elif isinstance(item, dict):
-        parts = (_first(item, "source", "subject", "source_entity"),
-                 _first(item, "predicate", "relation"),
-                 _first(item, "target", "object", "target_entity"),
-                 _first(item, "description", "relationship_description"),
-                 _first(item, "strength", "relationship_strength"))
-    elif isinstance(item, (list, tuple)) and 3 <= len(item) <= 5:
-        parts = (*item, None, None)[:5]
-    else:
-        return None
-    subject, predicate, obj, description, strength = parts
-    if predicate is None or (isinstance(predicate, str) and not predicate.strip()):
-        predicate = DEFAULT_RELATION_PREDICATE
-    triplets, _ = to_triplets([[subject, predicate, obj]])
-    if not triplets:
-        return None
-    triplet = triplets[0]
-    return RelationDescription(triplet.subject, triplet.predicate, triplet.object,
-                               _optional_text(description), parse_strength(strength))
-
-
-def _first_of_each(items: Any, convert: Callable[[Any], T | None], key: Callable[[T], str]
-                   ) -> tuple[list[T], int]:
-    """The items ``convert`` accepts, the first of each ``key``, and the number dropped; a
-    value that is not a list (``None`` aside) counts as one dropped."""
-    if not isinstance(items, list):
-        return [], int(items is not None)
-    kept: dict[str, T] = {}
-    dropped = 0
-    for item in items:
-        converted = convert(item)
-        if converted is None:
-            dropped += 1
-        else:
-            kept.setdefault(key(converted), converted)
-    return list(kept.values()), dropped
-
-
-def _entities_of(items: Any) -> tuple[list[EntityDescription], int]:
-    """Clean entities: the first of each name (see :func:`normalize_name`)."""
-    return _first_of_each(items, _to_entity, lambda entity: normalize_name(entity.name))
-
-
-def _relations_of(items: Any) -> tuple[list[RelationDescription], int]:
-    """Clean relations: the first of each relation id."""
-    return _first_of_each(items, _to_relation, lambda relation: relation.triplet.id)
-
-
-_DESCRIBED_KEYS = ("relations", "relationships", "entities")
-
-
-def _described_json(raw: str) -> dict[str, Any] | None:
-    for key in _DESCRIBED_KEYS:
-        value = find_json(raw, key=key)
-        if isinstance(value, dict) and any(k in value for k in _DESCRIBED_KEYS):
-            return value
-    return None
-
-
-def parse_described(raw: str) -> DescribedExtraction | None:
-    """Entities, relations and their descriptions from an answer to
-    :data:`DEFAULT_DESCRIBED_EXTRACT_PROMPT` (JSON, possibly fenced or wrapped in prose).
-
-    The answer is an object with ``"relations"`` (or ``"relationships"``) and/or
-    ``"entities"``. A relation needs a source and a target (``subject``/``object`` are
-    read too) that make a triplet as :func:`to_triplets` cleans them (numbers kept as
-    text); a relation without a predicate (missing, null or blank) gets
-    :data:`DEFAULT_RELATION_PREDICATE`; its strength is a number or a numeric string
-    clamped to 1..10, and 1 when missing or not a number (:func:`parse_strength`). An
-    entity needs a name; its type is upper-cased (``""`` when missing) and descriptions are
-    whitespace-collapsed (``""`` when missing). A relation whose endpoints are not among the
-    entities is kept (they just have no description). Duplicates (same entity name, same
-    relation id) are kept once, the first, and not counted as dropped; malformed entities
-    and relations are dropped and counted. An answer with no such object is ``None`` and a
-    warning.
-
-    >>> found = parse_described('Sure: {"entities": [{"name": "Basel", "type": "geo"}], '
-    ...     '"relations": [{"source": "Euler", "predicate": "born in", "target": "Basel", '
-    ...     '"strength": "9"}]}')
-    >>> found.triplets, found.entities[0].type, found.relations[0].strength
-    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 'GEO', 9.0)
-    """
-    value = _described_json(raw)
-    if value is None:
-        logger.warning("described extraction: no JSON object with entities or relations in "
-                       "the answer %.200r", raw)
-        return None
-    entities, dropped_entities = _entities_of(value.get("entities"))
-    relations, dropped_relations = _relations_of(_first(value, "relations", "relationships"))
-    return DescribedExtraction([r.triplet for r in relations], entities, relations,
-                               dropped_entities + dropped_relations)
-
-
-def _entity_lists(entities: Iterable[EntityDescription]) -> list[list[str]]:
-    return [[e.name, e.type, e.description] for e in entities]
-
-
-def _relation_lists(relations: Iterable[RelationDescription]) -> list[list[Any]]:
-    return [[r.subject, r.predicate, r.object, r.description, r.strength] for r in relations]
-
-
-def _store_descriptions(node: BaseNode, entities: list[EntityDescription],
-                        relations: list[RelationDescription]) -> None:
-    node.metadata[ENTITY_DESCRIPTIONS_KEY] = _entity_lists(entities)
-    node.metadata[RELATION_DESCRIPTIONS_KEY] = _relation_lists(relations)
-    hide_from_models(node, ENTITY_DESCRIPTIONS_KEY, RELATION_DESCRIPTIONS_KEY)
-
-
-def descriptions_from_node(node: BaseNode
-                           ) -> tuple[list[EntityDescription], list[RelationDescription]]:
-    """The entity and relation descriptions ``TripletExtractor(describe=True)`` stored on
-    a node (``metadata["graphrag_entity_descriptions"]`` and
-    ``metadata["graphrag_relation_descriptions"]``); ``([], [])`` when there are none.
-    Entries are read with the rules of :func:`parse_described`; malformed ones are skipped.
-
-    >>> from llama_index.core.schema import TextNode
-    >>> node = TextNode(text="Euler was born in Basel.", metadata={
-    ...     "graphrag_entity_descriptions": [["Basel", "GEO", "A Swiss city."], ["", "X", ""]],
-    ...     "graphrag_relation_descriptions": [["Euler", "born in", "Basel", "", 9], "bad"]})
-    >>> entities, relations = descriptions_from_node(node)
-    >>> [e.name for e in entities], [r.triplet.text for r in relations]
-    (['Basel'], ['Euler born in Basel'])
-    """
-    entities, _ = _entities_of(node.metadata.get(ENTITY_DESCRIPTIONS_KEY))
-    relations, _ = _relations_of(node.metadata.get(RELATION_DESCRIPTIONS_KEY))
-    return entities, relations
-
-
-# ---------------------------------------------------------------------------- the cache
-
-EXTRACTION_ERROR_KEY = "graphrag_extraction_error"
-"""Node metadata key set when the extraction of a passage failed: ``"<ExceptionType>: <message>"``.
-
-Excluded from what LLMs and embedding models see; removed again when a later run succeeds.
-"""
-DEFAULT_CACHE_COLLECTION = "graphrag_triplets"
-"""The kvstore collection of :class:`ExtractionCache` entries."""
-
-
-def _sha256(text: str) -> str:
-    return hashlib.sha256(text.encode()).hexdigest()
-
-
-def _triplet_lists(triplets: Iterable[Triplet]) -> list[list[str]]:
-    return [[t.subject, t.predicate, t.object] for t in triplets]
-
-
-class ExtractionCache:
-    """The triplets of every passage extracted successfully, in a LlamaIndex kvstore.
-
-    Keys come from :meth:`TripletExtractor.cache_key`: the SHA-256 of the passage text as
-    the LLM sees it, a hash of the prompt template and ``max_triplets_per_chunk`` (and of
-    ``describe`` and ``entity_types`` for described runs), and the LLM's
-    ``metadata.model_name``; a value is ``{"triplets": [[subject, predicate, object],
-    ...]}``, plus ``"entities": [[name, type, description], ...]`` and ``"relations":
-    [[subject, predicate, object, description, strength], ...]`` when a described run found
-    some (:meth:`put_described`; an entry without them reads as no descriptions). A failed
-    extraction is never stored, so the next run retries just those passages. The cache
-    does not depend on the index: the same cache serves Milvus Lite, a Milvus server or
-    Zilliz Cloud.
-
-    Args:
-        persist_path: a JSON file in the format of core's ``SimpleKVStore`` (the store of
-            ``IngestionCache``). Loaded when it exists; written every ``persist_every`` new
-            entries and at the end of every extraction call, a crashed one included (to a
-            temporary file first, then renamed: a kill never leaves half a file).
-        kvstore: any other LlamaIndex kvstore instead of the file (``RedisKVStore``,
-            ``MongoDBKVStore``, ``PostgresKVStore``...), persistent by itself: the choice for
-            several machines ingesting into one Milvus server.
-        collection: the kvstore collection of the entries.
-        persist_every: new entries between two writes of ``persist_path``.
-
-    Example:
-        >>> cache = ExtractionCache()  # in memory; ExtractionCache("./extraction.json") persists
-        >>> cache.put("key", [Triplet("Euler", "born in", "Basel")])
-        >>> cache.get("key")
-        [Triplet(subject='Euler', predicate='born in', object='Basel')]
-        >>> cache.get("another key") is None
-        True
-    """
-
-    def __init__(
-        self,
-        persist_path: str | os.PathLike[str] | None = None,
-        kvstore: BaseKVStore | None = None,
-        collection: str = DEFAULT_CACHE_COLLECTION,
-        persist_every: int = 100,
-    ) -> None:
-        if persist_path is not None and kvstore is not None:
-            raise InvalidInputError(
-                "ExtractionCache got both persist_path and kvstore; pass persist_path for a "
-                "JSON file, or a kvstore that persists by itself, not both."
-            )
-        check_int("persist_every", persist_every)
-        self.persist_path = Path(persist_path) if persist_path is not None else None
-        self.collection = collection
-        self.persist_every = persist_every
-        self._unsaved = 0
-        self.kvstore: BaseKVStore = kvstore or self._load(self.persist_path)
-
-    @staticmethod
-    def _load(path: Path | None) -> SimpleKVStore:
-        if path is None or not path.exists():
-            return SimpleKVStore()
-        try:
-            return SimpleKVStore.from_persist_path(str(path))
-        except ValueError as exc:  # json.JSONDecodeError is a ValueError
-            raise InvalidInputError(
-                f"the extraction cache {path} is not a JSON kvstore file ({exc}); delete it "
-                "(the triplets are extracted again) or pass another persist_path."
-            ) from exc
-
-    @classmethod
-    def from_ingestion_cache(cls, cache: IngestionCache,
-                             collection: str = DEFAULT_CACHE_COLLECTION) -> ExtractionCache:
-        """Share the kvstore of an ``IngestionCache`` (e.g. the one of an ``IngestionPipeline``);
-        the entries go to their own ``collection``.
-
-        >>> from llama_index.core.ingestion import IngestionCache
-        >>> ExtractionCache.from_ingestion_cache(IngestionCache()).collection
-        'graphrag_triplets'
-        """
-        return cls(kvstore=cache.cache, collection=collection)
-
-    @staticmethod
-    def _decode(value: dict[str, Any] | None) -> DescribedExtraction | None:
-        items = value.get("triplets") if isinstance(value, dict) else None
-        if not isinstance(value, dict) or not isinstance(items, list):
-            return None
-        return DescribedExtraction(to_triplets(items)[0], _entities_of(value.get("entities"))[0],
-                                   _relations_of(value.get("relations"))[0])
-
-    @staticmethod
-    def _encode(extraction: DescribedExtraction) -> dict[str, Any]:
-        value: dict[str, Any] = {"triplets": _triplet_lists(extraction.triplets)}
-        if extraction.entities:
-            value["entities"] = _entity_lists(extraction.entities)
-        if extraction.relations:
-            value["relations"] = _relation_lists(extraction.relations)
-        return value
-
-    def _saved_one(self) -> None:
-        self._unsaved += 1
-        if self._unsaved >= self.persist_every:
-            self.persist()
-
-    def get(self, key: str) -> list[Triplet] | None:
-        """The cached triplets of ``key``, or ``None`` when there are none."""
-        found = self.get_described(key)
-        return None if found is None else found.triplets
-
-    async def aget(self, key: str) -> list[Triplet] | None:
-        """:meth:`get` through the kvstore's async API."""
-        found = await self.aget_described(key)
-        return None if found is None else found.triplets
-
-    def get_described(self, key: str) -> DescribedExtraction | None:
-        """The cached triplets of ``key`` with their entity and relation descriptions (none
-        for an entry written by :meth:`put`), or ``None`` when there is no entry.
-
-        >>> cache = ExtractionCache()
-        >>> cache.put_described("key", DescribedExtraction(
-        ...     [Triplet("Euler", "born in", "Basel")], [EntityDescription("Basel", "GEO", "")],
-        ...     [RelationDescription("Euler", "born in", "Basel", "", 9.0)]))
-        >>> cache.get_described("key").relations
-        [RelationDescription(subject='Euler', predicate='born in', object='Basel', \
-description='', strength=9.0)]
-        """
-        return self._decode(self.kvstore.get(key, collection=self.collection))
-
-    async def aget_described(self, key: str) -> DescribedExtraction | None:
-        """:meth:`get_described` through the kvstore's async API."""
-        return self._decode(await self.kvstore.aget(key, collection=self.collection))
-
-    def put(self, key: str, triplets: Sequence[Triplet]) -> None:
-        """Store the triplets of ``key`` (an empty list is a valid answer)."""
-        self.put_described(key, DescribedExtraction(list(triplets), [], []))
-
-    async def aput(self, key: str, triplets: Sequence[Triplet]) -> None:
-        """:meth:`put` through the kvstore's async API."""
-        await self.aput_described(key, DescribedExtraction(list(triplets), [], []))
-
-    def put_described(self, key: str, extraction: DescribedExtraction) -> None:
-        """Store the triplets of ``key`` with their entity and relation descriptions."""
-        self.kvstore.put(key, self._encode(extraction), collection=self.collection)
-        self._saved_one()
-
-    async def aput_described(self, key: str, extraction: DescribedExtraction) -> None:
-        """:meth:`put_described` through the kvstore's async API."""
-        await self.kvstore.aput(key, self._encode(extraction), collection=self.collection)
-        self._saved_one()
-
-    def __len__(self) -> int:
-        return len(self.kvstore.get_all(collection=self.collection))
-
-    def __bool__(self) -> bool:
-        return True  # an empty cache is still a cache: ``cache or default`` keeps it
-
-    def persist(self) -> None:
-        """Write the file of ``persist_path`` (nothing to do for other kvstores)."""
-        if self.persist_path is None or not isinstance(self.kvstore, SimpleKVStore):
-            return
-        self.persist_path.parent.mkdir(parents=True, exist_ok=True)
-        partial = self.persist_path.with_name(f"{self.persist_path.name}.{os.getpid()}.tmp")
-        self.kvstore.persist(str(partial))
-        os.replace(partial, self.persist_path)
-        self._unsaved = 0
-
-
-# ---------------------------------------------------------------------------- the report
-
-
-@dataclass(frozen=True)
-class ExtractionFailure:
-    """A passage whose extraction failed after every retry."""
-
-    node_id: str
-    error: str
-    attempts: int
-
-
-@dataclass(frozen=True)
-class ExtractionReport:
-    """What one extraction call did.
-
-    ``passages`` counts the nodes, ``cached`` those answered by the cache, ``llm_calls`` the
-    LLM requests (retries included), ``triplets`` those written to the nodes.
-    """
-
-    passages: int
-    cached: int
-    llm_calls: int
-    triplets: int
-    failures: tuple[ExtractionFailure, ...]
-    seconds: float
-
-    @property
-    def failed_node_ids(self) -> list[str]:
-        """The ids of the nodes left without triplets by an LLM failure."""
-        return [f.node_id for f in self.failures]
-
-    def summary(self) -> str:
-        """One line for the log.
-
-        >>> ExtractionReport(3, 1, 3, 5, (ExtractionFailure("n2", "TimeoutError: ", 2),),
-        ...                  1.5).summary()
-        'triplet extraction: 3 passages (1 from the cache), 3 LLM calls, 5 triplets, 1 failed \
-in 1.5 s; failed: n2 (TimeoutError: )'
-        """
-        line = (f"triplet extraction: {self.passages} passages ({self.cached} from the cache), "
-                f"{self.llm_calls} LLM calls, {self.triplets} triplets, {len(self.failures)} "
-                f"failed in {self.seconds:.1f} s")
-        if self.failures:
-            shown = ", ".join(f"{f.node_id} ({f.error})" for f in self.failures[:10])
-            more = f" and {len(self.failures) - 10} more" if len(self.failures) > 10 else ""
-            line += f"; failed: {shown}{more}"
-        return line
-
-
-def extraction_failures(nodes: Iterable[BaseNode]) -> dict[str, str]:
-    """Node id -> error of the nodes whose last extraction failed (see
-    :data:`EXTRACTION_ERROR_KEY`): the nodes to run the extractor on again.
-
-    >>> from llama_index.core.schema import TextNode
-    >>> extraction_failures([TextNode(id_="a", text="x"),
-    ...     TextNode(id_="b", text="y", metadata={EXTRACTION_ERROR_KEY: "TimeoutError: "})])
-    {'b': 'TimeoutError: '}
-    """
-    return {n.node_id: str(n.metadata[EXTRACTION_ERROR_KEY]) for n in nodes
-            if EXTRACTION_ERROR_KEY in n.metadata}
-
-
-@dataclass(frozen=True)
-class _Outcome:
-    """The result for one distinct passage text (one cache key)."""
-
-    extraction: DescribedExtraction
-    error: str | None = None
-    llm_calls: int = 0
-    cached: bool = False
-
-    @property
-    def triplets(self) -> list[Triplet]:
-        return self.extraction.triplets
-
-
-@dataclass
-class _Tally:
-    """Running counts behind the progress bar and the report."""
-
-    bar: tqdm
-    cached: int = 0
-    llm_calls: int = 0
-    triplets: int = 0
-    failures: list[ExtractionFailure] = field(default_factory=list)
-
-    def add(self, outcome: _Outcome, nodes: Sequence[BaseNode]) -> None:
-        self.llm_calls += outcome.llm_calls
-        self.cached += len(nodes) if outcome.cached else 0
-        self.triplets += len(outcome.triplets) * len(nodes)
-        if outcome.error is not None:
-            self.failures.extend(ExtractionFailure(n.node_id, outcome.error, outcome.llm_calls)
-                                 for n in nodes)
-        self.bar.set_postfix(triplets=self.triplets, failures=len(self.failures),
-                             cached=self.cached, refresh=False)
-        self.bar.update(len(nodes))
-
-    def report(self, passages: int, seconds: float) -> ExtractionReport:
-        return ExtractionReport(passages, self.cached, self.llm_calls, self.triplets,
-                                tuple(self.failures), seconds)
 
 
 @dataclass(frozen=True)
@@ -951,13 +265,13 @@ class TripletExtractor(TransformComponent, PromptMixin):
         prompt = f"{self.extract_prompt.get_template()}\x00{self.max_triplets_per_chunk}"
         if self.describe:
             prompt += "\x00described\x00" + "\x1f".join(self.entity_types)
-        return f"{_sha256(text)}:{_sha256(prompt)[:16]}:{self.llm.metadata.model_name}"
+        return f"{sha256(text)}:{sha256(prompt)[:16]}:{self.llm.metadata.model_name}"
 
     # ------------------------------------------------------------------ shared helpers
 
     def _parse(self, raw: str, node_ids: str) -> DescribedExtraction:
         if self.describe:
-            extraction = parse_described(raw) or _no_extraction()
+            extraction = parse_described(raw) or no_extraction()
             what = "entities or relations"
         else:
             triplets, dropped = parse_triplets(raw)
@@ -968,19 +282,19 @@ class TripletExtractor(TransformComponent, PromptMixin):
         return extraction.cut(self.max_triplets_per_chunk)
 
     async def _predict_with_retries(self, prompt_kwargs: dict[str, Any], node_ids: str,
-                                    io: _Io) -> _Outcome:
+                                    io: _Io) -> Outcome:
         answer = await call_with_retries(
             lambda: io.predict(prompt_kwargs), f"triplet extraction of node {node_ids}",
             self.max_retries, self.retry_base_delay, self._sleep, logger)
         if answer.error is not None:
-            return _Outcome(_no_extraction(), answer.error, answer.attempts)
-        return _Outcome(self._parse(answer.text, node_ids), llm_calls=answer.attempts)
+            return Outcome(no_extraction(), answer.error, answer.attempts)
+        return Outcome(self._parse(answer.text, node_ids), llm_calls=answer.attempts)
 
     async def _extract_passage(self, key: str, prompt_kwargs: dict[str, Any],
-                               nodes: list[BaseNode], io: _Io, tally: _Tally) -> None:
+                               nodes: list[BaseNode], io: _Io, tally: Tally) -> None:
         cached = await io.cache_get(key)
         if cached is not None:
-            outcome = _Outcome(cached.cut(self.max_triplets_per_chunk), cached=True)
+            outcome = Outcome(cached.cut(self.max_triplets_per_chunk), cached=True)
         else:
             node_ids = ", ".join(n.node_id for n in nodes)
             outcome = await self._predict_with_retries(prompt_kwargs, node_ids, io)
@@ -989,7 +303,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
         for node in nodes:
             store_triplets(node, outcome.triplets)
             if self.describe:
-                _store_descriptions(node, outcome.extraction.entities,
+                store_descriptions(node, outcome.extraction.entities,
                                     outcome.extraction.relations)
             else:  # descriptions of an earlier described run would not match the triplets
                 node.metadata.pop(ENTITY_DESCRIPTIONS_KEY, None)
@@ -1009,7 +323,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
             prompt_kwargs = self._prompt_kwargs(node)
             key = self.cache_key(prompt_kwargs["text"])
             passages.setdefault(key, (prompt_kwargs, []))[1].append(node)
-        tally = _Tally(tqdm(total=len(nodes), desc="Extracting triplets",
+        tally = Tally(tqdm(total=len(nodes), desc="Extracting triplets",
                             disable=not show_progress))
         try:  # a crash stops the other passages; what is done is kept
             await gather_bounded([functools.partial(self._extract_passage, key, kwargs, group,

@@ -25,7 +25,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
-from llama_index_graphrag_milvus.extraction.extractor import store_triplets, to_triplets
+from llama_index_graphrag_milvus.extraction.triplets import store_triplets, to_triplets
 from llama_index_graphrag_milvus.records import (
     ENTITY_NAME_MAX_BYTES,
     Triplet,

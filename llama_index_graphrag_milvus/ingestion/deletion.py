@@ -19,7 +19,7 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from llama_index_graphrag_milvus.extraction.extractor import triplets_from_node
+from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 _RELATION_FIELDS = ["text", "subject_id", "object_id", "passage_ids", "embedding"]

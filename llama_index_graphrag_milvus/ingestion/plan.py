@@ -24,7 +24,7 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelati
 from pydantic_core import to_jsonable_python
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction.extractor import (
+from llama_index_graphrag_milvus.extraction.triplets import (
     is_utf8,
     store_triplets,
     to_triplets,

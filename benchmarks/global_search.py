@@ -32,13 +32,13 @@ from llama_index.core.llms import (
 )
 
 from benchmarks.sleepy import SleepyLLM
-from llama_index_graphrag_milvus.communities.global_search import (
-    GlobalSearchQueryEngine,
+from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
+from llama_index_graphrag_milvus.communities.map_reduce import (
     GlobalSearchStats,
-    count_tokens,
     format_report,
     pack_reports,
 )
+from llama_index_graphrag_milvus.llm import count_tokens
 from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
 
 _REPORT_ID = re.compile(r"^----Report (\S+)----$", re.MULTILINE)

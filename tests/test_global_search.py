@@ -26,16 +26,18 @@ from llama_index_graphrag_milvus.communities.global_search import (
     DEFAULT_REDUCE_PROMPT,
     NO_DATA_ANSWER,
     GlobalSearchQueryEngine,
+)
+from llama_index_graphrag_milvus.communities.map_reduce import (
     GlobalSearchStats,
     MapPoint,
-    count_tokens,
     format_report,
     pack_reports,
     parse_points,
-    report_node,
     shuffled_reports,
 )
+from llama_index_graphrag_milvus.communities.report_retriever import report_node
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.llm import count_tokens
 from llama_index_graphrag_milvus.records import COMMUNITY_KEY, Community, CommunityReport, Finding
 from tests.fakes import ScriptedLLM
 

@@ -7,15 +7,14 @@
 - :mod:`.reports`: report contexts, LLM and extractive reports (:class:`CommunityReporter`);
 - :mod:`.local_search`: :class:`LocalSearchRetriever`;
 - :mod:`.report_retriever`: :class:`CommunityReportRetriever`, the reports as nodes;
-- :mod:`.global_search`: :class:`GlobalSearchQueryEngine`, map-reduce over the reports.
+- :mod:`.global_search`: :class:`GlobalSearchQueryEngine`, map-reduce over the reports;
+  its pure steps (batches, points, analyst blocks) are in :mod:`.map_reduce`.
 """
 
 from llama_index_graphrag_milvus.communities.build import CommunityBuildStats, CommunitySet
-from llama_index_graphrag_milvus.communities.global_search import (
-    GlobalSearchQueryEngine,
-    GlobalSearchStats,
-)
+from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
+from llama_index_graphrag_milvus.communities.map_reduce import GlobalSearchStats
 from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
 from llama_index_graphrag_milvus.communities.reports import CommunityReporter
 

@@ -52,7 +52,7 @@ from llama_index_graphrag_milvus.graph.leiden import (
     hierarchical_communities,
     relation_weights,
 )
-from llama_index_graphrag_milvus.ingestion.plan import timed_stage
+from llama_index_graphrag_milvus.ingestion.write import timed_stage
 from llama_index_graphrag_milvus.milvus.schema import (
     COMMUNITY_MEMBERS_PER_ROW,
     COMMUNITY_TEXT_MAX_BYTES,

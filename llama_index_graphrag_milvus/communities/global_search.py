@@ -30,11 +30,8 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-import math
-import random
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass
 from typing import Any
 
 from llama_index.core.base.base_query_engine import BaseQueryEngine
@@ -43,20 +40,29 @@ from llama_index.core.callbacks.base import CallbackManager
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.prompts.mixin import PromptDictType, PromptMixinType
-from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import QueryBundle
 from llama_index.core.settings import Settings
 
+from llama_index_graphrag_milvus.communities.map_reduce import (
+    GlobalSearchStats,
+    MapOutcome,
+    ReportBatch,
+    pack_points,
+    pack_reports,
+    parse_points,
+    rank_points,
+    shuffled_reports,
+    source_nodes,
+)
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.llm import (
     NoAnswer,
-    count_tokens,
     gather_bounded,
     run_blocking,
-    truncate_to_tokens,
     within,
 )
-from llama_index_graphrag_milvus.parsing import find_json, strip_echo
-from llama_index_graphrag_milvus.records import COMMUNITY_KEY, CommunityReport, hide_from_models
+from llama_index_graphrag_milvus.parsing import strip_echo
+from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.validation import (
     check_instance,
     check_int,
@@ -134,293 +140,6 @@ NO_DATA_ANSWER = ("I am sorry but I am unable to answer this question given the 
 _OWNER = "GlobalSearchQueryEngine: "
 _MAP_VARIABLES = ("context_data", "query_str")
 _REDUCE_VARIABLES = ("report_data", "query_str")  # {response_type} is optional
-
-
-# ---------------------------------------------------------------------------- records
-
-
-@dataclass(frozen=True)
-class GlobalSearchStats:
-    """What one global search did; ``response.metadata`` holds it as a dict
-    (:meth:`as_dict`).
-
-    ``reports`` counts the reports mapped (after ``min_rating``), ``reports_truncated``
-    those cut to fit a batch alone; ``map_calls`` equals ``batches``; ``map_failures``
-    counts the map calls that raised, timed out or answered without usable JSON.
-    ``points_kept`` are the valid points with a score above 0, ``points_dropped`` the
-    others (no description, a non-numeric score, score 0), ``points_in_reduce`` the kept
-    points that fit ``reduce_max_tokens``. ``seconds`` is the wall time of the question,
-    loading the reports included.
-    """
-
-    reports: int
-    reports_truncated: int
-    batches: int
-    map_calls: int
-    map_failures: int
-    points_kept: int
-    points_dropped: int
-    points_in_reduce: int
-    reduce_called: bool
-    seconds: float
-
-    def as_dict(self) -> dict[str, Any]:
-        """The fields as a plain dict.
-
-        >>> GlobalSearchStats(3, 0, 1, 1, 0, 2, 1, 2, True, 0.5).as_dict()["points_kept"]
-        2
-        """
-        return asdict(self)
-
-
-@dataclass(frozen=True)
-class MapPoint:
-    """One key point of a map answer: a description (with its data references) and an
-    importance score in ``(0, 100]``."""
-
-    description: str
-    score: float
-
-
-@dataclass(frozen=True)
-class ReportBatch:
-    """The reports of one map call and their text (``{context_data}``); ``tokens`` is the
-    sum of the report sections' token counts."""
-
-    reports: tuple[CommunityReport, ...]
-    context_data: str
-    tokens: int
-    truncated: int = 0
-    """How many of its reports were cut to fit (at most one: the report alone in it)."""
-
-
-@dataclass(frozen=True)
-class _RankedPoint:
-    point: MapPoint
-    batch: int
-    position: int
-
-
-@dataclass(frozen=True)
-class _MapOutcome:
-    """The points of one batch, and whether its map call failed."""
-
-    points: tuple[MapPoint, ...]
-    dropped: int
-    failed: bool
-
-
-# ---------------------------------------------------------------------------- pure steps
-
-
-def format_report(report: CommunityReport) -> str:
-    """One report as a section of the map prompt's ``{context_data}``: its id (what the
-    data references cite), title, rating and text.
-
-    >>> from llama_index_graphrag_milvus.records import Community, Finding
-    >>> print(format_report(CommunityReport(Community("c1", 0, "", (), ("e1",)),
-    ...     "Bernoulli family", "Mathematicians of Basel.", (), 7.0, "Central.", "llm")))
-    ----Report c1----
-    Title: Bernoulli family
-    Rating: 7
-    # Bernoulli family
-    <BLANKLINE>
-    Mathematicians of Basel.
-    """
-    return (f"----Report {report.id}----\nTitle: {report.title}\nRating: {report.rating:g}\n"
-            f"{report.as_text()}")
-
-
-def shuffled_reports(reports: Sequence[CommunityReport], seed: int,
-                     min_rating: float | None = None) -> list[CommunityReport]:
-    """The reports rated at least ``min_rating`` (all when ``None``), first occurrence of
-    each id only, in the order of ``random.Random(seed).shuffle`` (deterministic).
-
-    >>> from llama_index_graphrag_milvus.records import Community
-    >>> reports = [CommunityReport(Community(f"c{i}", 0, "", (), ()), f"t{i}", "", (), i,
-    ...                            "", "llm") for i in range(5)]
-    >>> [r.id for r in shuffled_reports(reports, seed=86, min_rating=2)]
-    ['c4', 'c3', 'c2']
-    """
-    seen: set[str] = set()
-    kept = []
-    for report in reports:
-        if report.id in seen or (min_rating is not None and not report.rating >= min_rating):
-            continue
-        seen.add(report.id)
-        kept.append(report)
-    random.Random(seed).shuffle(kept)
-    return kept
-
-
-def pack_reports(reports: Sequence[CommunityReport], max_tokens: int,
-                 count: Callable[[str], int] = count_tokens) -> list[ReportBatch]:
-    """Pack the reports, in order, into batches of at most ``max_tokens`` tokens (the sum
-    of their :func:`format_report` sections' tokens; the blank lines that join the sections
-    are not counted). A report whose section alone is bigger than ``max_tokens`` is
-    truncated to ``max_tokens`` tokens and gets a batch of its own (its header, with the id,
-    title and rating, comes first, so only the end of its text is lost).
-
-    >>> from llama_index_graphrag_milvus.records import Community
-    >>> reports = [CommunityReport(Community(f"c{i}", 0, "", (), ()), f"t{i}", "", (), 5.0,
-    ...                            "", "llm") for i in range(5)]
-    >>> [[r.id for r in b.reports] for b in pack_reports(reports, 2, count=lambda t: 1)]
-    [['c0', 'c1'], ['c2', 'c3'], ['c4']]
-    """
-    batches: list[ReportBatch] = []
-    sections: list[str] = []
-    members: list[CommunityReport] = []
-    used = 0
-
-    def close(truncated: int = 0) -> None:
-        nonlocal sections, members, used
-        if members:
-            batches.append(ReportBatch(tuple(members), "\n\n".join(sections), used, truncated))
-        sections, members, used = [], [], 0
-
-    for report in reports:
-        section = format_report(report)
-        tokens = count(section)
-        if tokens > max_tokens:  # too big for any batch: alone, cut to fit
-            close()
-            sections, members = [truncate_to_tokens(section, max_tokens, count)], [report]
-            used = count(sections[0])
-            close(truncated=1)
-            continue
-        if used + tokens > max_tokens:
-            close()
-        sections.append(section)
-        members.append(report)
-        used += tokens
-    close()
-    return batches
-
-
-def _score(value: Any) -> float | None:
-    """A finite number (or a numeric string) clamped to 0..100; ``None`` otherwise."""
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, str):
-        try:
-            value = float(value.strip())
-        except ValueError:
-            return None
-    if not isinstance(value, (int, float)):
-        return None
-    try:
-        number = float(value)
-    except OverflowError:  # an int with more digits than a float holds
-        number = math.inf if value > 0 else -math.inf
-    if math.isnan(number):
-        return None
-    return min(100.0, max(0.0, number))
-
-
-def parse_points(raw: str) -> tuple[list[MapPoint], int] | None:
-    """The key points of a map answer and how many were dropped; ``None`` when the answer
-    holds no usable JSON (neither ``{"points": [...]}`` nor a bare list of point objects).
-
-    A point needs a non-empty string ``description`` and a numeric ``score`` (a number, or
-    a string holding one); the score is clamped to 0..100. Points that lack either, and
-    points with score 0 ("I don't know"), are dropped.
-
-    >>> parse_points('Sure: {"points": [{"description": "A [Data: Reports (c1)]", '
-    ...              '"score": 120}, {"description": "none", "score": 0}, {"score": 5}]}')
-    ([MapPoint(description='A [Data: Reports (c1)]', score=100.0)], 2)
-    >>> parse_points("I cannot answer.") is None
-    True
-    """
-    value = find_json(raw, key="points")
-    if isinstance(value, dict):
-        value = value.get("points")
-    elif isinstance(value, list) and not (value and all(isinstance(v, dict) for v in value)):
-        value = None  # a bracketed aside such as "[1]", not a list of points
-    if not isinstance(value, list):
-        return None
-    points: list[MapPoint] = []
-    dropped = 0
-    for item in value:
-        description = item.get("description") if isinstance(item, dict) else None
-        score = _score(item.get("score")) if isinstance(item, dict) else None
-        if not isinstance(description, str) or not description.strip() or not score:
-            # no description, no numeric score, or score 0 ("I don't know")
-            dropped += 1
-            continue
-        points.append(MapPoint(description.strip(), score))
-    return points, dropped
-
-
-def _rank(outcomes: Sequence[_MapOutcome]) -> list[_RankedPoint]:
-    """Every kept point, by score descending; ties keep batch order, then point order."""
-    ranked = [_RankedPoint(point, batch, position)
-              for batch, outcome in enumerate(outcomes)
-              for position, point in enumerate(outcome.points)]
-    ranked.sort(key=lambda r: (-r.point.score, r.batch, r.position))
-    return ranked
-
-
-def format_point(point: MapPoint, analyst: int) -> str:
-    """One block of the reduce prompt's ``{report_data}``; ``analyst`` is the 1-based
-    number of the batch that produced the point (Microsoft GraphRAG's numbering).
-
-    >>> print(format_point(MapPoint("Euler studied in Basel [Data: Reports (c1)]", 80.0), 3))
-    ----Analyst 3----
-    Importance Score: 80
-    Euler studied in Basel [Data: Reports (c1)]
-    """
-    return f"----Analyst {analyst}----\nImportance Score: {point.score:g}\n{point.description}"
-
-
-def pack_points(ranked: Sequence[_RankedPoint], max_tokens: int,
-                count: Callable[[str], int] = count_tokens) -> tuple[str, int]:
-    """``{report_data}``: the ranked points' blocks while their tokens fit ``max_tokens``
-    (it stops at the first block that does not fit, as Microsoft GraphRAG does; a first
-    block bigger than the budget is truncated to it). Returns the text and the points in it.
-    """
-    blocks: list[str] = []
-    used = 0
-    for ranked_point in ranked:
-        block = format_point(ranked_point.point, ranked_point.batch + 1)
-        tokens = count(block)
-        if used + tokens > max_tokens:
-            if not blocks:
-                blocks.append(truncate_to_tokens(block, max_tokens, count))
-            break
-        blocks.append(block)
-        used += tokens
-    return "\n\n".join(blocks), len(blocks)
-
-
-def report_node(report: CommunityReport, score: float | None) -> NodeWithScore:
-    """A community report as a node: its markdown text (:meth:`CommunityReport.as_text`),
-    its community id as node id, and ``metadata["graphrag_community"]`` (``id``, ``level``,
-    ``title``, ``rating``, ``kind``), kept out of LLM and embedding text.
-
-    >>> from llama_index_graphrag_milvus.records import Community
-    >>> node = report_node(CommunityReport(Community("c1", 1, "c0", (), ("e1",)),
-    ...     "Bernoulli family", "Mathematicians of Basel.", (), 7.0, "Central.", "llm"), 0.8)
-    >>> node.node.node_id, node.score, node.node.metadata["graphrag_community"]["level"]
-    ('c1', 0.8, 1)
-    >>> node.node.get_content(metadata_mode="llm")
-    '# Bernoulli family\\n\\nMathematicians of Basel.'
-    """
-    metadata = {COMMUNITY_KEY: {"id": report.id, "level": report.level, "title": report.title,
-                                "rating": report.rating, "kind": report.kind}}
-    node = TextNode(text=report.as_text(), id_=report.id, metadata=metadata)
-    hide_from_models(node, COMMUNITY_KEY)
-    return NodeWithScore(node=node, score=score)
-
-
-def _source_nodes(batches: Sequence[ReportBatch], outcomes: Sequence[_MapOutcome]
-                  ) -> list[NodeWithScore]:
-    """The reports of the batches with kept points, scored by their batch's best point
-    score / 100; best first, ties in batch order, then report order."""
-    scored = [(max(p.score for p in outcome.points) / 100.0, batch_no, position, report)
-              for batch_no, (batch, outcome) in enumerate(zip(batches, outcomes, strict=True))
-              if outcome.points
-              for position, report in enumerate(batch.reports)]
-    scored.sort(key=lambda item: (-item[0], item[1], item[2]))
-    return [report_node(report, score) for score, _, _, report in scored]
 
 
 # ---------------------------------------------------------------------------- the engine
@@ -565,24 +284,24 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
                 "them first with index.build_communities() (or check the level asked for).")
         return list(reports)
 
-    async def _map_batch(self, batch_no: int, batch: ReportBatch, query: str) -> _MapOutcome:
+    async def _map_batch(self, batch_no: int, batch: ReportBatch, query: str) -> MapOutcome:
         kwargs: dict[str, Any] = {"context_data": batch.context_data, "query_str": query}
         raw = await within(self._llm.apredict(self._map_prompt, **kwargs), self.timeout)
         if isinstance(raw, Exception):
             logger.warning("GlobalSearchQueryEngine: the map call of batch %d (%d reports) "
                            "failed (%r); the batch gives no points", batch_no + 1,
                            len(batch.reports), raw)
-            return _MapOutcome((), 0, failed=True)
+            return MapOutcome((), 0, failed=True)
         parsed = parse_points(strip_echo(raw, self._map_prompt.format(**kwargs)))
         if parsed is None:
             logger.warning("GlobalSearchQueryEngine: no JSON points in the map answer of "
                            "batch %d (%.200r); the batch gives no points", batch_no + 1, raw)
-            return _MapOutcome((), 0, failed=True)
+            return MapOutcome((), 0, failed=True)
         points, dropped = parsed
         if dropped:
             logger.debug("GlobalSearchQueryEngine: batch %d: dropped %d points (score 0 or "
                          "malformed)", batch_no + 1, dropped)
-        return _MapOutcome(tuple(points), dropped, failed=False)
+        return MapOutcome(tuple(points), dropped, failed=False)
 
     async def _search(self, query: str, reports: Sequence[CommunityReport],
                       started: float) -> Response:
@@ -597,7 +316,7 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
         outcomes = await gather_bounded([functools.partial(self._map_batch, n, batch, query)
                                          for n, batch in enumerate(batches)],
                                         self.max_concurrency)
-        ranked = _rank(outcomes)
+        ranked = rank_points(outcomes)
         report_data, in_reduce = pack_points(ranked, self.reduce_max_tokens)
         answer = NO_DATA_ANSWER
         if ranked:
@@ -624,7 +343,7 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
             seconds=time.perf_counter() - started,
         )
         logger.debug("GlobalSearchQueryEngine: %s", stats)
-        return Response(response=answer, source_nodes=_source_nodes(batches, outcomes),
+        return Response(response=answer, source_nodes=source_nodes(batches, outcomes),
                         metadata=stats.as_dict())
 
     # ------------------------------------------------------------------ sync / async

@@ -32,6 +32,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
 
 from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
+from llama_index_graphrag_milvus.communities.report_retriever import report_node
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
@@ -166,8 +167,6 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
     ``(report, matched passages)`` pairs, best first; ``descriptions`` (when the passages
     were extracted with them) add a description column to both tables."""
     table = descriptions or DescriptionTable({}, {})
-    from llama_index_graphrag_milvus.communities.global_search import report_node
-
     budget = _Budget(tokens, config.max_tokens)
     kept_passages = []
     cap = config.text_unit_prop * config.max_tokens

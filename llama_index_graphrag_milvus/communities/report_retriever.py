@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
-from llama_index.core.schema import NodeWithScore, QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_graphrag_milvus.communities.global_search import report_node
+from llama_index_graphrag_milvus.records import COMMUNITY_KEY, CommunityReport, hide_from_models
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,
@@ -19,6 +19,26 @@ from llama_index_graphrag_milvus.validation import check_int
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+
+def report_node(report: CommunityReport, score: float | None) -> NodeWithScore:
+    """A community report as a node: its markdown text (:meth:`CommunityReport.as_text`),
+    its community id as node id, and ``metadata["graphrag_community"]`` (``id``, ``level``,
+    ``title``, ``rating``, ``kind``), kept out of LLM and embedding text.
+
+    >>> from llama_index_graphrag_milvus.records import Community
+    >>> node = report_node(CommunityReport(Community("c1", 1, "c0", (), ("e1",)),
+    ...     "Bernoulli family", "Mathematicians of Basel.", (), 7.0, "Central.", "llm"), 0.8)
+    >>> node.node.node_id, node.score, node.node.metadata["graphrag_community"]["level"]
+    ('c1', 0.8, 1)
+    >>> node.node.get_content(metadata_mode="llm")
+    '# Bernoulli family\\n\\nMathematicians of Basel.'
+    """
+    metadata = {COMMUNITY_KEY: {"id": report.id, "level": report.level, "title": report.title,
+                                "rating": report.rating, "kind": report.kind}}
+    node = TextNode(text=report.as_text(), id_=report.id, metadata=metadata)
+    hide_from_models(node, COMMUNITY_KEY)
+    return NodeWithScore(node=node, score=score)
 
 
 class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):

@@ -122,8 +122,9 @@ def check_optional_number(name: str, value: Any, low: float | None = None,
                     value, hint) from None
 
 
-def check_choice(name: str, value: Any, choices: Sequence[T]) -> T:
-    """``value`` when it is one of ``choices``.
+def check_choice(name: str, value: Any, choices: Sequence[T], alternative: str = "") -> T:
+    """``value`` when it is one of ``choices`` (``alternative`` names what else the caller
+    accepts, checked before).
 
     >>> check_choice("passage_search", "gpu", ("auto", "memory", "milvus"))
     Traceback (most recent call last):
@@ -131,7 +132,8 @@ def check_choice(name: str, value: Any, choices: Sequence[T]) -> T:
     llama_index_graphrag_milvus.errors.InvalidInputError: passage_search must be one of auto, memory, milvus, got 'gpu'
     """  # noqa: E501
     if not any(isinstance(value, type(choice)) and value == choice for choice in choices):
-        raise _fail(name, f"one of {', '.join(map(str, choices))}", value)
+        others = f" or {alternative}" if alternative else ""
+        raise _fail(name, f"one of {', '.join(map(str, choices))}{others}", value)
     return value
 
 

@@ -323,8 +323,6 @@ def test_passage_search_in_memory_leaves_filters_to_milvus(
 @LITE_ONLY
 def test_the_passage_table_follows_writes_and_stays_out_above_its_budget(
         make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
-    from llama_index_graphrag_milvus.retrieval import base
-
     index = make_index()
     retriever = index.as_retriever(passage_search="auto")
     retriever.retrieve(QUESTION)
@@ -337,7 +335,8 @@ def test_the_passage_table_follows_writes_and_stays_out_above_its_budget(
     assert "Leibniz corresponded with Johann Bernoulli." in texts(hits)
     assert len(index.passage_table() or ()) == 5  # read again after the write
     index.refresh()
-    monkeypatch.setattr(base, "MEMORY_SEARCH_MAX_FLOATS", 5 * 64 - 1)
+    retriever = index.as_retriever(passage_search="auto",
+                                   memory_search_max_floats=5 * 64 - 1)  # 5 passages, 64 dim
     spy = CallSpy(index, monkeypatch)
     retriever.retrieve(QUESTION)
     assert index._cache.peek(PASSAGES) is None  # one count decided it

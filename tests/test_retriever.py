@@ -371,12 +371,13 @@ def test_store_runs_the_two_seed_searches_at_the_same_time(
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.99])
 def test_relation_seeds_in_memory_equal_the_milvus_search(
         family_index: GraphRAGIndex, threshold: float | None) -> None:
-    from llama_index_graphrag_milvus.retrieval.base import (
-        QueryContext,
-        SeedConfig,
-        search_relations,
+    from llama_index_graphrag_milvus.retrieval.drivers import (
+        AsyncDriver,
+        DriverContext,
+        SyncDriver,
     )
-    from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
+    from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
+    from llama_index_graphrag_milvus.retrieval.seeds import search_relations
     from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
 
     vector = family_index.embed_model.get_query_embedding(QUESTION)
@@ -385,9 +386,9 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
     for where in ("memory", "milvus"):
         config = SeedConfig(relation_top_k=4, relation_threshold=threshold,
                             relation_search=where)
-        driver = SyncDriver(family_index, None, DEFAULT_NER_PROMPT)
-        found[where] = driver.run(search_relations(query, config))
-        async_driver = AsyncDriver(family_index, None, DEFAULT_NER_PROMPT)
+        context = DriverContext(family_index, None, DEFAULT_NER_PROMPT)
+        found[where] = SyncDriver(context).run(search_relations(query, config))
+        async_driver = AsyncDriver(context)
         assert asyncio.run(async_driver.run(search_relations(query, config))) == found[where]
     memory, milvus = found["memory"], found["milvus"]
     assert [(h.id, h.text, h.subject_id, h.object_id) for h in memory] == [
@@ -403,8 +404,13 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
 @pytest.mark.parametrize("threshold", [None, 0.5])
 def test_entity_seeds_in_memory_equal_the_milvus_search(
         family_index: GraphRAGIndex, threshold: float | None) -> None:
-    from llama_index_graphrag_milvus.retrieval.base import QueryContext, SeedConfig, find_seeds
-    from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
+    from llama_index_graphrag_milvus.retrieval.drivers import (
+        AsyncDriver,
+        DriverContext,
+        SyncDriver,
+    )
+    from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
+    from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
     from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
 
     vector = family_index.embed_model.get_query_embedding(QUESTION)
@@ -414,10 +420,9 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
     for where in ("memory", "milvus"):
         # every entity (the test embedding ties many scores, and ties may come in any order)
         config = SeedConfig(entity_top_k=50, entity_threshold=threshold, entity_search=where)
-        seeds, _ = SyncDriver(family_index, llm, DEFAULT_NER_PROMPT).run(
-            find_seeds(query, config))
-        again, _ = asyncio.run(AsyncDriver(family_index, llm, DEFAULT_NER_PROMPT).run(
-            find_seeds(query, config)))
+        context = DriverContext(family_index, llm, DEFAULT_NER_PROMPT)
+        seeds, _ = SyncDriver(context).run(find_seeds(query, config))
+        again, _ = asyncio.run(AsyncDriver(context).run(find_seeds(query, config)))
         assert again == seeds
         found[where] = seeds.entities
     memory, milvus = ([(h.searched, -round(h.score, 4), h.id, h.name) for h in found[where]]
@@ -430,11 +435,8 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
 
 def test_seed_search_auto_uses_milvus_above_the_memory_budget(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    from llama_index_graphrag_milvus.retrieval import base
-
     spy = SearchSpy(family_index, monkeypatch)
-    monkeypatch.setattr(base, "MEMORY_SEARCH_MAX_FLOATS", 1)
-    khop(family_index, hops=1).retrieve(QUESTION)
+    khop(family_index, hops=1, memory_search_max_floats=1).retrieve(QUESTION)
     assert ("graphrag_entities", 1) in spy.calls
     # on Lite the relations stay in memory whatever their number: a Lite search scans the
     # same vectors the graph holds, more slowly

@@ -42,20 +42,11 @@ from llama_index_graphrag_milvus.records import (
     EntityHit,
     hide_from_models,
 )
-from llama_index_graphrag_milvus.retrieval.base import (
-    QueryContext,
-    RetrievalMethod,
-    SeedConfig,
-    entity_search,
-    read_relation_texts,
-)
-from llama_index_graphrag_milvus.retrieval.io import (
-    LoadCommunities,
-    LoadGraph,
-    Plan,
-    first,
-)
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import read_relation_texts
+from llama_index_graphrag_milvus.retrieval.requests import LoadCommunities, LoadGraph, Plan, first
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval.seeds import entity_search
 from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
 
 if TYPE_CHECKING:
@@ -236,13 +227,13 @@ class LocalSearchRetrieval(RetrievalMethod):
         self._tokens = tokenizer or get_tokenizer()
 
     def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:
-        communities: CommunitySet = yield LoadCommunities()  # fails early when not built
+        communities = yield from LoadCommunities()  # fails early when not built
         communities.check_level(self.config.level)
         passages = yield from self.inner.plan(query, seeds)
-        hits = first((yield (yield from entity_search(
-            (tuple(query.vector),), (query.text,), self.config.entity_top_k, None,
-            seeds.entity_search))))
-        graph: EntityRelationGraph = yield LoadGraph()
+        search = yield from entity_search(query, (tuple(query.vector),), (query.text,),
+                                          self.config.entity_top_k, None, seeds.entity_search)
+        hits = first((yield from search))
+        graph = yield from LoadGraph()
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
         located = [(h.id, graph.entity_ids.lookup([h.id])) for h in entities]
         rows = np.concatenate([r for _, r in located] or [np.zeros(0, np.int64)])
@@ -258,7 +249,7 @@ class LocalSearchRetrieval(RetrievalMethod):
                             communities.descriptions)
 
     def describe(self) -> dict[str, Any]:
-        return {"local_search": {
+        return {**self.inner.describe(), "local_search": {
             "passages": self.inner.name, "level": self.config.level,
             "entity_top_k": self.config.entity_top_k, "max_tokens": self.config.max_tokens,
             "community_prop": self.config.community_prop,

@@ -38,24 +38,22 @@ from llama_index_graphrag_milvus.records import (
     TIMINGS_KEY,
     CandidateRelation,
 )
-from llama_index_graphrag_milvus.retrieval.base import (
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import (
     OWN_RELATIONS_PER_PASSAGE,
-    QueryContext,
     Result,
-    RetrievalMethod,
-    SeedConfig,
-    find_seeds,
     rank_in_memory,
     read_relation_texts,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.io import (
+from llama_index_graphrag_milvus.retrieval.requests import (
     GetPassages,
     LoadGraph,
     Plan,
     SearchPassages,
     first,
 )
+from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import Seeds, attached_relations, select_passages
 from llama_index_graphrag_milvus.validation import check_number
 
@@ -165,7 +163,7 @@ class PageRankRetrieval(RetrievalMethod):
         else:
             seeds, _ = yield from find_seeds(query, seeds_config)
             similar = first(ranked)
-        graph: EntityRelationGraph = yield LoadGraph()
+        graph = yield from LoadGraph()
         candidates = (graph.expand(query.vector, [h.id for h in seeds.entities],
                                    [h.id for h in seeds.relations], self.expansion)
                       if graph.num_relations else [])
@@ -177,7 +175,7 @@ class PageRankRetrieval(RetrievalMethod):
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]
         missing = tuple(pid for pid in wanted if pid not in nodes)
         if missing:
-            nodes.update((n.node_id, n) for n in (yield GetPassages(missing, query.where)))
+            nodes.update((n.node_id, n) for n in (yield from GetPassages(missing, query.where)))
         mass = {p.id: p.mass for p in ranking}
         hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]

@@ -55,22 +55,15 @@ from llama_index_graphrag_milvus.records import (
     CandidateRelation,
     hide_from_models,
 )
-from llama_index_graphrag_milvus.retrieval.base import (
-    QueryContext,
-    RetrievalMethod,
-    SeedConfig,
+from llama_index_graphrag_milvus.retrieval.khop import pool_results
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
-    expand,
-    find_seeds,
     read_relation_texts,
     search_passages,
 )
-from llama_index_graphrag_milvus.retrieval.io import (
-    LoadGraph,
-    Plan,
-    first,
-)
-from llama_index_graphrag_milvus.retrieval.khop import pool_results
+from llama_index_graphrag_milvus.retrieval.requests import LoadGraph, Plan, first
+from llama_index_graphrag_milvus.retrieval.seeds import expand, find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
@@ -200,7 +193,7 @@ class PCSTRetrieval(RetrievalMethod):
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         solver = self.solver or load_solver()  # a missing extra is an error, not a fallback
         seeds, _ = yield from find_seeds(query, seeds_config)
-        graph: EntityRelationGraph = yield LoadGraph()
+        graph = yield from LoadGraph()
         candidates = expand(graph, query, seeds, self.expansion) if graph.num_relations else []
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))

@@ -238,8 +238,8 @@ class BridgeRetrieval(RetrievalMethod):
         graph = yield from LoadGraph()
         bridges = choose_bridges(query.text, hits, self.max_bridges, graph)
         started = time.perf_counter()
-        vectors = (yield from EmbedTexts(tuple(second_query(query.text, b, self.bridge_query)
-                                          for b in bridges))) if bridges else []
+        vectors = (yield from EmbedTexts(tuple(
+            second_query(query.text, b, self.bridge_query) for b in bridges))) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
         chosen = yield from self._passages(query, (query.vector, *vectors))
         return with_own_relations(graph, query, [self._result(ranked, bridges, timings)

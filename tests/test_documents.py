@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
 from llama_index.core import Document
+from llama_index.core.llms import CompletionResponse
 from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import TextNode
 
-from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.ingestion.deletion import delete_document
-from llama_index_graphrag_milvus.records import entity_id
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY, entity_id
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 # Splitting and the simulated interruption do not depend on the backend (real kills on a
@@ -81,6 +85,61 @@ def all_texts(index: GraphRAGIndex, query: str) -> set[str]:
     return {h.node.get_content() for h in hits}
 
 
+class AsyncOnlyLLM(ScriptedLLM):
+    """The extraction LLM of the async twins: its sync API fails, so a twin that used it
+    would leave its passages without triplets."""
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any
+                 ) -> CompletionResponse:
+        raise AssertionError("the sync LLM API was used")
+
+
+def async_extractor() -> AsyncOnlyLLM:
+    return AsyncOnlyLLM(extractor()._script)
+
+
+@LITE_ONLY
+async def test_async_twins_write_what_the_sync_methods_write(index: GraphRAGIndex,
+                                                             tmp_path: Path) -> None:
+    twin = GraphRAGIndex(uri=str(tmp_path / "twin.db"), embed_model=HashEmbedding())
+    await twin.ainsert_documents([EULER, DANIEL], llm=async_extractor(),
+                                 transformations=[SPLITTER])
+    assert signature(twin) == signature(index) and counts(twin) == counts(index)
+    new_daniel = doc("daniel", "Daniel Bernoulli studied fluid dynamics.")
+    index.update_ref_doc(new_daniel, llm=extractor(), transformations=[SPLITTER])
+    await twin.aupdate_ref_doc(new_daniel, llm=async_extractor(), transformations=[SPLITTER])
+    assert signature(twin) == signature(index) and counts(twin) == counts(index)
+    assert (await twin.adelete_ref_doc("euler")) == index.delete_ref_doc("euler")
+    assert signature(twin) == signature(index) and counts(twin) == counts(index)
+    await twin.ainsert(EULER, llm=async_extractor(), transformations=[SPLITTER])
+    index.insert(EULER, llm=extractor(), transformations=[SPLITTER])
+    nodes = [TextNode(text="Leibniz wrote to Johann Bernoulli.", metadata={
+        TRIPLETS_KEY: [["Gottfried Leibniz", "wrote to", "Johann Bernoulli"]]})]
+    assert (await twin.ainsert_nodes(nodes)).relations == index.insert_nodes(nodes).relations
+    data = [("Basel is in Switzerland.", [("Basel", "is in", "Switzerland")])]
+    assert (await twin.ainsert_triplets(data)).relations == index.insert_triplets(
+        data).relations
+    assert signature(twin) == signature(index) and counts(twin) == counts(index)
+    assert signature(twin) == signature(fresh(twin))
+    await twin.aclose()
+
+
+def test_the_names_of_0_1_0_are_aliases_of_core_s() -> None:
+    assert GraphRAGIndex.delete is GraphRAGIndex.delete_ref_doc
+    assert GraphRAGIndex.update is GraphRAGIndex.update_ref_doc
+
+
+@LITE_ONLY
+def test_maintenance_arguments_of_other_indexes_are_refused_or_harmless(
+        index: GraphRAGIndex) -> None:
+    with pytest.raises(InvalidInputError, match="insert_nodes takes no other arguments"):
+        index.insert_nodes([], storage_context=None)
+    with pytest.raises(InvalidInputError, match=r"unexpected arguments \['chunk_size'\]"):
+        index.insert(EULER, chunk_size=10)  # type: ignore[call-arg]
+    # core's delete_from_docstore: there is no docstore, Milvus holds everything
+    assert index.delete_ref_doc("euler", delete_from_docstore=True).passages == 2
+
+
 @LITE_ONLY
 def test_documents_are_split_and_linked(index: GraphRAGIndex) -> None:
     # entities: Euler, Johann, Basel, Daniel; relations: student (in 2 passages), born, son
@@ -91,7 +150,7 @@ def test_documents_are_split_and_linked(index: GraphRAGIndex) -> None:
 
 
 def test_delete_removes_what_only_the_document_supported(index: GraphRAGIndex) -> None:
-    stats = index.delete("euler")
+    stats = index.delete_ref_doc("euler")
     assert (stats.passages, stats.relations_deleted, stats.relations_updated,
             stats.entities_deleted) == (2, 1, 1, 1)
     assert counts(index) == (3, 2, 2)  # Basel and "born in" are gone
@@ -109,8 +168,8 @@ def test_delete_removes_what_only_the_document_supported(index: GraphRAGIndex) -
 
 def test_update_replaces_the_document(index: GraphRAGIndex) -> None:
     before = signature(index)
-    index.update(doc("daniel", "Daniel Bernoulli studied fluid dynamics."), llm=extractor(),
-                 transformations=[SPLITTER])
+    index.update_ref_doc(doc("daniel", "Daniel Bernoulli studied fluid dynamics."),
+                         llm=extractor(), transformations=[SPLITTER])
     after = signature(index)
     assert after != before
     assert signature(index) == signature(fresh(index))
@@ -123,7 +182,7 @@ def test_update_replaces_the_document(index: GraphRAGIndex) -> None:
 
 def test_delete_then_reinsert_restores_the_same_store(index: GraphRAGIndex) -> None:
     original = signature(index)
-    index.delete("daniel")
+    index.delete_ref_doc("daniel")
     index.insert(DANIEL, llm=extractor(), transformations=[SPLITTER])
     assert signature(index) == original
     assert counts(index) == (4, 3, 4)

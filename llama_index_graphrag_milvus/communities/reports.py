@@ -29,6 +29,7 @@ from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.utils import get_tokenizer
 from tqdm.auto import tqdm
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.llm import (
     Sleep,
     Threads,
@@ -394,3 +395,21 @@ class CommunityReporter:
 def with_community(report: CommunityReport, community: Community) -> CommunityReport:
     """``report`` attached to ``community`` (a cached report reused for the same context)."""
     return replace(report, community=community)
+
+
+def choose_reporter(llm: LLM | None, reporter: CommunityReporter | None,
+                    max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS, num_workers: int = 4
+                    ) -> CommunityReporter | None:
+    """The reporter of a build: one for ``llm`` (with the budget and workers given), the
+    ``reporter`` given, or ``None`` for extractive reports.
+
+    >>> choose_reporter(None, None) is None
+    True
+    """
+    if llm is not None and reporter is not None:
+        raise InvalidInputError("give llm or reporter, not both (the reporter has its own llm)")
+    if llm is not None:
+        return CommunityReporter(llm, max_input_tokens=max_input_tokens,
+                                 num_workers=num_workers)
+    return check_instance("reporter", reporter, CommunityReporter, "a CommunityReporter",
+                          optional=True)

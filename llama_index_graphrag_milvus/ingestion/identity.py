@@ -16,7 +16,7 @@ import json
 import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -24,6 +24,9 @@ from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
 from llama_index_graphrag_milvus.records import RETRIEVAL_KEYS, TRIPLETS_KEY
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 logger = logging.getLogger(__name__)
 
@@ -165,3 +168,35 @@ def check_embed_model(stored: EmbedModelRecord, current: EmbedModelRecord, where
     logger.warning("%s was built with %s; recording %s instead (allow_embed_model_change)",
                    where, stored.describe(), current.describe())
     return True
+
+
+def bind_settings(store: MilvusGraphStore, embed_model: BaseEmbedding,
+                  keys: tuple[str, ...] | str | None, allow_model_change: bool
+                  ) -> tuple[str, ...] | str:
+    """The passage identity rule an index opened on ``store`` uses: ``keys`` for a new
+    index (all metadata when ``None``), the recorded rule for an existing one, whose
+    embedding model is checked against ``embed_model`` (:func:`check_embed_model`; with
+    ``allow_model_change`` the new model is recorded instead).
+
+    Raises:
+        InvalidInputError: ``keys`` differ from the recorded rule.
+        EmbeddingModelError: the models give different vectors (see
+            :func:`check_embed_model`).
+    """
+    where = f"the index {store.prefix!r} at {store.uri!r}"
+    settings = IndexSettings.from_properties(store.properties)
+    if settings is None:  # a new index, or one created before settings were recorded
+        return ALL_METADATA if keys is None else keys
+    if keys is not None and keys != settings.passage_identity_keys:
+        raise InvalidInputError(
+            f"{where} identifies passages by the metadata keys "
+            f"{settings.passage_identity_keys!r}, not {keys!r}: changing the rule would "
+            "store the same passages again under new ids. Leave passage_identity_keys "
+            "unset to use the recorded rule, or build a new index.")
+    if settings.embed_model is not None:
+        current = EmbedModelRecord.of(embed_model)
+        store.check_dimension(current.dim, "the embedding model")
+        if check_embed_model(settings.embed_model, current, where, allow_model_change):
+            store.set_properties(IndexSettings(
+                current, settings.passage_identity_keys).to_properties())
+    return settings.passage_identity_keys

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, SerializeAsAny, ValidationError
+from llama_index.core.bridge.pydantic import Field, SerializeAsAny
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.llms.llm import LLM
@@ -36,6 +36,7 @@ from llama_index_graphrag_milvus.records import (
     clean_text,
     hide_from_models,
 )
+from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
@@ -154,13 +155,10 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
 
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
-        try:
+        with pydantic_arguments("GraphRelationRerank",
+                                "top_n and max_selected_relations are integers > 0, timeout "
+                                "is seconds > 0 (or None)."):
             super().__init__(**kwargs)
-        except ValidationError as exc:
-            raise InvalidInputError(
-                f"GraphRelationRerank arguments rejected: {exc}\nFix the arguments listed: "
-                "top_n and max_selected_relations are integers > 0, timeout is seconds > 0 "
-                "(or None).") from exc
 
     @classmethod
     def class_name(cls) -> str:

@@ -22,8 +22,11 @@ llama_index_graphrag_milvus.errors.InvalidInputError: ppr_passage_weight must be
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
+
+from llama_index.core.bridge.pydantic import ValidationError
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 
@@ -151,3 +154,35 @@ def check_instance(name: str, value: Any, kind: type | tuple[type, ...], what: s
         return value
     raise InvalidInputError(f"{name} must be {what}{' or None' if optional else ''}, got "
                             f"{type(value).__name__}")
+
+
+@contextmanager
+def pydantic_arguments(owner: str, hint: str = "") -> Iterator[None]:
+    """Around the construction of a pydantic model (a LlamaIndex component): a rejected
+    field becomes an :class:`InvalidInputError` (chained to pydantic's ``ValidationError``)
+    naming each field, what it must be and what came, then ``hint``.
+
+    >>> from llama_index.core.bridge.pydantic import BaseModel, Field
+    >>> class Settings(BaseModel):
+    ...     workers: int = Field(default=4, gt=0)
+    >>> with pydantic_arguments("Settings", "workers is how many threads run."):
+    ...     Settings(workers=0)
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: Settings arguments rejected: workers: Input should be greater than 0, got 0. workers is how many threads run.
+    """  # noqa: E501
+    try:
+        yield
+    except ValidationError as exc:
+        problems = "; ".join(_problem(error) for error in exc.errors())
+        raise InvalidInputError(f"{owner} arguments rejected: {problems}"
+                                + (f" {hint}" if hint else "")) from exc
+
+
+def _problem(error: Any) -> str:
+    """One pydantic error as ``"field: what it must be, got value."``."""
+    where = ".".join(str(part) for part in error["loc"]) or "arguments"
+    if error["type"] == "value_error":  # our own validators: their message says it all
+        message = str(error["msg"]).removeprefix("Value error, ").rstrip(".")
+        return f"{where}: {message}."
+    return f"{where}: {error['msg']}, got {error.get('input')!r:.200}."

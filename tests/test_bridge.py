@@ -12,12 +12,8 @@ import pytest
 from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
-from llama_index_graphrag_milvus import (
-    EntityRelationGraph,
-    GraphRAGIndex,
-    GraphRelationRerank,
-    InvalidInputError,
-)
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.index_cache import PASSAGES, PASSAGES_TOO_LARGE
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 from llama_index.core import Document
-from llama_index.core.bridge.pydantic import PrivateAttr
+from llama_index.core.bridge.pydantic import PrivateAttr, ValidationError
 from llama_index.core.graph_stores.types import (
     KG_NODES_KEY,
     KG_RELATIONS_KEY,
@@ -24,13 +24,14 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
-from llama_index_graphrag_milvus import Triplet, TripletExtractor, parse_triplets
+from llama_index_graphrag_milvus import InvalidInputError, TripletExtractor
 from llama_index_graphrag_milvus.extraction import (
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
+    parse_triplets,
     to_triplets,
     triplets_from_node,
 )
-from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, Triplet
 from tests.fakes import ScriptedLLM
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
@@ -329,10 +330,19 @@ async def test_max_triplets_per_chunk(use_async: bool) -> None:
     assert "Extract at most 3 triplets" in llm.prompts[0]
 
 
-@pytest.mark.parametrize("bad", [{"max_triplets_per_chunk": 0}, {"num_workers": 0}])
-def test_bad_arguments_raise_value_error(bad: dict[str, Any]) -> None:
-    with pytest.raises(ValueError, match=next(iter(bad))):
+@pytest.mark.parametrize(("bad", "message"), [
+    ({"max_triplets_per_chunk": 0}, "max_triplets_per_chunk: Input should be greater than 0, "
+                                    "got 0"),
+    ({"num_workers": 0}, "num_workers: Input should be greater than 0, got 0"),
+    ({"max_retries": -1}, "max_retries: Input should be greater than or equal to 0, got -1"),
+    ({"retry_base_delay": "soon"}, "retry_base_delay: Input should be a valid number"),
+])
+def test_bad_arguments_raise_the_package_error(bad: dict[str, Any], message: str) -> None:
+    # pydantic's ValidationError does not escape: a package error that names the field
+    with pytest.raises(InvalidInputError, match=f"TripletExtractor arguments rejected: "
+                                                f"{message}.*are integers > 0") as caught:
         TripletExtractor(llm=ScriptedLLM([]), **bad)
+    assert isinstance(caught.value.__cause__, ValidationError)
 
 
 class ConcurrencyLLM(CustomLLM):

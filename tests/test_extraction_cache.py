@@ -21,13 +21,14 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import MetadataMode, TextNode
 from llama_index.core.storage.kvstore import SimpleKVStore
 
-from llama_index_graphrag_milvus import GraphRAGIndex, Triplet, TripletExtractor
+from llama_index_graphrag_milvus import GraphRAGIndex, TripletExtractor
 from llama_index_graphrag_milvus.extraction import (
     EXTRACTION_ERROR_KEY,
     ExtractionCache,
     ExtractionReport,
     extraction_failures,
 )
+from llama_index_graphrag_milvus.records import Triplet
 from tests.fakes import HashEmbedding
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from llama_index_graphrag_milvus import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 
 
 def rel(rid: str, subject: str, obj: str, vector: list[float],

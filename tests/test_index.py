@@ -12,16 +12,12 @@ from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, TextNode
 
-from llama_index_graphrag_milvus import (
-    EmbeddingDimensionError,
-    EmptyIndexError,
-    GraphRAGIndex,
-    InvalidInputError,
-    MilvusGraphStore,
-)
+from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.seeds import EntityTable
 from llama_index_graphrag_milvus.ingestion.identity import IndexSettings
+from llama_index_graphrag_milvus.milvus import MilvusGraphStore
 from llama_index_graphrag_milvus.milvus.columns import (
     ROW_BYTES_BESIDES_VECTOR,
     CollectionReads,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from llama_index_graphrag_milvus import EntityRelationGraph, ExpansionConfig, InvalidInputError
+from llama_index_graphrag_milvus import InvalidInputError
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.milvus.filters import in_list
 
 LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)

@@ -77,6 +77,7 @@ from llama_index_graphrag_milvus.records import (
     clean_text,
     hide_from_models,
 )
+from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 T = TypeVar("T")
 
@@ -162,7 +163,8 @@ class TripletExtractor(TransformComponent, PromptMixin):
 
     Raises:
         InvalidInputError: ``entity_types`` is a string, empty, or holds a blank or
-            non-text type.
+            non-text type; a field is out of range or of the wrong type (the message names
+            it; pydantic's ``ValidationError`` is chained as ``__cause__``).
 
     Example::
 
@@ -218,7 +220,11 @@ class TripletExtractor(TransformComponent, PromptMixin):
         prompt_given = kwargs.get("extract_prompt") is not None
         if not prompt_given:
             kwargs.pop("extract_prompt", None)
-        super().__init__(**kwargs)
+        with pydantic_arguments("TripletExtractor",
+                                "max_triplets_per_chunk and num_workers are integers > 0, "
+                                "max_retries an integer >= 0, retry_base_delay seconds >= 0, "
+                                "extract_prompt a PromptTemplate."):
+            super().__init__(**kwargs)
         if self.describe and not prompt_given:
             self.extract_prompt = DEFAULT_DESCRIBED_EXTRACT_PROMPT
         self._cache = cache

@@ -32,6 +32,7 @@ from llama_index_graphrag_milvus.records import (
     clean_text,
     normalize_name,
 )
+from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 if TYPE_CHECKING:
     from spacy.language import Language
@@ -446,6 +447,8 @@ class SpacyTripletExtractor(TransformComponent):
     Raises:
         MissingDependencyError: spaCy is not installed (``pip install
             "llama-index-graphrag-milvus[nlp]"``), or the ``model`` pipeline is not.
+        InvalidInputError: ``nlp`` is not a spaCy ``Language``, or a field is out of range
+            or of the wrong type (the message names it).
 
     Example::
 
@@ -509,7 +512,9 @@ class SpacyTripletExtractor(TransformComponent):
             )
         if nlp is not None and "model" not in kwargs:
             kwargs["model"] = f"{nlp.lang}_{nlp.meta.get('name', 'pipeline')}"
-        super().__init__(**kwargs)
+        with pydantic_arguments("SpacyTripletExtractor", "See the fields of "
+                                "SpacyTripletExtractor for what each takes."):
+            super().__init__(**kwargs)
         if nlp is None:
             nlp = load_spacy_pipeline(self.model)
             _disable_unneeded(nlp, self.entity_kinds)

@@ -14,6 +14,8 @@ from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY
 from tests.fakes import HashEmbedding, ScriptedLLM
 
+pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
+
 QUERIES = [
     "What did the son of Euler's teacher contribute?",
     "fluid dynamics",

@@ -33,7 +33,7 @@ def quote(value: str) -> str:
 
     A raw line break inside a literal is a parse error; Milvus reads ``\n`` and ``\r`` back
     as the line break. Every other character (tabs, control characters, non-ASCII) is matched
-    as it is (checked on Milvus Lite 3.2, tests/test_filter_parity.py).
+    as it is (checked on Milvus Lite 3.2, tests/retrieval/test_filter_parity.py).
 
     >>> print(quote('say "hi" \ bye'))
     "say \"hi\" \\ bye"

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
+
 from benchmarks.scale import (
     HashedRandomEmbedding,
     main,
@@ -15,6 +17,8 @@ from benchmarks.scale import (
 from benchmarks.synthetic import generate
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY, TRIPLETS_KEY, Triplet
+
+pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 
 
 def test_synthetic_graph_is_stored_as_ingestion_would_store_it(tmp_path: Path) -> None:

@@ -154,6 +154,7 @@ def test_naive_order_precondition(tmp_path: Path, embed_model: HashEmbedding) ->
         assert len(set(np.round(scores, 6))) == len(scores)  # no ties: the order is exact
 
 
+@pytest.mark.milvus
 def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny")
     grid = SweepGrid(hops=(1, 2), entity_top_k=(1, 20), relation_top_k=(20,),
@@ -220,6 +221,7 @@ def _rrf(lists: list[list[str]], merge: bool) -> list[str]:
     return [key if merge else key[1] for key in order]
 
 
+@pytest.mark.milvus
 def test_fusion_is_core_rrf_of_graph_and_naive(tmp_path: Path,
                                                embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny")
@@ -262,6 +264,7 @@ def test_never_called_llm_raises() -> None:
         NeverCalledLLM().complete("hello")
 
 
+@pytest.mark.milvus
 def test_defaults_follow_the_retriever_and_describe_is_recorded(tmp_path: Path,
                                                                 embed_model: HashEmbedding
                                                                 ) -> None:
@@ -301,6 +304,7 @@ def test_sweep_graph_kwargs_variants_are_a_dimension() -> None:
     assert args.sweep_graph_kwargs == [{}, {"max_relations_per_passage": 1}]
 
 
+@pytest.mark.milvus
 def test_no_triplets_no_llm_reports_naive_and_says_why(tmp_path: Path,
                                                        embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny", triplets=False)
@@ -321,6 +325,7 @@ def _scripted_answer(prompt: str) -> str:
     return "no JSON here"
 
 
+@pytest.mark.milvus
 def test_llm_extracts_the_graph_and_reranks(tmp_path: Path,
                                             embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny", triplets=False)
@@ -336,6 +341,7 @@ def test_llm_extracts_the_graph_and_reranks(tmp_path: Path,
             graph["summary"][f"recall@{k}"])
 
 
+@pytest.mark.milvus
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dataset = write_dataset(tmp_path / "tiny")
     out = tmp_path / "out"
@@ -356,6 +362,7 @@ CLI = ["--embed-model", "tests.fakes:HashEmbedding", "--no-llm", "--no-progress"
        "--warmup", "0", "--entity-top-k", "20", "--relation-top-k", "20"]
 
 
+@pytest.mark.milvus
 def test_graph_methods_are_rows_each_with_its_fusion(tmp_path: Path,
                                                      capsys: pytest.CaptureFixture[str]
                                                      ) -> None:
@@ -400,6 +407,7 @@ def test_graph_methods_are_rows_each_with_its_fusion(tmp_path: Path,
     assert "| R@2 2hop | R@2 3hop |" in table  # the per-hop breakdown covers the rows
 
 
+@pytest.mark.milvus
 def test_graph_method_without_coverage(tmp_path: Path, embed_model: HashEmbedding) -> None:
     from benchmarks.multihop import GraphMethodSpec
 
@@ -465,6 +473,7 @@ class TimedRetriever(BaseRetriever):
         return [NodeWithScore(node=TextNode(text="x", metadata=metadata), score=1.0)]
 
 
+@pytest.mark.milvus
 def test_retriever_timings_are_aggregated_per_method(tmp_path: Path,
                                                      embed_model: HashEmbedding) -> None:
     questions = load_dataset(write_dataset(tmp_path / "tiny")).questions
@@ -518,6 +527,7 @@ def fake_extractors(keep: int = 10) -> dict[str, Extractor]:
     return {"spacy": Extractor("FakeExtractor", lambda show_progress: FakeExtractor(keep=keep))}
 
 
+@pytest.mark.milvus
 def test_extractor_flag_builds_the_graph_of_a_dataset_without_triplets(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dataset = write_dataset(tmp_path / "tiny", triplets=False)
@@ -542,6 +552,7 @@ def test_extractor_flag_builds_the_graph_of_a_dataset_without_triplets(
     assert "triplets per passage" in table
 
 
+@pytest.mark.milvus
 def test_extractor_replaces_the_dataset_triplets_in_its_own_index(
         tmp_path: Path, embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny")
@@ -563,6 +574,7 @@ def test_extractor_replaces_the_dataset_triplets_in_its_own_index(
         run_benchmark(config(dataset, out, extractor="regex"), embed_model)
 
 
+@pytest.mark.milvus
 def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
         tmp_path: Path, embed_model: HashEmbedding) -> None:
     from benchmarks.multihop import GraphMethodSpec
@@ -584,6 +596,7 @@ def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
     assert "| graph pcst |" in table and " pcst ms |" in table
 
 
+@pytest.mark.milvus
 def test_ingest_benchmark_reports_the_build_beside_embedding_only(
         tmp_path: Path, embed_model: HashEmbedding) -> None:
     from benchmarks.ingest import run
@@ -600,6 +613,7 @@ def test_ingest_benchmark_reports_the_build_beside_embedding_only(
     assert report["build_over_embedding"] > 0
 
 
+@pytest.mark.milvus
 def test_consistency_benchmark_measures_latency_and_own_writes(tmp_path: Path) -> None:
     from benchmarks.consistency import (
         WordHashEmbedding,
@@ -616,6 +630,7 @@ def test_consistency_benchmark_measures_latency_and_own_writes(tmp_path: Path) -
     assert report["graph_over_naive_p50"] > 0
 
 
+@pytest.mark.milvus
 async def test_throughput_benchmark_runs_both_retrievers_concurrently(tmp_path: Path) -> None:
     from llama_index.core.schema import QueryBundle
 

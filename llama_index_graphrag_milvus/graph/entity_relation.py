@@ -24,13 +24,14 @@ import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.graph.tables import TextTable, nearest_rows, unit_rows
-from llama_index_graphrag_milvus.records import CandidateRelation, RelationColumns
+from llama_index_graphrag_milvus.records import KIND_CODES, CandidateRelation, RelationColumns
 from llama_index_graphrag_milvus.validation import check_int, check_optional_int
 
 logger = logging.getLogger(__name__)
 
 _EMPTY = np.zeros(0, dtype=np.int64)
 
+_KIND_NAMES = {code: kind for kind, code in KIND_CODES.items()}
 DEFAULT_HUB_DEGREE = 500
 """Entities with more relations than this are hubs: expansion probes their closest clusters."""
 
@@ -295,9 +296,14 @@ class EntityRelationGraph:
         vectors: np.ndarray,
         hub_degree: int = DEFAULT_HUB_DEGREE,
         texts: TextTable | None = None,
+        kinds: np.ndarray | None = None,
     ) -> None:
         self.relation_ids = relation_ids
         self.texts = texts
+        self.kinds = kinds
+        """Per relation row, the recorded kind codes of its subject and object
+        (:data:`~llama_index_graphrag_milvus.records.KIND_CODES`), or ``None`` when the
+        collection records none."""
         self.entity_ids = entity_ids
         self.passage_ids = passage_ids
         self.endpoints = endpoints
@@ -337,6 +343,7 @@ class EntityRelationGraph:
         passage_flat: list[str] = []
         vector_chunks: list[np.ndarray] = [np.zeros((0, dim), np.float32)]
         texts: list[str] | None = []
+        kinds: list[tuple[str, str]] | None = []
         for batch in get_tqdm_iterable(batches, show_progress, "Building the graph"):
             relation_ids.extend(batch.ids)
             endpoint_ids[0].extend(batch.subject_ids)
@@ -348,6 +355,10 @@ class EntityRelationGraph:
                 texts.extend(batch.texts)
             elif len(batch):
                 texts = None  # a batch without texts: the texts are read from Milvus
+            if kinds is not None and batch.kinds is not None:
+                kinds.extend(batch.kinds)
+            elif len(batch):
+                kinds = None  # a collection written before kinds were recorded
         relation_keys = IdTable.encode(relation_ids)
         order = np.argsort(relation_keys, kind="stable")
         entities, endpoint_rows = IdTable.build(endpoint_ids[0] + endpoint_ids[1])
@@ -359,9 +370,13 @@ class EntityRelationGraph:
             shape=(len(relation_ids), len(passages)),
         )[order]
         vectors = unit_rows(np.concatenate(vector_chunks)[order])
+        kind_codes = None if not kinds else np.array(
+            [(KIND_CODES.get(s, 0), KIND_CODES.get(o, 0)) for s, o in kinds],
+            np.uint8).reshape(-1, 2)[order]
         return cls(IdTable(relation_keys[order]), endpoints, entities, relation_passages,
                    passages, vectors, hub_degree,
-                   None if texts is None else TextTable.build(texts[int(i)] for i in order))
+                   None if texts is None else TextTable.build(texts[int(i)] for i in order),
+                   kind_codes)
 
     @property
     def num_relations(self) -> int:
@@ -416,6 +431,21 @@ class EntityRelationGraph:
         return any(passage not in source
                    for row in relations.tolist() for passage in _csr_row(links, row).tolist())
 
+    def entity_passages(self, entity: str, cap: int = 256) -> list[str]:
+        """The passages ``entity``'s relations come from, at most ``cap`` (in the order of
+        its relations; empty for an entity the graph does not know). Reads at most ``cap``
+        relations of a hub."""
+        rows = self.entity_ids.lookup([entity])
+        if rows.size == 0:
+            return []
+        links = self.relation_passages
+        passages: dict[int, None] = {}
+        for row in _csr_row(self.incidence, int(rows[0]))[:cap].tolist():
+            passages.update(dict.fromkeys(_csr_row(links, row).tolist()))
+            if len(passages) >= cap:
+                break
+        return self.passage_ids.ids(np.fromiter(list(passages)[:cap], np.int64))
+
     def own_relations(self, passage_ids: Sequence[str], query_vector: Sequence[float]
                       | np.ndarray, limit: int) -> list[tuple[np.ndarray, np.ndarray]]:
         """Per passage, the rows of the relations it supports (its triplets, as the relation
@@ -467,6 +497,13 @@ class EntityRelationGraph:
         """
         return nearest_rows(self.vectors, np.asarray(query_vector)[None, :], top_k, threshold)[0]
 
+    def endpoint_kinds(self, rows: np.ndarray) -> list[tuple[str, str]]:
+        """The recorded kinds of the subject and object of relation ``rows`` (``""``: not
+        recorded)."""
+        if self.kinds is None:
+            return [("", "")] * len(rows)
+        return [(_KIND_NAMES[s], _KIND_NAMES[o]) for s, o in self.kinds[rows].tolist()]
+
     def relation_texts(self, ids: Iterable[str]) -> dict[str, str]:
         """Texts of the known relation ``ids`` held in memory (none when the graph was built
         without texts)."""
@@ -481,6 +518,7 @@ class EntityRelationGraph:
         centroids) and ``texts`` (the relation texts, packed)."""
         structure = (self.relation_ids.nbytes + self.entity_ids.nbytes + self.hubs.nbytes
                      + self.passage_ids.nbytes + int(self.endpoints.nbytes)
+                     + (0 if self.kinds is None else int(self.kinds.nbytes))
                      + _csr_nbytes(self.incidence) + _csr_nbytes(self.relation_passages)
                      + (0 if self._passage_relations is None
                         else _csr_nbytes(self._passage_relations)))

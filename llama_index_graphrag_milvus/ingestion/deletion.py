@@ -77,7 +77,8 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
     (among the endpoints of the changed relations and ``entity_ids``)."""
     linked = store.relations_linking(passage_ids)
     changed = [rid for rid, links in linked.items() if any(unlink(rid, p) for p in links)]
-    stored = store.get_rows(store.relation_collection, changed, _RELATION_FIELDS)
+    stored = store.get_rows(store.relation_collection, changed,
+                            store.relation_fields(_RELATION_FIELDS))
     updates, deletes = relation_changes(stored, unlink)
     candidates = sorted({*entity_ids, *(stored[rid][end] for rid in deletes
                                         for end in ("subject_id", "object_id"))})

@@ -30,11 +30,15 @@ from llama_index_graphrag_milvus.ingestion.identity import (
     identity_metadata,
 )
 from llama_index_graphrag_milvus.records import (
+    ENTITY_KINDS,
+    ENTITY_KINDS_KEY,
     PASSAGE_TEXT_MAX_BYTES,
     RELATION_TEXT_MAX_BYTES,
     TRIPLETS_KEY,
     Triplet,
+    normalize_name,
     passage_id,
+    stronger_kind,
 )
 
 logger = logging.getLogger(__name__)
@@ -47,10 +51,36 @@ TripletInput = Sequence[str] | Triplet
 
 @dataclass
 class PlannedRelation:
-    """A relation to write and the passages (ids) it was extracted from."""
+    """A relation to write, the passages (ids) it was extracted from, and the kinds of its
+    subject and object as its passages record them (``""``: not recorded)."""
 
     triplet: Triplet
     passage_ids: list[str] = field(default_factory=list)
+    subject_kind: str = ""
+    object_kind: str = ""
+
+    def add_kinds(self, kinds: dict[str, str]) -> None:
+        """Merge the kinds a passage records for the relation's ends (by entity name)."""
+        self.subject_kind = stronger_kind(self.subject_kind,
+                                          kinds.get(normalize_name(self.triplet.subject), ""))
+        self.object_kind = stronger_kind(self.object_kind,
+                                         kinds.get(normalize_name(self.triplet.object), ""))
+
+
+def entity_kinds(node: BaseNode) -> dict[str, str]:
+    """The kinds a passage records for its entities (``metadata["graphrag_entity_kinds"]``,
+    written by the spaCy extractor), by normalized name; values that are not a name and one
+    of :data:`~llama_index_graphrag_milvus.records.ENTITY_KINDS` are left out.
+
+    >>> entity_kinds(TextNode(text="x", metadata={"graphrag_entity_kinds": {
+    ...     "Ada Kovar": "named", "film": "concept", "x": "unknown"}}))
+    {'ada kovar': 'named', 'film': 'concept'}
+    """
+    recorded = node.metadata.get(ENTITY_KINDS_KEY)
+    if not isinstance(recorded, dict):
+        return {}
+    return {normalize_name(name): kind for name, kind in recorded.items()
+            if isinstance(name, str) and kind in ENTITY_KINDS}
 
 
 @dataclass
@@ -160,6 +190,7 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]],
             triplets = [*triplets, *(t for t in _stored_triplets(earlier) if t.id not in known)]
         store_triplets(node, triplets)
         passages[node.node_id] = node
+        kinds = entity_kinds(node)
         for triplet in triplets:
             if len(triplet.text.encode()) > RELATION_TEXT_MAX_BYTES:
                 dropped += 1
@@ -167,6 +198,7 @@ def plan_ingestion(items: Iterable[tuple[PassageInput, Iterable[Any]]],
             entities.setdefault(triplet.subject_id, triplet.subject)
             entities.setdefault(triplet.object_id, triplet.object)
             planned = relations.setdefault(triplet.id, PlannedRelation(triplet))
+            planned.add_kinds(kinds)
             if node.node_id not in planned.passage_ids:
                 planned.passage_ids.append(node.node_id)
     if dropped:

@@ -24,6 +24,7 @@ from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.records import stronger_kind
 
 logger = logging.getLogger(__name__)
 
@@ -91,8 +92,9 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
         with timed("read_stored"):
             stored_entities = set(store.get_rows(store.entity_collection,
                                                  list(plan.entities), ["id"]))
-            stored_relations = store.get_rows(store.relation_collection, list(plan.relations),
-                                              ["passage_ids", "embedding"])
+            stored_relations = store.get_rows(
+                store.relation_collection, list(plan.relations),
+                store.relation_fields(["passage_ids", "embedding"]))
     new_entities = [eid for eid in plan.entities if eid not in stored_entities]
     with timed("embed_entities"):
         entity_vectors = _embed(embed_model, [plan.entities[e] for e in new_entities],
@@ -127,6 +129,10 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
             "passage_ids": _merge_passage_ids(stored["passage_ids"] if stored else [],
                                               planned.passage_ids, rid),
             "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
+            "subject_kind": stronger_kind(planned.subject_kind,
+                                          (stored or {}).get("subject_kind") or ""),
+            "object_kind": stronger_kind(planned.object_kind,
+                                         (stored or {}).get("object_kind") or ""),
         })
     with timed("write_relations"):
         store.upsert_rows(store.relation_collection, relation_rows)

@@ -23,7 +23,7 @@ from pymilvus import MilvusClient
 from tqdm import tqdm
 
 from llama_index_graphrag_milvus.milvus.filters import quote
-from llama_index_graphrag_milvus.milvus.schema import milvus_errors
+from llama_index_graphrag_milvus.milvus.schema import KIND_FIELDS, milvus_errors
 from llama_index_graphrag_milvus.records import EntityColumns, PassageColumns, RelationColumns
 from llama_index_graphrag_milvus.validation import check_instance, check_int
 
@@ -168,11 +168,14 @@ def relation_columns(fields_data: Sequence[Any], dim: int) -> RelationColumns:
     by_name = {field.field_name: field for field in fields_data}
     if not by_name:
         return RelationColumns([], [], [], [], np.zeros((0, dim), np.float32), [])
+    kinds = (list(zip(_column_strings(by_name, "subject_kind"),
+                      _column_strings(by_name, "object_kind"), strict=True))
+             if "subject_kind" in by_name else None)
     return RelationColumns(
         _column_strings(by_name, "id"), _column_strings(by_name, "subject_id"),
         _column_strings(by_name, "object_id"),
         [list(cell.string_data.data) for cell in by_name["passage_ids"].scalars.array_data.data],
-        _column_vectors(by_name, dim), _column_strings(by_name, "text"),
+        _column_vectors(by_name, dim), _column_strings(by_name, "text"), kinds,
     )
 
 
@@ -220,6 +223,11 @@ class ColumnKind(Generic[C]):
 RELATION_COLUMNS = ColumnKind(
     ["id", "subject_id", "object_id", "passage_ids", "embedding", "text"], relation_columns,
     RelationColumns.from_rows, "Loading graph from Milvus", " relations")
+"""A relation collection's columns (one written before kinds were recorded)."""
+RELATION_COLUMNS_WITH_KINDS = ColumnKind(
+    [*RELATION_COLUMNS.fields, *KIND_FIELDS], relation_columns, RelationColumns.from_rows,
+    RELATION_COLUMNS.desc, RELATION_COLUMNS.unit)
+"""A relation collection's columns, the kinds of its ends included."""
 ENTITY_COLUMNS = ColumnKind(["id", "name", "embedding"], entity_columns,
                             entity_rows_to_columns, "Loading entity vectors from Milvus",
                             " entities")

@@ -60,6 +60,7 @@ def parse_entity_hits(result: Any, searched: Sequence[str],
 
 
 RELATION_HIT_FIELDS = ["text", "subject_id", "object_id"]
+"""What a relation hit is read with (and the kinds of its ends, where they are recorded)."""
 
 
 def parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHit]:
@@ -67,7 +68,9 @@ def parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHi
     return [
         RelationHit(id=h["id"], text=h["entity"]["text"], score=float(h["distance"]),
                     subject_id=h["entity"].get("subject_id", ""),
-                    object_id=h["entity"].get("object_id", ""))
+                    object_id=h["entity"].get("object_id", ""),
+                    subject_kind=h["entity"].get("subject_kind") or "",
+                    object_kind=h["entity"].get("object_kind") or "")
         for h in result[0]
         if threshold is None or float(h["distance"]) >= threshold
     ]

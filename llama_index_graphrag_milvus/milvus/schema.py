@@ -4,7 +4,8 @@
                         (:data:`ENTITY_FIELDS`).
 ``{prefix}_relations``  one row per (subject, predicate, object): ``id``, ``text``,
                         ``subject_id``, ``object_id`` (entity ids), ``passage_ids``,
-                        ``embedding`` (:data:`RELATION_FIELDS`).
+                        ``subject_kind``, ``object_kind``, ``embedding``
+                        (:data:`RELATION_FIELDS`).
 ``{prefix}_passages``   a :class:`~llama_index.vector_stores.milvus.MilvusVectorStore`, so that
                         naive vector RAG and any LlamaIndex tool can read the passages.
 ``{prefix}_communities`` (after ``build_communities``) one row per community and report; see
@@ -44,13 +45,19 @@ VARCHAR or capacity of an ARRAY of ids, 0 otherwise)."""
 
 ENTITY_FIELDS: Fields = (("name", DataType.VARCHAR, ENTITY_NAME_MAX_BYTES),)
 """The scalar fields of the entity collection."""
+KIND_FIELDS = ("subject_kind", "object_kind")
+"""The kinds of a relation's subject and object (``"named"``, ``"title"``, ``"date"``,
+``"concept"``, ``""`` when not recorded), what the bridge choice reads."""
 RELATION_FIELDS: Fields = (
     ("text", DataType.VARCHAR, RELATION_TEXT_MAX_BYTES),
     ("subject_id", DataType.VARCHAR, ID_MAX_LENGTH),
     ("object_id", DataType.VARCHAR, ID_MAX_LENGTH),
     ("passage_ids", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),
+    *((field, DataType.VARCHAR, 16) for field in KIND_FIELDS),
 )
-"""The scalar fields of the relation collection."""
+"""The scalar fields of the relation collection. A collection written before 0.2 lacks
+:data:`KIND_FIELDS`: it is read and written without them (kinds are then inferred from the
+names); rebuild it to record them."""
 
 COMMUNITY_MEMBERS_PER_ROW = 4096
 """Entity ids (and child ids) one community row holds; a larger community continues in

@@ -31,6 +31,7 @@ from llama_index_graphrag_milvus.milvus.columns import (
     ENTITY_COLUMNS,
     PASSAGE_COLUMNS,
     RELATION_COLUMNS,
+    RELATION_COLUMNS_WITH_KINDS,
     C,
     CollectionReads,
     ColumnKind,
@@ -55,6 +56,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     CONSISTENCY_LEVELS,
     DESCRIPTION_FIELDS,
     ENTITY_FIELDS,
+    KIND_FIELDS,
     PASSAGE_FIELDS,
     RELATION_FIELDS,
     WRITE_BATCH_SIZE,
@@ -156,6 +158,9 @@ class MilvusGraphStore:
         self._passages: MilvusVectorStore | None = None
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
+        self.records_kinds = True
+        """Whether the relation collection records the kinds of its relations' ends (one
+        written before 0.2 does not: it is read and written without them)."""
         try:
             self.dim: int | None = self._read_dim()
             if self.dim is not None:
@@ -174,6 +179,11 @@ class MilvusGraphStore:
         with milvus_errors(f"describe {self.relation_collection}"):
             info = self.client.describe_collection(self.relation_collection)
         self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+        self.records_kinds = {f["name"] for f in info["fields"]} >= set(KIND_FIELDS)
+        if not self.records_kinds:
+            logger.info("%s was written before entity kinds were recorded: kinds are "
+                        "inferred from names; rebuild the index to record them",
+                        self.relation_collection)
         for field in info["fields"]:
             if field["name"] == "embedding":
                 return int(field["params"]["dim"])
@@ -360,7 +370,10 @@ class MilvusGraphStore:
                 self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
 
     def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Upsert rows into the entity or relation collection, in batches."""
+        """Upsert rows into the entity or relation collection, in batches (into a relation
+        collection that does not record kinds, without them)."""
+        if collection == self.relation_collection and not self.records_kinds:
+            rows = [{k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
         with milvus_errors(f"upsert into {collection}"):
             for start in range(0, len(rows), WRITE_BATCH_SIZE):
                 self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
@@ -452,6 +465,11 @@ class MilvusGraphStore:
 
     # ------------------------------------------------------------------ reads
 
+    def relation_fields(self, fields: Sequence[str]) -> list[str]:
+        """``fields`` of the relation collection to read, with the kinds of the ends where
+        the collection records them."""
+        return [*fields, *(KIND_FIELDS if self.records_kinds else ())]
+
     def get_rows(self, collection: str, ids: Sequence[str],
                  output_fields: list[str]) -> dict[str, dict[str, Any]]:
         """Rows of ``collection`` by primary key (missing ids are absent from the result)."""
@@ -479,8 +497,8 @@ class MilvusGraphStore:
         in-memory graph is built from, read as
         :mod:`~llama_index_graphrag_milvus.milvus.columns` says (``reads``: this store's
         :attr:`reads` by default)."""
-        return self._read_columns(self.relation_collection, RELATION_COLUMNS, show_progress,
-                                  reads)
+        kind = RELATION_COLUMNS_WITH_KINDS if self.records_kinds else RELATION_COLUMNS
+        return self._read_columns(self.relation_collection, kind, show_progress, reads)
 
     def read_entities(self, show_progress: bool = False, reads: CollectionReads | None = None
                       ) -> Iterator[EntityColumns]:
@@ -527,7 +545,7 @@ class MilvusGraphStore:
                          threshold: float | None) -> list[RelationHit]:
         """The relations most similar to the query vector."""
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
-                                RELATION_HIT_FIELDS)
+                                self.relation_fields(RELATION_HIT_FIELDS))
         with milvus_errors(f"search {self.relation_collection}"):
             result = self.client.search(**kwargs, **self._read)
         return parse_relation_hits(result, threshold)
@@ -536,7 +554,7 @@ class MilvusGraphStore:
                                 threshold: float | None) -> list[RelationHit]:
         """Async twin of :meth:`search_relations`."""
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
-                                RELATION_HIT_FIELDS)
+                                self.relation_fields(RELATION_HIT_FIELDS))
         with milvus_errors(f"search {self.relation_collection}"):
             result = await self._aclient().search(**kwargs, **self._read)
         return parse_relation_hits(result, threshold)

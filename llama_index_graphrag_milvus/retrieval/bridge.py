@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 import time
+import unicodedata
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -26,13 +27,15 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
+    SPECIFIC_KINDS,
     TIMINGS_KEY,
     CandidateRelation,
     RelationHit,
     entity_id,
+    infer_kind,
     normalize_name,
 )
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
@@ -40,6 +43,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
     fetch_passages,
     rank_in_memory,
+    read_relation_texts,
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.requests import (
@@ -55,6 +59,12 @@ T = TypeVar("T")
 
 DEFAULT_MAX_BRIDGES = 3
 """Second queries per question (one per bridge entity)."""
+DEFAULT_NAMED_RELATIONS = 5
+"""Relations of the entities the question names, most similar to it, that join the relation
+hits as places bridges may come from."""
+DEFAULT_HUB_PASSAGES = 64
+"""An entity whose relations come from more passages than this is a hub: a bridge of last
+resort."""
 
 _WORD = re.compile(r"\w+")
 _STOP_WORDS = frozenset(
@@ -62,13 +72,36 @@ _STOP_WORDS = frozenset(
     "who whom whose when where why how did does do".split())
 
 
+def fold(text: str) -> str:
+    """``text`` case-folded and without accents, so that "Aschenbrodel" names
+    "Aschenbrödel".
+
+    >>> fold("Aschenbrödel Café")
+    'aschenbrodel cafe'
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
 def content_words(text: str) -> set[str]:
-    """Case-folded words of ``text`` without stop words.
+    """Case-folded, accent-free words of ``text`` without stop words.
 
     >>> sorted(content_words("What did the son of Euler's teacher make?"))
     ['euler', 'make', 'son', 'teacher']
     """
-    return {w for w in _WORD.findall(text.casefold()) if w not in _STOP_WORDS}
+    return {w for w in _WORD.findall(fold(text)) if w not in _STOP_WORDS}
+
+
+def named_share(name: str, question_words: set[str]) -> float:
+    """The share of the name's content words that the question uses (1.0 for a name with no
+    content word: it cannot be a useful second query).
+
+    >>> words = content_words("Who is the wife of Kim Jong-chul?")
+    >>> named_share("Kim Jong-chul", words), round(named_share("Kim Jong-il", words), 2)
+    (1.0, 0.67)
+    """
+    words = content_words(name)
+    return len(words & question_words) / len(words) if words else 1.0
 
 
 def is_named(name: str, question_words: set[str]) -> bool:
@@ -80,8 +113,7 @@ def is_named(name: str, question_words: set[str]) -> bool:
     >>> is_named("Leonhard Euler", words), is_named("Johann Bernoulli", words)
     (True, False)
     """
-    words = content_words(name)
-    return not words or 2 * len(words & question_words) >= len(words)
+    return 2 * named_share(name, question_words) >= 1
 
 
 def endpoint_names(hit: RelationHit) -> tuple[str, str] | None:
@@ -108,24 +140,77 @@ def endpoint_names(hit: RelationHit) -> tuple[str, str] | None:
 
 @dataclass(frozen=True)
 class Bridge:
-    """An entity the question does not name, reached by a relation it resembles; ``named``
-    is the relation's other endpoint when the question names it."""
+    """An entity the question does not name, reached by a relation it resembles.
+
+    ``named`` is the relation's other endpoint when the question names it and it is specific
+    (the words a ``"substitute"`` second query drops: never those of a concept such as
+    "director"); ``kind`` is the bridge's kind (see
+    :data:`~llama_index_graphrag_milvus.records.ENTITY_KINDS`); ``fallback`` says that the
+    relation came from the named entities' relations rather than from the relation search.
+    """
 
     name: str
     relation: RelationHit
     named: str | None = None
+    kind: str = "named"
+    fallback: bool = False
+
+
+def _unnamed_ends(names: tuple[str, str], question_words: set[str]) -> list[bool]:
+    """Which ends of a relation the question does not name. When it names both by half
+    their words but one wholly and the other not ("Kim Jong-chul is a son of Kim Jong-il"
+    for a question on Kim Jong-chul), the other is not the one it names."""
+    shares = [named_share(name, question_words) for name in names]
+    unnamed = [2 * share < 1 for share in shares]
+    if not any(unnamed) and max(shares) == 1.0 and min(shares) < 1.0:
+        unnamed = [share < 1.0 for share in shares]
+    return unnamed
+
+
+def endpoint_kinds(hit: RelationHit, names: tuple[str, str]) -> tuple[str, str]:
+    """The kinds of a relation's subject and object: as recorded with the relation (by the
+    spaCy extractor), else inferred from the names (:func:`~llama_index_graphrag_milvus.
+    records.infer_kind`)."""
+    return (hit.subject_kind or infer_kind(names[0]), hit.object_kind or infer_kind(names[1]))
+
+
+def candidate_bridges(question: str, hits: Sequence[RelationHit], fallback: bool = False
+                      ) -> list[Bridge]:
+    """The bridges the hits offer, in hit order: in each relation, the endpoint the question
+    does not name (both when it names neither, subject first; none when it names both),
+    unless it is a date (a second query about "1865" finds passages about years)."""
+    question_words = content_words(question)
+    bridges: list[Bridge] = []
+    for hit in hits:
+        names = endpoint_names(hit)
+        if names is None:
+            continue
+        unnamed = _unnamed_ends(names, question_words)
+        kinds = endpoint_kinds(hit, names)
+        for end, other in ((0, 1), (1, 0)):
+            if unnamed[end] and kinds[end] != "date":
+                named = (names[other] if not unnamed[other] and kinds[other] in SPECIFIC_KINDS
+                         else None)
+                bridges.append(Bridge(names[end], hit, named, kinds[end], fallback))
+    return bridges
 
 
 def choose_bridges(question: str, hits: Sequence[RelationHit], limit: int,
-                   graph: EntityRelationGraph | None = None) -> list[Bridge]:
-    """Bridge entities from the relation hits (best first): in each relation, the endpoint
-    the question does not name when it names the other; both endpoints when it names neither
-    (subject first); none when it names both. Distinct entities, at most ``limit``.
+                   graph: EntityRelationGraph | None = None,
+                   hub_passages: int = DEFAULT_HUB_PASSAGES,
+                   fallback_hits: Sequence[RelationHit] = ()) -> list[Bridge]:
+    """At most ``limit`` distinct bridge entities (see :func:`candidate_bridges`), best
+    first.
 
-    With the ``graph``, bridges that lead elsewhere (their relations reach a passage that
-    the relation which found them does not come from) come first: an entity named in one
-    passage only ("Johann Bernoulli's influence") cannot lead to a second-hop passage. The
-    others follow, in case the second passage names the bridge in other words.
+    Specific entities (named, titles) come before concepts, which are a last resort: a
+    second query about "son" finds passages about sons. Among each, the bridges of the
+    relation ``hits`` come before those of the ``fallback_hits`` (the relations of the
+    entities the question names, see :func:`named_relations`). Then, with the ``graph``,
+    by where they lead (hit order kept within a rank): entities whose relations come from
+    2 to ``hub_passages`` passages (they lead to another passage), then those of one passage
+    (an entity named there only, "Johann Bernoulli's influence", leads nowhere new, unless
+    the second passage names it in other words), then hubs (more passages than
+    ``hub_passages``: "United States" leads everywhere, so nowhere in particular).
 
     >>> from llama_index_graphrag_milvus.records import Triplet
     >>> t = Triplet("Leonhard Euler", "was a student of", "Johann Bernoulli")
@@ -133,24 +218,57 @@ def choose_bridges(question: str, hits: Sequence[RelationHit], limit: int,
     >>> [b.name for b in choose_bridges("Who taught Euler?", [hit], 3)]
     ['Johann Bernoulli']
     """
-    question_words = content_words(question)
     bridges: dict[str, Bridge] = {}
+    for bridge in (*candidate_bridges(question, hits),
+                   *candidate_bridges(question, fallback_hits, fallback=True)):
+        bridges.setdefault(normalize_name(bridge.name), bridge)
+
+    def rank(bridge: Bridge) -> tuple[bool, bool, int]:
+        where = 0
+        if graph is not None:
+            entity = entity_id(bridge.name)
+            if len(graph.entity_passages(entity, hub_passages + 1)) > hub_passages:
+                where = 2
+            elif not graph.leads_elsewhere(entity, bridge.relation.id):
+                where = 1
+        return bridge.kind not in SPECIFIC_KINDS, bridge.fallback, where
+
+    return sorted(bridges.values(), key=rank)[:limit]  # stable: hit order within a rank
+
+
+def named_entities(question: str, hits: Sequence[RelationHit]) -> list[str]:
+    """Ids of the relation hits' endpoints that the question names (by half their words,
+    see :func:`is_named`), in hit order, each once."""
+    words = content_words(question)
+    named: dict[str, None] = {}
     for hit in hits:
         names = endpoint_names(hit)
-        if names is None:
-            continue
-        named = [is_named(n, question_words) for n in names]
-        for name, other, other_named in ((names[0], names[1], named[1]),
-                                         (names[1], names[0], named[0])):
-            if not is_named(name, question_words):
-                bridges.setdefault(normalize_name(name),
-                                   Bridge(name, hit, other if other_named else None))
-    if graph is None:
-        return list(bridges.values())[:limit]
-    leads = {key: graph.leads_elsewhere(entity_id(b.name), b.relation.id)
-             for key, b in bridges.items()}
-    ranked = sorted(bridges, key=lambda key: not leads[key])  # stable: hit order kept
-    return [bridges[key] for key in ranked[:limit]]
+        for name in names or ():
+            if is_named(name, words):
+                named.setdefault(entity_id(name))
+    return list(named)
+
+
+def named_relations(graph: EntityRelationGraph, query: QueryContext,
+                    hits: Sequence[RelationHit], limit: int) -> Plan[list[RelationHit]]:
+    """The ``limit`` relations of the entities the question names (found among the hits'
+    endpoints) most similar to the question, other than the hits: "David Morse was born in
+    Walden" for "the place of birth of David Morse", when the relation search's top hits
+    are his other relations. Ranked in the graph (a hub's closest clusters only)."""
+    entities = named_entities(query.text, hits) if limit else []
+    if not entities:
+        return []
+    known = {h.id for h in hits}
+    found = graph.expand(query.vector, entities, [], ExpansionConfig(
+        hops=0, max_candidate_relations=limit + len(known)))
+    extra = [c for c in found if c.id not in known][:limit]
+    texts = yield from read_relation_texts([c.id for c in extra])
+    rows = graph.relation_rows([c.id for c in extra])
+    ends = dict(zip(graph.relation_ids.ids(rows), zip(
+        graph.endpoints[rows].tolist(), graph.endpoint_kinds(rows), strict=True), strict=True))
+    return [RelationHit(c.id, texts[c.id], c.score, graph.entity_ids[ends[c.id][0][0]],
+                        graph.entity_ids[ends[c.id][0][1]], *ends[c.id][1])
+            for c in extra if c.id in texts and c.id in ends]
 
 
 BRIDGE_QUERIES = ("substitute", "append")
@@ -177,7 +295,7 @@ def second_query(question: str, bridge: Bridge, mode: str = "substitute") -> str
     """
     if mode == "substitute" and bridge.named is not None:
         resolved = content_words(bridge.named)
-        question = " ".join(_WORD.sub(lambda m: "" if m.group().casefold() in resolved
+        question = " ".join(_WORD.sub(lambda m: "" if fold(m.group()) in resolved
                                       else m.group(), question).split())
     return f"{question} {bridge.name}"
 
@@ -229,14 +347,20 @@ class BridgeRetrieval(RetrievalMethod):
     name: ClassVar[str] = "bridge"
 
     def __init__(self, max_bridges: int = DEFAULT_MAX_BRIDGES,
-                 bridge_query: str = "substitute") -> None:
+                 bridge_query: str = "substitute",
+                 hub_passages: int = DEFAULT_HUB_PASSAGES,
+                 named_relations: int = DEFAULT_NAMED_RELATIONS) -> None:
         self.max_bridges = check_int("max_bridges", max_bridges)
         self.bridge_query = check_choice("bridge_query", bridge_query, BRIDGE_QUERIES)
+        self.hub_passages = check_int("hub_passages", hub_passages)
+        self.named_relations = check_int("named_relations", named_relations, minimum=0)
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         hits = yield from search_relations(query, seeds_config)
         graph = yield from LoadGraph()
-        bridges = choose_bridges(query.text, hits, self.max_bridges, graph)
+        fallback = yield from named_relations(graph, query, hits, self.named_relations)
+        bridges = choose_bridges(query.text, hits, self.max_bridges, graph, self.hub_passages,
+                                 fallback)
         started = time.perf_counter()
         vectors = (yield from EmbedTexts(tuple(
             second_query(query.text, b, self.bridge_query) for b in bridges))) if bridges else []
@@ -278,4 +402,5 @@ class BridgeRetrieval(RetrievalMethod):
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "bridge", "max_bridges": self.max_bridges,
-                "bridge_query": self.bridge_query}
+                "bridge_query": self.bridge_query, "named_relations": self.named_relations,
+                "hub_passages": self.hub_passages}

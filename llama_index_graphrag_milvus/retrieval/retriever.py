@@ -26,7 +26,12 @@ from llama_index_graphrag_milvus.graph.pcst import (
     load_solver,
 )
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
-from llama_index_graphrag_milvus.retrieval.bridge import DEFAULT_MAX_BRIDGES, BridgeRetrieval
+from llama_index_graphrag_milvus.retrieval.bridge import (
+    DEFAULT_HUB_PASSAGES,
+    DEFAULT_MAX_BRIDGES,
+    DEFAULT_NAMED_RELATIONS,
+    BridgeRetrieval,
+)
 from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, DriverContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval
 from llama_index_graphrag_milvus.retrieval.method import (
@@ -121,6 +126,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             drops the words of the entity the question names and the relation resolves,
             then appends the bridge ("the son of Euler's teacher" + Johann Bernoulli ->
             "the son of 's teacher Johann Bernoulli"); ``"append"`` keeps the question whole.
+        named_relations: for ``"bridge"``, the relations of the entities the question names
+            (most similar to it) that may offer bridges after the relation hits. Default 5.
+        hub_passages: for ``"bridge"``, an entity whose relations come from more passages
+            than this is a hub, a bridge of last resort. Default 64.
         ppr_damping: probability of following an edge in PageRank. Default 0.5 (HippoRAG).
         ppr_passage_weight: share of PageRank's restart mass on the passages most similar
             to the query. Default 0.05 (HippoRAG 2).
@@ -191,6 +200,8 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         passage_scoring: str | RetrievalMethod = DEFAULT_PASSAGE_SCORING,
         max_bridges: int = DEFAULT_MAX_BRIDGES,
         bridge_query: str = "substitute",
+        named_relations: int = DEFAULT_NAMED_RELATIONS,
+        hub_passages: int = DEFAULT_HUB_PASSAGES,
         ppr_damping: float = 0.5,
         ppr_passage_weight: float = DEFAULT_PASSAGE_WEIGHT,
         ppr_max_iterations: int = 50,
@@ -221,7 +232,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             per_hop_max_hub_relations=per_hop_max_hub_relations)
         self._expansion = expansion
         methods: dict[str, RetrievalMethod] = {  # all built: every argument is checked
-            "bridge": BridgeRetrieval(max_bridges, bridge_query),
+            "bridge": BridgeRetrieval(max_bridges, bridge_query, hub_passages, named_relations),
             "ppr": PageRankRetrieval(expansion, PageRankConfig(ppr_damping, ppr_tolerance,
                                                                ppr_max_iterations),
                                      ppr_passage_weight),

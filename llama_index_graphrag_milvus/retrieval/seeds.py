@@ -74,9 +74,10 @@ def plan_relation_search(query: QueryContext, config: SeedConfig) -> Plan[Relati
     texts = graph.texts.get(rows) if graph.texts is not None else [""] * len(rows)
     return RelationSearch(tuple(
         RelationHit(rid, text, float(score), graph.entity_ids[int(subject)],
-                    graph.entity_ids[int(obj)])
-        for rid, text, score, (subject, obj) in zip(
-            graph.relation_ids.ids(rows), texts, scores.tolist(), ends.tolist(), strict=True)),
+                    graph.entity_ids[int(obj)], *kinds)
+        for rid, text, score, (subject, obj), kinds in zip(
+            graph.relation_ids.ids(rows), texts, scores.tolist(), ends.tolist(),
+            graph.endpoint_kinds(rows), strict=True)),
         texts_known=graph.texts is not None)
 
 

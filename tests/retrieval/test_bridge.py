@@ -82,22 +82,88 @@ def test_bridges_are_the_endpoints_the_question_does_not_name() -> None:
     assert choose_bridges(QUESTION, [], limit=3) == []
 
 
-def test_the_graph_puts_bridges_that_lead_elsewhere_first() -> None:
-    """"the Basel chair" is named in the Euler passage only: it cannot lead to a second hop."""
+def graph_of(triplets: list[tuple[str, tuple[str, str, str]]]) -> EntityRelationGraph:
+    """A graph of (passage id, triplet) pairs, every relation vector the same."""
     rows = [{"id": Triplet(*t).id, "subject_id": Triplet(*t).subject_id,
              "object_id": Triplet(*t).object_id, "passage_ids": [p], "embedding": [1.0, 0.0]}
-            for p, t in [("p_euler", ("the Basel chair", "was held by", "Leonhard Euler")),
-                         ("p_euler", ("Leonhard Euler", "was a student of", "Johann Bernoulli")),
-                         ("p_daniel", ("Daniel Bernoulli", "was the son of", "Johann Bernoulli"))]]
-    graph = EntityRelationGraph.from_rows([rows], dim=2)
-    hits = [hit("the Basel chair", "was held by", "Leonhard Euler", 0.95),
+            for p, t in triplets]
+    return EntityRelationGraph.from_rows([rows], dim=2)
+
+
+def test_the_graph_puts_bridges_that_lead_elsewhere_first() -> None:
+    """"Basel Academy" is named in the Euler passage only: it cannot lead to a second hop."""
+    graph = graph_of([("p_euler", ("Basel Academy", "was joined by", "Leonhard Euler")),
+                      ("p_euler", ("Leonhard Euler", "was a student of", "Johann Bernoulli")),
+                      ("p_daniel", ("Daniel Bernoulli", "was the son of", "Johann Bernoulli"))])
+    hits = [hit("Basel Academy", "was joined by", "Leonhard Euler", 0.95),
             hit("Leonhard Euler", "was a student of", "Johann Bernoulli", 0.9)]
     question = "Who is the son of Leonhard Euler's teacher?"
-    assert [b.name for b in choose_bridges(question, hits, 3)] == ["the Basel chair",
+    assert [b.name for b in choose_bridges(question, hits, 3)] == ["Basel Academy",
                                                                     "Johann Bernoulli"]
     assert [b.name for b in choose_bridges(question, hits, 3, graph)] == [
-        "Johann Bernoulli", "the Basel chair"]
+        "Johann Bernoulli", "Basel Academy"]
     assert [b.name for b in choose_bridges(question, hits, 1, graph)] == ["Johann Bernoulli"]
+
+
+def test_hubs_come_after_entities_that_lead_somewhere_in_particular() -> None:
+    """"United States" is in every passage: a second query about it finds any of them."""
+    graph = graph_of([*((f"p{i}", (f"Town {i}", "is in", "United States")) for i in range(5)),
+                      ("p_ada", ("Ada Kovar", "was born in", "Leeds")),
+                      ("p_leeds", ("Leeds", "is a city in", "England"))])
+    hits = [hit("Ada Kovar", "lived in", "United States", 0.95),
+            hit("Ada Kovar", "was born in", "Leeds", 0.9)]
+    question = "Where was Ada Kovar's birthplace?"
+    assert [b.name for b in choose_bridges(question, hits, 2, graph)] == [
+        "United States", "Leeds"]  # five passages are not a hub with the default
+    assert [b.name for b in choose_bridges(question, hits, 2, graph, hub_passages=4)] == [
+        "Leeds", "United States"]
+
+
+def test_concepts_are_a_last_resort_and_dates_never_bridges() -> None:
+    hits = [hit("Kim Jong-chul", "is a", "son"),
+            hit("Kim Jong-chul", "was born in", "1981"),
+            hit("Kim Jong-chul", "is a son of", "Kim Jong-il")]
+    question = "Who is the wife of Kim Jong-chul?"
+    bridges = choose_bridges(question, hits, 3)
+    # "Kim Jong-il" shares two of three words with the question, but the question names
+    # "Kim Jong-chul" wholly: the other end is the bridge
+    assert [(b.name, b.kind, b.named) for b in bridges] == [
+        ("Kim Jong-il", "named", "Kim Jong-chul"), ("son", "concept", "Kim Jong-chul")]
+    # a kind recorded with the relation (by the spaCy extractor) wins over the name's shape
+    t = Triplet("Kim Jong-chul", "met", "Western Sea")
+    recorded = RelationHit(t.id, t.text, 0.9, t.subject_id, t.object_id, "title", "concept")
+    assert [b.kind for b in choose_bridges(question, [recorded], 3)] == ["concept"]
+
+
+def test_bridges_of_the_named_entities_relations_come_after_the_hits() -> None:
+    question = "What district is LaHave of the place of birth of David Morse located?"
+    hits = [hit("David Morse", "born on", "October 31, 1954"),
+            hit("David Morse", "is a", "Canadian politician"),
+            hit("Jan Morse", "lived in", "Halifax")]
+    fallback = [hit("David Morse", "born in", "Walden"),
+                hit("David Morse", "represented", "Kings South")]
+    assert [(b.name, b.fallback) for b in choose_bridges(question, hits, 3,
+                                                         fallback_hits=fallback)] == [
+        ("Halifax", False), ("Walden", True), ("Kings South", True)]
+    assert [b.name for b in choose_bridges(question, hits[:2], 2, fallback_hits=fallback)
+            ] == ["Walden", "Kings South"]  # before the concept of the hits
+
+
+def test_accents_do_not_hide_a_named_entity() -> None:
+    words = content_words("Who composed Aschenbrodel?")
+    assert is_named("Aschenbrödel", words)
+    [bridge] = choose_bridges("Who composed Aschenbrodel?",
+                              [hit("Aschenbrödel", "written by", "Johann Strauss II")], 3)
+    assert bridge.name == "Johann Strauss II"
+    assert second_query("Who composed Aschenbrodel?", bridge) == "Who composed ? Johann " \
+                                                                  "Strauss II"
+
+
+def test_substitute_never_deletes_the_words_of_a_concept() -> None:
+    question = "Who is the spouse of the director of film Night Harbour?"
+    [bridge] = choose_bridges(question, [hit("director", "co-occurs with", "Shanghai")], 3)
+    assert bridge.named is None  # "director" is a concept: its words stay in the question
+    assert second_query(question, bridge) == f"{question} Shanghai"
 
 
 def test_second_queries_substitute_the_resolved_entity_or_append() -> None:

@@ -1,0 +1,459 @@
+"""Entities of a parsed passage for the LLM-free extractor: mentions and their kinds, the
+passage's main entity, and the pronouns and descriptions that refer to it.
+
+Pure functions over a spaCy ``Doc``; :mod:`~llama_index_graphrag_milvus.extraction.spacy_rules`
+reads triplets off the parse with them (see there for what the rules get right).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Literal
+
+from llama_index_graphrag_milvus.records import (
+    ENTITY_NAME_MAX_BYTES,
+    SPECIFIC_KINDS,
+    clean_text,
+    normalize_name,
+)
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Span, Token
+
+EntityKind = Literal["named", "title", "date", "concept"]
+"""What an extracted entity is: ``"named"`` (a named entity or a proper-noun phrase),
+``"title"`` (the passage's main entity, or a quoted title), ``"date"`` (a date or a time),
+``"concept"`` (a common-noun phrase: a type or an attribute of a specific entity)."""
+
+SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
+ARTICLES = frozenset({"the", "a", "an"})
+_FUNCTION_POS = frozenset({"PRON", "DET", "PUNCT", "SYM", "SPACE", "NUM", "PART", "ADP",
+                           "CCONJ", "SCONJ", "AUX"})
+_DATE_LABELS = frozenset({"DATE", "TIME"})
+_CONCEPT_LABELS = frozenset({"NORP"})
+"""Named-entity labels of words that describe rather than name ("British", "Catholic")."""
+_PERSON_PRONOUNS = frozenset({"he", "she", "him", "his", "her", "hers", "himself", "herself"})
+_THING_PRONOUNS = frozenset({"it", "its", "itself"})
+_DEMONSTRATIVES = frozenset({"the", "this", "that"})
+_OPENING_QUOTES = frozenset({'"', "``", "“", "‘‘"})
+_CLOSING_QUOTES = frozenset({'"', "''", "”", "’’"})
+_MAX_QUOTED_TOKENS = 12
+_PARENTHETICAL = re.compile(r"\s*\(([^()]*)\)\s*$")
+
+
+@dataclass(frozen=True)
+class Mention:
+    """An entity mention: its name, the entity's key (``normalize_name``), its kind, and the
+    tokens ``[start, end)`` it covers. A pronoun or a definite description resolved to
+    another entity carries that entity's name and key over its own tokens."""
+
+    name: str
+    key: str
+    kind: EntityKind
+    start: int
+    end: int
+    label: str = ""
+    """The named-entity label (``PERSON``, ``GPE``...) when the recognizer gave one."""
+
+    @property
+    def specific(self) -> bool:
+        return self.kind in SPECIFIC_KINDS
+
+    def overlaps(self, other: Mention) -> bool:
+        return self.start < other.end and other.start < self.end
+
+    def over(self, start: int, end: int) -> Mention:
+        """The same entity, mentioned at ``[start, end)``."""
+        return Mention(self.name, self.key, self.kind, start, end, self.label)
+
+
+@dataclass(frozen=True)
+class Rules:
+    """The extractor's settings the pure rules need."""
+
+    entity_kinds: tuple[str, ...] = ("named_entities", "noun_chunks")
+    excluded_entity_labels: frozenset[str] = frozenset(
+        {"CARDINAL", "ORDINAL", "PERCENT", "QUANTITY", "MONEY"})
+    max_entity_words: int = 8
+    max_cooccurrences_per_sentence: int = 5
+    cooccurrence_predicate: str = "co-occurs with"
+    resolve_references: bool = True
+    lemmatize: Callable[[Token], list[str]] | None = None
+    """A disabled lemmatizer of the pipeline, run only on the words of predicates."""
+
+
+# ---------------------------------------------------------------------------- names
+
+
+def split_title(title: str) -> tuple[str, str]:
+    """A passage title as an entity name (no disambiguation, no leading article, as names
+    of the text lose theirs), and the disambiguation's words.
+
+    >>> split_title("Hello Love (song)")
+    ('Hello Love', 'song')
+    >>> split_title("  The   Pizza Head Show ")
+    ('Pizza Head Show', '')
+    """
+    cleaned = clean_text(title)
+    disambiguation = ""
+    match = _PARENTHETICAL.search(cleaned)
+    if match is not None and match.start() > 0:
+        cleaned, disambiguation = cleaned[:match.start()], match.group(1).casefold()
+    words = cleaned.split(" ")
+    if len(words) > 1 and words[0].casefold() in ARTICLES:
+        cleaned = " ".join(words[1:])
+    return cleaned, disambiguation
+
+
+def lemma(token: Token, rules: Rules) -> str:
+    """The token's lemma, lowercased: from the pipeline, else from its disabled lemmatizer,
+    else the word as written."""
+    if token.lemma_:
+        return token.lemma_.lower()
+    if rules.lemmatize is not None:
+        lemmas = rules.lemmatize(token)
+        if lemmas and lemmas[0]:
+            return lemmas[0].lower()
+    return token.lower_
+
+
+def _has_alnum(token: Token) -> bool:
+    return any(c.isalnum() for c in token.text)
+
+
+def _is_proper(token: Token) -> bool:
+    return token.pos_ == "PROPN"
+
+
+def _strippable(token: Token, named: bool) -> bool:
+    """A leading word a name loses: articles; for common-noun chunks also other determiners
+    and possessive pronouns ("this", "his")."""
+    if token.lower_ in ARTICLES:
+        return True
+    return not named and (token.pos_ == "DET" or token.tag_ == "PRP$")
+
+
+def _segment_of_root(doc: Doc, start: int, end: int, root: int) -> tuple[int, int]:
+    """The part of ``[start, end)`` between line breaks that holds the root (the last part
+    when the root is outside): a title line and the sentence under it are two names."""
+    breaks = [i for i in range(start, end) if doc[i].is_space]
+    if not breaks:
+        return start, end
+    for cut in breaks:
+        if root < cut:
+            return start, cut
+        start = cut + 1
+    return start, end
+
+
+def _make_mention(doc: Doc, start: int, end: int, root: int, kind: EntityKind, label: str,
+                  rules: Rules) -> Mention | None:
+    """The mention of tokens ``[start, end)``, trimmed (leading articles, edge tokens with no
+    letter or digit), or ``None`` when it is not an entity: only function words, numbers or
+    punctuation (a date may be a number), too many words, or too long to store."""
+    named = kind != "concept"
+    while start < end and (_strippable(doc[start], named) or not _has_alnum(doc[start])):
+        start += 1
+    while end > start and (not _has_alnum(doc[end - 1]) or doc[end - 1].tag_ == "POS"):
+        end -= 1
+    start, end = _segment_of_root(doc, start, end, root)
+    if start == end or end - start > rules.max_entity_words:
+        return None
+    tokens = doc[start:end]
+    name = clean_text(tokens.text)
+    if kind == "date":
+        wanted = any(c.isalnum() for c in name)
+    else:
+        wanted = (any(c.isalpha() for c in name)
+                  and not all(t.pos_ in _FUNCTION_POS or t.is_punct for t in tokens))
+    if not wanted or len(name.encode()) > ENTITY_NAME_MAX_BYTES:
+        return None
+    return Mention(name, normalize_name(name), kind, start, end, label)
+
+
+def _quoted_titles(doc: Doc, rules: Rules) -> Iterator[Mention]:
+    """Titles between quotes ("``All You Need Is Love''", "\\"West of the River\\""): at
+    most ``_MAX_QUOTED_TOKENS`` tokens, in one sentence, starting with a capital or a
+    digit."""
+    opened: int | None = None
+    for token in doc:
+        text = token.text
+        if opened is not None and (text in _CLOSING_QUOTES or token.is_sent_start):
+            first = doc[opened + 1] if opened + 1 < len(doc) else None
+            if (text in _CLOSING_QUOTES and first is not None and first.i < token.i
+                    and token.i - opened - 1 <= _MAX_QUOTED_TOKENS
+                    and (first.text[:1].isupper() or first.text[:1].isdigit())):
+                mention = _make_mention(doc, opened + 1, token.i, opened + 1, "title", "",
+                                        rules)
+                if mention is not None:
+                    yield mention
+            opened = None
+            continue
+        if opened is None and text in _OPENING_QUOTES:
+            opened = token.i
+
+
+def _with_of_phrase(doc: Doc, span: Span) -> int:
+    """The end of a proper name continued by "of (the) <proper name>" (University of
+    Copenhagen, West of the River), else the span's own end."""
+    end = span.end
+    if end + 1 >= len(doc) or doc[end].lower_ != "of" or not _is_proper(doc[end - 1]):
+        return end
+    position = end + 1
+    if doc[position].lower_ == "the" and position + 1 < len(doc):
+        position += 1
+    if not _is_proper(doc[position]):
+        return end
+    while position < len(doc) and _is_proper(doc[position]):
+        position += 1
+    return position
+
+
+def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]:
+    """The places where the text writes the passage's title (case-insensitively, whole
+    tokens): "G-Men from Hell" is one name, whatever the recognizer makes of it."""
+    if not title:
+        return
+    text = doc.text.casefold()
+    wanted = title.casefold()
+    start = text.find(wanted)
+    while start >= 0:
+        span = doc.char_span(start, start + len(wanted))
+        if span is not None:
+            mention = _make_mention(doc, span.start, span.end, span.root.i, "title", "", rules)
+            if mention is not None:
+                yield mention
+        start = text.find(wanted, start + len(wanted))
+
+
+def _modifies_noun(ent: Span) -> bool:
+    """Whether a named entity only modifies a common noun ("Bernoulli" in "the Bernoulli
+    principle"): the noun phrase is the entity then."""
+    root = ent.root
+    return (root.dep_ == "compound" and root.head.pos_ == "NOUN"
+            and not ent.start <= root.head.i < ent.end)
+
+
+def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Mention]:
+    """Every entity mention of a parsed doc, in text order, overlapping mentions resolved.
+
+    Priority: the passage's ``title`` where the text writes it, quoted titles, proper names
+    with "of" ("University of Copenhagen"), named entities (not those that only modify a
+    noun: "the Bernoulli principle" is one name), proper-noun chunks, common-noun chunks
+    (named when a proper noun modifies their head, else concepts), then dates and
+    descriptive entities ("British") that no chunk holds: "a 1952 British crime film" is one
+    concept, not a date and a nationality. A mention that overlaps one already taken is
+    dropped.
+    """
+    titles = [*_title_spans(doc, title, rules), *_quoted_titles(doc, rules)]
+    named: list[Mention] = []
+    described: list[Mention] = []
+    if "named_entities" in rules.entity_kinds:
+        for ent in doc.ents:
+            if ent.label_ in rules.excluded_entity_labels or _modifies_noun(ent):
+                continue
+            kind: EntityKind = ("date" if ent.label_ in _DATE_LABELS
+                                else "concept" if ent.label_ in _CONCEPT_LABELS else "named")
+            end = (_with_of_phrase(doc, ent) if kind == "named" and ent.label_ != "PERSON"
+                   else ent.end)
+            mention = _make_mention(doc, ent.start, end, ent.root.i, kind, ent.label_, rules)
+            if mention is not None:
+                (named if kind == "named" else described).append(mention)
+    proper: list[Mention] = []
+    common: list[Mention] = []
+    if "noun_chunks" in rules.entity_kinds and doc.has_annotation("DEP"):
+        for chunk in doc.noun_chunks:
+            if chunk.root.pos_ == "PRON":
+                continue
+            if _is_proper(chunk.root):
+                end = chunk.end if chunk.root.ent_type_ == "PERSON" else _with_of_phrase(
+                    doc, chunk)
+                mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named", "",
+                                        rules)
+                if mention is not None:  # "University of Copenhagen" before "Copenhagen"
+                    (titles if end > chunk.end else proper).append(mention)
+            elif chunk.root.ent_type_ not in _DATE_LABELS:
+                modified = any(c.dep_ == "compound" and _is_proper(c)
+                               for c in chunk.root.children)
+                mention = _make_mention(doc, chunk.start, chunk.end, chunk.root.i,
+                                        "named" if modified else "concept", "", rules)
+                if mention is not None:
+                    common.append(mention)
+    taken: list[Mention] = []
+    covered: set[int] = set()
+    for mention in (*titles, *named, *proper, *common, *described):
+        tokens = range(mention.start, mention.end)
+        if any(i in covered for i in tokens):
+            continue
+        covered.update(tokens)
+        taken.append(mention)
+    taken.sort(key=lambda m: m.start)
+    return taken
+
+
+# ---------------------------------------------------------------------------- the topic
+
+
+@dataclass(frozen=True)
+class Topic:
+    """The passage's main entity: its mention (kind ``"title"``), whether it is a person, the
+    keys of the other names it goes by in the passage, and the nouns a definite description
+    of it may use ("film" for "the film")."""
+
+    mention: Mention
+    person: bool
+    aliases: frozenset[str]
+    nouns: frozenset[str]
+    alias_name: str | None = None
+    """The first sentence's subject when it names the topic otherwise than the title does
+    ("Marcus Ulpius Traianus" in the passage "Trajan")."""
+
+    def named_by(self, mention: Mention) -> bool:
+        """Whether a mention names the topic: its key, or a specific mention of an alias."""
+        return mention.key == self.mention.key or (mention.specific
+                                                   and mention.key in self.aliases)
+
+
+def _copula_types(doc: Doc, subject_tokens: set[int], rules: Rules) -> set[str]:
+    """Head nouns of "<subject> is a <noun>" for a subject among ``subject_tokens``."""
+    nouns = set()
+    for token in doc:
+        if token.dep_ in SUBJECT_DEPS and token.i in subject_tokens:
+            verb = token.head
+            if lemma(verb, rules) == "be":
+                for child in verb.children:
+                    if child.dep_ == "attr" and child.pos_ == "NOUN":
+                        nouns.add(lemma(child, rules))
+    return nouns
+
+
+def _first_sentence(doc: Doc) -> Span:
+    if doc.has_annotation("SENT_START"):
+        return next(iter(doc.sents))
+    return doc[:]
+
+
+def _life_dates(doc: Doc, mention: Mention) -> bool:
+    """Whether a mention is followed by a person's dates: "(born 5 May 1980)", "(6 October
+    1919 – 26 March 1989)"."""
+    if mention.end >= len(doc) or doc[mention.end].text != "(":
+        return False
+    for token in doc[mention.end + 1:mention.end + 16]:
+        if token.text == ")":
+            return False
+        if token.lower_ in ("born", "b.") or (token.ent_type_ in _DATE_LABELS
+                                              and token.like_num and len(token.text) == 4):
+            return True
+    return False
+
+
+def short_names(name: str, person: bool) -> set[str]:
+    """Keys of the shorter names of an entity: the last words of its name before a comma,
+    and a person's first name.
+
+    >>> sorted(short_names("Heathrow Terminal 3", False))
+    ['3', 'terminal 3']
+    >>> sorted(short_names("Leonhard Euler", True))
+    ['euler', 'leonhard']
+    """
+    words = normalize_name(name.split(",")[0]).split(" ")
+    names = {" ".join(words[i:]) for i in range(1, len(words))}
+    if person and len(words) > 1:
+        names.add(words[0])
+    return names
+
+
+def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: Rules
+               ) -> Topic | None:
+    """The passage's main entity: the ``title`` (without its disambiguation) when given, else
+    the first sentence's subject when it is a specific entity.
+
+    The topic also goes by the last words of its name (a person by the first name too) and,
+    when the first sentence does not name it, by that sentence's subject if the passage
+    starts with it ("Marcus Ulpius Traianus was born ..." in the passage "Trajan"). Its
+    nouns are its disambiguation's words, the lowercase words of its name and the head nouns
+    of "<topic> is a <noun>" sentences.
+    """
+    if not len(doc):
+        return None
+    first = _first_sentence(doc)
+    subject = next((m for m in mentions if m.start < first.end and m.specific
+                    and doc[m.end - 1].dep_ in SUBJECT_DEPS), None)
+    disambiguation = ""
+    alias: Mention | None = None
+    if title:
+        name, disambiguation = split_title(title)
+        key = normalize_name(name)
+        if not key or len(name.encode()) > ENTITY_NAME_MAX_BYTES:
+            return None
+        in_text = [m for m in mentions if m.key == key]
+        label = in_text[0].label if in_text else ""
+        if (subject is not None and subject.key != key
+                and not any(m.start < first.end for m in in_text)
+                and not any(doc[i].is_alpha for i in range(subject.start))):
+            alias = subject
+            label = label or subject.label
+    elif subject is not None:
+        name, key, label = subject.name, subject.key, subject.label
+    else:
+        return None
+    person = label == "PERSON" or any(_life_dates(doc, m) for m in mentions
+                                      if m.key == key or m is alias)
+    aliases = short_names(name, person)
+    if alias is not None:
+        aliases |= {alias.key} | short_names(alias.name, person)
+    mention = Mention(name, key, "title", -1, -1, "PERSON" if person else label)
+    naming = {i for m in mentions if m.key == key or m.key in aliases
+              for i in range(m.start, m.end)}
+    nouns = {w.casefold() for w in re.findall(r"[A-Za-z]+", name)}
+    nouns |= set(disambiguation.split()) | _copula_types(doc, naming, rules)
+    return Topic(mention, person, frozenset(aliases), frozenset(nouns),
+                 alias.name if alias is not None else None)
+
+
+def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | None
+                       ) -> list[Mention]:
+    """The mentions with the topic's name over its other names, and over the pronouns and
+    definite descriptions that refer to it ("he", "its", "the film"); "he" and "she" refer to
+    the last person named before them when the topic is not a person."""
+    resolved: list[Mention] = []
+    last_person: Mention | None = None
+    by_start = {m.start: m for m in mentions}
+    position = 0
+    while position < len(doc):
+        mention = by_start.get(position)
+        if mention is not None:
+            if topic is not None and (topic.named_by(mention)
+                                      or _describes_topic(doc, mention, topic)):
+                mention = topic.mention.over(mention.start, mention.end)
+            resolved.append(mention)
+            if mention.label == "PERSON":
+                last_person = mention
+            position = mention.end
+            continue
+        token = doc[position]
+        word = token.lower_
+        if token.pos_ == "PRON" or token.tag_ in ("PRP", "PRP$"):
+            target: Mention | None = None
+            if word in _PERSON_PRONOUNS:
+                target = topic.mention if topic is not None and topic.person else last_person
+            elif word in _THING_PRONOUNS and topic is not None and not topic.person:
+                target = topic.mention
+            if target is not None:
+                resolved.append(target.over(position, position + 1))
+        position += 1
+    return resolved
+
+
+def _describes_topic(doc: Doc, mention: Mention, topic: Topic) -> bool:
+    """A definite description of the topic: "the film", "this journal" (a determiner and a
+    noun of the topic's, nothing else)."""
+    if mention.kind != "concept" or mention.end - mention.start != 1 or mention.start == 0:
+        return False
+    head = doc[mention.start]
+    return (doc[mention.start - 1].lower_ in _DEMONSTRATIVES
+            and head.lower_ in topic.nouns and head.pos_ == "NOUN")
+
+

@@ -1,0 +1,307 @@
+"""The rules of the LLM-free extractor: entities, the passage's main entity, coreference and
+triplets, read off one spaCy parse.
+
+Pure functions over a parsed ``Doc`` (no I/O, no LlamaIndex), so each rule is tested on
+sentences alone. The component that runs the pipeline is
+:class:`~llama_index_graphrag_milvus.extraction.spacy_extractor.SpacyTripletExtractor`.
+
+What an LLM extractor gets right and a naive parse does not, and the rule here for it:
+
+- **The subject of a copular sentence.** "Night Harbour is a 1952 British crime film directed
+  by Ada Kovar and starring Tom Reyes." The participles modify "film", whose copula's subject
+  is Night Harbour: (Night Harbour, directed by, Ada Kovar), (Night Harbour, starring, Tom
+  Reyes), and the type (Night Harbour, is a, 1952 British crime film).
+- **Pronouns and definite descriptions.** "He", "she" resolve to the passage's main entity
+  when it is a person, else to the last person named before them; "it", "its" to a main
+  entity that is not a person; "the film", "the song", "the journal" to the main entity when
+  its type or its name has that noun. The main entity is the passage's title (a metadata key)
+  or the first sentence's subject.
+- **Names kept whole.** Quoted titles ("``West of the River''"), proper names with "of"
+  (University of Copenhagen, West of the River) are one entity.
+- **Entities that can be bridges.** Named entities, proper-noun chunks and titles are
+  *specific*; common-noun chunks ("1952 British crime film", "son") and dates are kept only as
+  objects of the relations that describe a specific entity, never linked by co-occurrence.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from llama_index_graphrag_milvus.extraction.spacy_mentions import (
+    ARTICLES,
+    SUBJECT_DEPS,
+    EntityKind,
+    Mention,
+    Rules,
+    find_mentions,
+    find_topic,
+    lemma,
+    resolve_references,
+    split_title,
+)
+from llama_index_graphrag_milvus.records import (
+    ENTITY_NAME_MAX_BYTES,
+    Triplet,
+    clean_text,
+    normalize_name,
+)
+
+if TYPE_CHECKING:
+    from spacy.tokens import Doc, Token
+
+_OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
+_PREPOSITION_DEPS = frozenset({"prep", "agent", "dative"})
+_RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
+
+
+@dataclass(frozen=True)
+class Extraction:
+    """The triplets of one passage and the kind of each entity they name (by name)."""
+
+    triplets: list[Triplet]
+    kinds: dict[str, EntityKind]
+
+
+# ---------------------------------------------------------------------------- the parse
+
+
+def _with_conjuncts(token: Token) -> list[Token]:
+    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva")."""
+    return [token, *token.conjuncts]
+
+
+def _copula_subjects(noun: Token, rules: Rules) -> list[Token]:
+    """The subjects of the copula a noun is the attribute of ("X is a film ..."), the name an
+    apposition describes ("X, a film ..."), else the noun itself."""
+    if noun.dep_ == "attr" and lemma(noun.head, rules) == "be":
+        found = [s for c in noun.head.children if c.dep_ in SUBJECT_DEPS
+                 for s in _with_conjuncts(c)]
+        if found:
+            return found
+    if noun.dep_ == "appos":
+        return [noun.head]
+    return [noun]
+
+
+def _subjects(verb: Token, rules: Rules) -> list[Token]:
+    """The subject tokens of a verb. A verb coordinated with another ("was born in Basel and
+    studied ...") shares its subject; a relative clause's "who"/"which" is the noun the
+    clause describes; a participle that modifies a noun ("a film directed by", "a film
+    starring") has that noun as subject, or the copula's subject when the noun is what the
+    subject is ("X is a film directed by Y": X)."""
+    head = verb
+    while True:
+        found = [s for c in head.children if c.dep_ in SUBJECT_DEPS for s in _with_conjuncts(c)]
+        if found or head.dep_ != "conj":
+            break
+        head = head.head
+    if head.dep_ == "relcl":
+        found = [head.head if s.tag_ in _RELATIVE_PRONOUN_TAGS else s for s in found]
+    if not found and head.dep_ == "acl" and head.tag_ in ("VBN", "VBG"):
+        found = _copula_subjects(head.head, rules)
+    return found
+
+
+def _copula_word(verb: Token) -> str:
+    return verb.lower_ if verb.pos_ == "AUX" and verb.tag_ != "VB" else "is"
+
+
+def _verb_phrase(verb: Token, rules: Rules) -> tuple[str, list[Token]]:
+    """The predicate words of a verb, and its children. Active verbs are lemmatized ("study",
+    "give up"), copulas kept as written ("is", "was"); passives keep their auxiliary and
+    participle as written ("was born"); negation is kept ("not study")."""
+    children = list(verb.children)
+    auxpass = [c.lower_ for c in children if c.dep_ == "auxpass"]
+    negated = ["not"] if any(c.dep_ == "neg" for c in children) else []
+    if auxpass or (verb.dep_ in ("acl", "conj") and verb.tag_ == "VBN"):
+        words = [*auxpass, *negated, verb.lower_]
+    elif verb.dep_ in ("acl", "conj") and verb.tag_ == "VBG":
+        words = [*negated, verb.lower_]
+    elif lemma(verb, rules) == "be":
+        words = [_copula_word(verb), *negated]
+    else:
+        words = [*negated, lemma(verb, rules)]
+    words += [c.lower_ for c in children if c.dep_ == "prt"]
+    return " ".join(words), children
+
+
+def _attribute_words(noun: Token) -> str:
+    """A noun phrase as a predicate part: its determiner, modifiers and head, as written
+    ("a civil township", "the son")."""
+    words = [t for t in noun.subtree if t.i <= noun.i and not t.is_punct]
+    return " ".join(t.lower_ if t.pos_ != "PROPN" else t.text for t in words)
+
+
+def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[str, Token]]:
+    """(preposition, object) of each preposition of ``head`` ("in" Basel, "by" X); for a
+    common-noun object with an "of", the objects of that "of" instead ("in the city of"
+    Italica)."""
+    for prep in head.children:
+        if prep.dep_ in _PREPOSITION_DEPS:
+            for pobj in prep.children:
+                if pobj.dep_ == "pobj":
+                    for obj in _with_conjuncts(pobj):
+                        inner = [target for word, target in _prepositional_objects(obj, False)
+                                 if word == "of"] if nested and obj.pos_ == "NOUN" else []
+                        if not inner:
+                            yield prep.lower_, obj
+                        for target in inner:
+                            yield f"{prep.lower_} {_attribute_words(obj)} of", target
+
+
+def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
+    """(predicate, object token) of a verb: direct objects and attributes ("discover"
+    polonium, "is a" film), objects of its prepositions ("study under" Johann Bernoulli,
+    "was born in" Basel), objects of the prepositions of a noun object or attribute ("is a
+    student of" Johann Bernoulli) and of an adjective complement ("was married to" Y)."""
+    base, children = _verb_phrase(verb, rules)
+    copula = lemma(verb, rules) == "be"
+    found = False
+    for predicate, obj in _own_objects(verb, base, copula, rules):
+        found = True
+        yield predicate, obj
+    if not found:  # "was born and raised in Basel": born in Basel too
+        for conj in children:
+            if conj.dep_ == "conj" and conj.pos_ == "VERB":
+                for prep, obj in _prepositional_objects(conj):
+                    yield f"{base} {prep}", obj
+
+
+def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
+                 ) -> Iterator[tuple[str, Token]]:
+    """(predicate, object token) of a verb's own children (see :func:`_objects`)."""
+    for child in verb.children:
+        if child.dep_ in _OBJECT_DEPS:
+            for obj in _with_conjuncts(child):
+                yield (f"{base} {_determiner(obj)}".strip() if copula else base), obj
+            if child.pos_ != "NOUN":
+                continue
+            noun = _attribute_words(child) if copula else lemma(child, rules)
+            for prep, obj in _prepositional_objects(child):
+                yield f"{base} {noun} {prep}", obj
+        elif child.dep_ == "acomp":
+            for prep, obj in _prepositional_objects(child):
+                yield f"{base} {child.lower_} {prep}", obj
+    for prep, obj in _prepositional_objects(verb):
+        yield f"{base} {prep}", obj
+
+
+def _determiner(noun: Token) -> str:
+    article = next((c.lower_ for c in noun.children if c.dep_ == "det"), "")
+    return article if article in ARTICLES else ""
+
+
+def _appositions(doc: Doc) -> Iterator[tuple[Token, str, Token]]:
+    """(name, predicate, object) of "X, the son of Y," appositions."""
+    for token in doc:
+        if token.dep_ == "appos" and token.pos_ == "NOUN":
+            words = _attribute_words(token)
+            for prep, obj in _prepositional_objects(token):
+                yield token.head, f"{words} {prep}", obj
+
+
+# ---------------------------------------------------------------------------- triplets
+
+
+def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules
+                    ) -> Iterator[tuple[Mention, str, Mention]]:
+    """Subject-predicate-object triplets of the parse whose two ends are mentions."""
+    for verb in doc:
+        if verb.pos_ not in ("VERB", "AUX"):
+            continue
+        subjects = [m for m in (by_token.get(s.i) for s in _subjects(verb, rules))
+                     if m is not None]
+        if not subjects:
+            continue
+        for predicate, obj in _objects(verb, rules):
+            target = by_token.get(obj.i)
+            if target is not None:
+                yield from ((source, predicate, target) for source in subjects)
+    for subject, predicate, obj in _appositions(doc):
+        named, described = by_token.get(subject.i), by_token.get(obj.i)
+        if named is not None and described is not None:
+            yield named, predicate, described
+
+
+def _sentence_groups(doc: Doc, mentions: list[Mention]) -> Iterator[list[Mention]]:
+    """The mentions of each sentence (by their first token); the whole doc is one sentence
+    when the pipeline sets no sentence boundaries."""
+    if not doc.has_annotation("SENT_START"):
+        yield mentions
+        return
+    position = 0
+    for sentence in doc.sents:
+        group = []
+        while position < len(mentions) and mentions[position].start < sentence.end:
+            group.append(mentions[position])
+            position += 1
+        yield group
+
+
+def _cooccurrences(group: list[Mention], linked: set[frozenset[str]], limit: int
+                   ) -> Iterator[tuple[Mention, Mention]]:
+    """Up to ``limit`` pairs of distinct specific entities of one sentence that no other
+    triplet links, nearest pairs first (neighbours, then one apart...). Marks them linked."""
+    distinct: dict[str, Mention] = {}
+    for mention in group:
+        if mention.specific:
+            distinct.setdefault(mention.key, mention)
+    ordered = list(distinct.values())
+    found = 0
+    for gap in range(1, len(ordered)):
+        for i in range(len(ordered) - gap):
+            if found >= limit:
+                return
+            first, second = ordered[i], ordered[i + gap]
+            pair = frozenset((first.key, second.key))
+            if pair in linked:
+                continue
+            linked.add(pair)
+            found += 1
+            yield first, second
+
+
+def extract(doc: Doc, rules: Rules, limit: int, title: str | None = None) -> Extraction:
+    """At most ``limit`` triplets of a parsed doc and the kinds of their entities: triplets of
+    the parse first (subject resolved through the topic, pronouns and descriptions), then
+    co-occurrences of specific entities no triplet links (per sentence, bounded). Triplets
+    never link an entity to itself, nor two concepts or dates; duplicates are dropped
+    case-insensitively."""
+    mentions = find_mentions(doc, rules, split_title(title)[0] if title else None)
+    topic = find_topic(doc, mentions, title, rules)
+    if rules.resolve_references:
+        mentions = resolve_references(doc, mentions, topic)
+    by_token = {i: m for m in mentions for i in range(m.start, m.end)}
+    kinds: dict[str, EntityKind] = {}
+    triplets: dict[tuple[str, str, str], Triplet] = {}
+    linked: set[frozenset[str]] = set()
+
+    def add(source: Mention, predicate: str, target: Mention) -> None:
+        if source.key == target.key or not (source.specific or target.specific):
+            return
+        predicate = clean_text(predicate)
+        if not predicate or len(predicate.encode()) > ENTITY_NAME_MAX_BYTES:
+            return
+        triplets.setdefault((source.key, predicate.casefold(), target.key),
+                            Triplet(source.name, predicate, target.name))
+        linked.add(frozenset((source.key, target.key)))
+        for mention in (source, target):
+            kinds.setdefault(mention.name, mention.kind)
+
+    if topic is not None and topic.alias_name is not None:
+        add(topic.mention, "also known as",
+            Mention(topic.alias_name, normalize_name(topic.alias_name), "named", -1, -1))
+    for source, predicate, target in _parse_triplets(doc, by_token, rules):
+        add(source, predicate, target)
+    if rules.max_cooccurrences_per_sentence:
+        for group in _sentence_groups(doc, mentions):
+            if len(triplets) >= limit:
+                break
+            for first, second in _cooccurrences(group, linked,
+                                                rules.max_cooccurrences_per_sentence):
+                add(first, rules.cooccurrence_predicate, second)
+    kept = list(triplets.values())[:limit]
+    names = {name for t in kept for name in (t.subject, t.object)}
+    return Extraction(kept, {name: kind for name, kind in kinds.items() if name in names})

@@ -1,0 +1,166 @@
+"""The rules of the LLM-free extractor, sentence by sentence (spaCy's en_core_web_sm).
+
+Each test states what an LLM extractor would get from a passage and checks that the rules
+get it too: the subject of a copular sentence, pronouns and definite descriptions resolved
+to the passage's main entity, names kept whole, and generic nouns kept out of the links
+between passages.
+"""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import TextNode
+
+from llama_index_graphrag_milvus import SpacyTripletExtractor
+from llama_index_graphrag_milvus.extraction.spacy_rules import split_title
+from llama_index_graphrag_milvus.records import ENTITY_KINDS_KEY, TRIPLETS_KEY
+
+CO = "co-occurs with"
+
+
+@pytest.fixture(scope="module")
+def extractor() -> SpacyTripletExtractor:
+    return SpacyTripletExtractor()
+
+
+def extract(extractor: SpacyTripletExtractor, text: str, title: str | None = None
+            ) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
+    node = TextNode(text=text, metadata={} if title is None else {"title": title})
+    extractor([node])
+    return [tuple(t) for t in node.metadata[TRIPLETS_KEY]], node.metadata[ENTITY_KINDS_KEY]
+
+
+def test_a_copular_sentence_gives_its_facts_to_its_subject(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(
+        extractor, "Night Harbour is a 1952 British crime film directed by Ada Kovar and "
+        "starring Tom Reyes.")
+    assert ("Night Harbour", "directed by", "Ada Kovar") in triplets
+    assert ("Night Harbour", "starring", "Tom Reyes") in triplets
+    assert ("Night Harbour", "is a", "1952 British crime film") in triplets
+    assert kinds == {"Night Harbour": "title", "1952 British crime film": "concept",
+                     "Ada Kovar": "named", "Tom Reyes": "named"}
+    # the film's type is not a node that links it to its director
+    assert not any("film" in s and o == "Ada Kovar" for s, _, o in triplets)
+
+
+def test_quoted_titles_stay_whole_and_he_is_the_last_person_named(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(
+        extractor, '"West of the River" is a song written by Anna Lind and performed by Bob '
+        "Dylan. He was married to Sara Lowndes in 1965.", title="West of the River")
+    assert ("West of the River", "written by", "Anna Lind") in triplets
+    assert ("West of the River", "performed by", "Bob Dylan") in triplets
+    # the song is not a person: "he" is Bob Dylan, the last person named before it
+    assert ("Bob Dylan", "was married to", "Sara Lowndes") in triplets
+    assert kinds["West of the River"] == "title" and kinds["song"] == "concept"
+    assert kinds["1965"] == "date"
+
+
+def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(
+        extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "
+        "born and raised in Sollentuna, Sweden. Together with her friend Anna Ek she "
+        "founded a band.", title="Maia Hirasawa")
+    assert ("Maia Hirasawa", "was born in", "Sollentuna") in triplets
+    assert ("Maia Hirasawa", "raised in", "Sollentuna") in triplets
+    assert ("Maia Hirasawa", "is a", "Swedish singer-songwriter") in triplets
+    assert ("Maia Hirasawa", "found", "band") in triplets  # not "Anna Ek found band"
+    assert kinds["Maia Hirasawa"] == "title"
+
+
+def test_definite_descriptions_and_it_resolve_to_the_topic_only_when_they_fit(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(
+        extractor, "Hello Love is a song by Hank Snow. The song was released in 1974. It "
+        "was recorded in Nashville. The city hosts the Grand Ole Opry.",
+        title="Hello Love (song)")
+    assert ("Hello Love", "was released in", "1974") in triplets
+    assert ("Hello Love", "was recorded in", "Nashville") in triplets
+    assert ("Hello Love", "is a song by", "Hank Snow") in triplets
+    # "the city" is not the song: it stays a concept and no relation gives it to the song
+    assert not any(s == "Hello Love" and o == "Grand Ole Opry" for s, _, o in triplets)
+
+
+def test_the_title_names_the_topic_where_the_parse_splits_it(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(
+        extractor, "G-Men from Hell is a 2000 American comedy film directed by Christopher "
+        "Coppola. It stars William Forsythe.", title="G-Men from Hell")
+    assert ("G-Men from Hell", "directed by", "Christopher Coppola") in triplets
+    assert ("G-Men from Hell", "star", "William Forsythe") in triplets
+    assert not any(s == "G-Men" for s, _, _ in triplets)
+
+
+def test_the_first_subject_is_the_topic_under_another_name(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(
+        extractor, "Marcus Ulpius Traianus was born in the city of Italica. Trajan was "
+        "emperor.", title="Trajan")
+    assert ("Trajan", "also known as", "Marcus Ulpius Traianus") in triplets
+    assert ("Trajan", "was born in the city of", "Italica") in triplets
+    assert kinds["Marcus Ulpius Traianus"] == "named"
+
+
+def test_names_with_of_and_possessives(extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(
+        extractor, "The Journal of Mathematical Physics is edited by Jan Solovej of the "
+        "University of Copenhagen. It is based on Michael Allred's comic book series.",
+        title="Journal of Mathematical Physics")
+    names = {part for s, _, o in triplets for part in (s, o)}
+    assert "Journal of Mathematical Physics" in names
+    assert "University of Copenhagen" in names
+    assert "Michael Allred" in names and "Michael Allred's" not in names
+
+
+def test_generic_nouns_are_never_linked_to_each_other(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(extractor, "The director met the son at the station in 1990.")
+    assert triplets == []
+    assert kinds == {}
+    triplets, _ = extract(extractor, "The son of the director met Tom Reyes in Leeds.")
+    assert ("Tom Reyes", CO, "Leeds") in triplets or any(
+        o == "Leeds" for _, _, o in triplets)
+    assert not any(p == CO and {s, o} & {"son", "director", "station"}
+                   for s, p, o in triplets)
+
+
+def test_without_a_title_the_first_subject_is_the_topic(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(extractor, "Ada Kovar is a director. She was born in Leeds.")
+    assert ("Ada Kovar", "was born in", "Leeds") in triplets
+    assert kinds["Ada Kovar"] == "title"
+
+
+def test_title_key_none_reads_no_title(extractor: SpacyTripletExtractor) -> None:
+    no_title = SpacyTripletExtractor(nlp=extractor.nlp, title_key=None)
+    node = TextNode(text="It was released in 1974 by Hank Snow.", metadata={"title": "Hello"})
+    no_title([node])
+    assert not any(s == "Hello" for s, _, _ in node.metadata[TRIPLETS_KEY])
+    extractor([node])
+    assert ["Hello", "was released in", "1974"] in node.metadata[TRIPLETS_KEY]
+
+
+def test_resolve_references_off_keeps_pronouns_out(extractor: SpacyTripletExtractor) -> None:
+    literal = SpacyTripletExtractor(nlp=extractor.nlp, resolve_references=False)
+    triplets, _ = extract(literal, "Ada Kovar is a director. She was born in Leeds.")
+    assert ("Ada Kovar", "was born in", "Leeds") not in triplets
+
+
+@pytest.mark.parametrize(("title", "expected"), [
+    ("Hello Love (song)", ("Hello Love", "song")),
+    ("The Beatles", ("Beatles", "")),
+    ("Au Gres Township, Michigan", ("Au Gres Township, Michigan", "")),
+    ("(film)", ("(film)", "")),
+    ("  A  ", ("A", "")),
+])
+def test_split_title(title: str, expected: tuple[str, str]) -> None:
+    assert split_title(title) == expected
+
+
+@pytest.mark.parametrize("title", ["", "   ", None, 42, "x" * 5000])
+def test_odd_titles_fall_back_to_the_text(extractor: SpacyTripletExtractor,
+                                          title: object) -> None:
+    node = TextNode(text="Ada Kovar was born in Leeds.", metadata={"title": title})
+    extractor([node])
+    assert ["Ada Kovar", "was born in", "Leeds"] in node.metadata[TRIPLETS_KEY]

@@ -7,6 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import numpy as np
+import pytest
 from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex
@@ -20,6 +21,8 @@ from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import ENTITY_KINDS_KEY
 from llama_index_graphrag_milvus.retrieval.bridge import choose_bridges
 from tests.fakes import HashEmbedding
+
+pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 
 FILM = ("Night Harbour is a film directed by Ada Kovar.",
         [("Night Harbour", "directed by", "Ada Kovar"), ("Night Harbour", "is a", "film")],

@@ -370,10 +370,12 @@ class MilvusGraphStore:
                 self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
 
     def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Upsert rows into the entity or relation collection, in batches (into a relation
-        collection that does not record kinds, without them)."""
-        if collection == self.relation_collection and not self.records_kinds:
-            rows = [{k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
+        """Upsert rows into the entity or relation collection, in batches. Relation rows get
+        the kinds of their ends as the collection records them: ``""`` where a row has none,
+        none at all in a collection written before kinds were recorded."""
+        if collection == self.relation_collection:
+            rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
+                    else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
         with milvus_errors(f"upsert into {collection}"):
             for start in range(0, len(rows), WRITE_BATCH_SIZE):
                 self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))

@@ -51,7 +51,7 @@ class MissingDependencyError(GraphRAGError, ImportError):
     """Raised when an optional dependency is not installed; the message names the install
     command.
 
-    Examples: :class:`~llama_index_graphrag_milvus.nlp_extraction.SpacyTripletExtractor`
+    Examples: :class:`~llama_index_graphrag_milvus.extraction.spacy_extractor.SpacyTripletExtractor`
     without spaCy (``pip install "llama-index-graphrag-milvus[nlp]"``) or without the spaCy
     pipeline it is asked to load. The ``ImportError`` (or spaCy's ``OSError``) is chained as
     ``__cause__``.

@@ -3,60 +3,83 @@
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
-import threading
 from collections.abc import Iterable, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
-from llama_index.core.ingestion import run_transformations
 from llama_index.core.llms.llm import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.schema import BaseNode, Document, TransformComponent
+from llama_index.core.schema import BaseNode, Document
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
 
-from llama_index_graphrag_milvus.communities import (
+from llama_index_graphrag_milvus.communities.build import (
     CommunityBuildStats,
     CommunitySet,
     build_communities,
-    load_communities,
 )
-from llama_index_graphrag_milvus.deletion import DeletionStats, delete_document
+from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
+from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
+from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
+from llama_index_graphrag_milvus.communities.reports import (
+    DEFAULT_MAX_INPUT_TOKENS,
+    CommunityReporter,
+    choose_reporter,
+)
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction import ExtractionCache, TripletExtractor
-from llama_index_graphrag_milvus.filters import to_milvus_expression
-from llama_index_graphrag_milvus.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
-from llama_index_graphrag_milvus.graph.communities import LeidenConfig
+from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
 from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
-from llama_index_graphrag_milvus.identity import (
-    ALL_METADATA,
+from llama_index_graphrag_milvus.index_cache import (
+    COMMUNITIES,
+    ENTITIES,
+    GRAPH,
+    IndexCache,
+)
+from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete_document
+from llama_index_graphrag_milvus.ingestion.documents import (
+    ExtractionOptions,
+    aextract_documents,
+    extract_documents,
+    split_options,
+)
+from llama_index_graphrag_milvus.ingestion.identity import (
     EmbedModelRecord,
     IndexSettings,
-    check_embed_model,
+    bind_settings,
     check_identity_keys,
 )
-from llama_index_graphrag_milvus.ingestion import (
+from llama_index_graphrag_milvus.ingestion.plan import (
     IngestionPlan,
-    IngestionStats,
     PassageInput,
     plan_from_nodes,
     plan_ingestion,
-    write_plan,
 )
+from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import CommunityReport
-from llama_index_graphrag_milvus.reports import DEFAULT_MAX_INPUT_TOKENS, CommunityReporter
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
-from llama_index_graphrag_milvus.retrieval.base import positive_int
-from llama_index_graphrag_milvus.retrieval.community_reports import CommunityReportRetriever
-from llama_index_graphrag_milvus.retrieval.local import LocalSearchRetriever
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
-from llama_index_graphrag_milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.validation import check_int
+
+if TYPE_CHECKING:
+    from typing import Unpack
 
 logger = logging.getLogger(__name__)
+
+_ENGINE_ARGUMENTS = frozenset(
+    name for name in inspect.signature(RetrieverQueryEngine.from_args).parameters
+    if name not in ("retriever", "llm", "kwargs"))
+"""What ``RetrieverQueryEngine.from_args`` takes besides the retriever and the LLM."""
+_RETRIEVER_ARGUMENTS = frozenset(
+    name for name in inspect.signature(GraphRAGRetriever.__init__).parameters
+    if name not in ("self", "index", "llm"))
+"""What ``GraphRAGRetriever`` takes besides the index and the LLM."""
 
 
 class GraphRAGIndex:
@@ -65,6 +88,12 @@ class GraphRAGIndex:
     Open an existing index with the constructor (the graph is rebuilt from Milvus: no side
     files), or build one with :meth:`from_triplets`, :meth:`from_nodes` or
     :meth:`from_documents`.
+
+    Documents are maintained with LlamaIndex's names: :meth:`insert` / :meth:`insert_nodes`
+    (and :meth:`insert_documents`, :meth:`insert_triplets`), :meth:`update_ref_doc`,
+    :meth:`delete_ref_doc`, each with an async twin (``ainsert``, ``ainsert_nodes``,
+    ``aupdate_ref_doc``, ``adelete_ref_doc``...). :meth:`update` and :meth:`delete`, the
+    names of 0.1.0, are aliases of the last two.
 
     The in-memory graph is a cache of the relation collection. It is built on the first
     query, rebuilt after this object's own inserts, and rebuilt on :meth:`refresh` after
@@ -120,7 +149,7 @@ class GraphRAGIndex:
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
-        positive_int("hub_degree", hub_degree)
+        check_int("hub_degree", hub_degree)
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs)
@@ -128,39 +157,12 @@ class GraphRAGIndex:
         self.show_progress = show_progress
         self.hub_degree = hub_degree
         try:
-            self.passage_identity_keys: tuple[str, ...] | str = self._bind(
-                keys, allow_embed_model_change)
+            self.passage_identity_keys: tuple[str, ...] | str = bind_settings(
+                self.store, self.embed_model, keys, allow_embed_model_change)
         except BaseException:
             self.store.close()  # a refused open must not keep a Milvus Lite file held
             raise
-        self._graph: EntityRelationGraph | None = None
-        self._entities: EntityTable | None = None
-        self._passages: PassageTable | None = None
-        self._passages_too_large = False
-        self._graph_lock = threading.Lock()
-        self._communities: CommunitySet | None = None
-
-    def _bind(self, keys: tuple[str, ...] | str | None, allow_model_change: bool
-              ) -> tuple[str, ...] | str:
-        """Check the recorded settings of an existing index against the given ones; the
-        passage identity rule to use."""
-        where = f"the index {self.store.prefix!r} at {self.store.uri!r}"
-        settings = IndexSettings.from_properties(self.store.properties)
-        if settings is None:  # a new index, or one created before settings were recorded
-            return ALL_METADATA if keys is None else keys
-        if keys is not None and keys != settings.passage_identity_keys:
-            raise InvalidInputError(
-                f"{where} identifies passages by the metadata keys "
-                f"{settings.passage_identity_keys!r}, not {keys!r}: changing the rule would "
-                "store the same passages again under new ids. Leave passage_identity_keys "
-                "unset to use the recorded rule, or build a new index.")
-        if settings.embed_model is not None:
-            current = EmbedModelRecord.of(self.embed_model)
-            self.store.check_dimension(current.dim, "the embedding model")
-            if check_embed_model(settings.embed_model, current, where, allow_model_change):
-                self.store.set_properties(IndexSettings(
-                    current, settings.passage_identity_keys).to_properties())
-        return settings.passage_identity_keys
+        self._cache = IndexCache(self.store, hub_degree, show_progress)
 
     # ------------------------------------------------------------------ building
 
@@ -193,34 +195,15 @@ class GraphRAGIndex:
         return index
 
     @classmethod
-    def from_documents(
-        cls,
-        documents: Sequence[Document],
-        llm: LLM | None = None,
-        transformations: Sequence[TransformComponent] | None = None,
-        kg_extractor: TransformComponent | None = None,
-        extraction_cache: ExtractionCache | None = None,
-        extraction_workers: int | None = None,
-        **kwargs: Any,
-    ) -> GraphRAGIndex:
+    def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GraphRAGIndex:
         """Split documents into passages, extract triplets with an LLM, and ingest them.
 
         Args:
             documents: the documents to ingest.
-            llm: the extraction LLM (defaults to ``Settings.llm``) when ``kg_extractor`` is
-                not given.
-            transformations: node parsers run before extraction; defaults to
-                ``[Settings.node_parser]`` (a ``SentenceSplitter``).
-            kg_extractor: the extractor to use instead of :class:`TripletExtractor`: any
-                ``TransformComponent`` that leaves triplets in node metadata, core's
-                ``SimpleLLMPathExtractor`` and friends included.
-            extraction_cache: keeps the triplets of every passage extracted successfully
-                (for example ``ExtractionCache("./extraction_cache.json")``): run the same
-                call again after a crash or failures and only the missing passages go to the
-                LLM. Not with ``kg_extractor`` (give that one its own cache).
-            extraction_workers: LLM requests in flight at most (``TripletExtractor``'s
-                ``num_workers``, default 4); not with ``kg_extractor``.
-            **kwargs: the constructor's arguments.
+            **kwargs: the extraction options (``llm``, ``transformations``,
+                ``kg_extractor``, ``extraction_cache``, ``extraction_workers``: see
+                :class:`~llama_index_graphrag_milvus.ingestion.documents.ExtractionOptions`)
+                and the constructor's arguments (``uri``, ``embed_model``...).
 
         Example::
 
@@ -229,87 +212,125 @@ class GraphRAGIndex:
                 extraction_cache=ExtractionCache("./extraction_cache.json"),
                 show_progress=True)
         """
-        index = cls(**kwargs)
-        index.insert_documents(documents, llm=llm, transformations=transformations,
-                               kg_extractor=kg_extractor, extraction_cache=extraction_cache,
-                               extraction_workers=extraction_workers)
+        options, constructor = split_options(kwargs)
+        index = cls(**constructor)
+        index.insert_documents(documents, **options)
         return index
 
-    def _extract(self, documents: Sequence[Document], llm: LLM | None,
-                 transformations: Sequence[TransformComponent] | None,
-                 kg_extractor: TransformComponent | None,
-                 extraction_cache: ExtractionCache | None = None,
-                 extraction_workers: int | None = None) -> Sequence[BaseNode]:
-        if kg_extractor is not None and (extraction_cache is not None
-                                         or extraction_workers is not None):
-            raise InvalidInputError(
-                "extraction_cache and extraction_workers configure the default "
-                "TripletExtractor; with kg_extractor, set them on it instead: "
-                "TripletExtractor(llm=llm, cache=..., num_workers=...)."
-            )
-        workers: dict[str, Any] = ({} if extraction_workers is None
-                                   else {"num_workers": extraction_workers})
-        extractor = kg_extractor or TripletExtractor(llm=llm, cache=extraction_cache, **workers)
-        pipeline = [*(transformations or [Settings.node_parser]), extractor]
-        return run_transformations(list(documents), pipeline, show_progress=self.show_progress)
+    # ------------------------------------------------------------------ ingestion
+    # Each write has an async twin. Both build the same plan (pure); the async twin extracts
+    # through the extractor's async API and runs the embeddings and the Milvus writes in a
+    # worker thread, so the event loop is never blocked.
 
-    def insert_documents(
-        self,
-        documents: Sequence[Document],
-        llm: LLM | None = None,
-        transformations: Sequence[TransformComponent] | None = None,
-        kg_extractor: TransformComponent | None = None,
-        extraction_cache: ExtractionCache | None = None,
-        extraction_workers: int | None = None,
-    ) -> IngestionStats:
-        """Split, extract and upsert documents; the arguments are those of
-        :meth:`from_documents`. Give documents stable ids (``Document(doc_id=...)``,
-        ``SimpleDirectoryReader(filename_as_id=True)``): passage ids include them, so the
-        same document ingested twice is an upsert, and :meth:`delete` finds it."""
-        return self.insert_nodes(self._extract(documents, llm, transformations, kg_extractor,
-                                               extraction_cache, extraction_workers))
+    def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
+                        ) -> IngestionStats:
+        """Upsert passages with their triplets; see :meth:`from_triplets`."""
+        return self._write(plan_ingestion(data, self.passage_identity_keys))
 
-    def insert(self, document: Document, **kwargs: Any) -> IngestionStats:
-        """Upsert one document; kwargs as for :meth:`insert_documents`."""
-        return self.insert_documents([document], **kwargs)
+    async def ainsert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
+                               ) -> IngestionStats:
+        """Async twin of :meth:`insert_triplets`."""
+        return await self._awrite(plan_ingestion(data, self.passage_identity_keys))
 
-    def update(
-        self,
-        document: Document,
-        llm: LLM | None = None,
-        transformations: Sequence[TransformComponent] | None = None,
-        kg_extractor: TransformComponent | None = None,
-        extraction_cache: ExtractionCache | None = None,
-        extraction_workers: int | None = None,
-        filters: MetadataFilters | None = None,
-    ) -> IngestionStats:
-        """Replace what ``document.doc_id`` contributed with the document's new content.
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> IngestionStats:
+        """Upsert nodes whose triplets are in metadata (LlamaIndex's ``insert_nodes``).
+
+        Read from ``metadata["graphrag_triplets"]`` (written by ``TripletExtractor``) or
+        from the ``nodes``/``relations`` keys written by core's path extractors. A node with
+        no triplets is stored as a passage (searchable by naive RAG) with no relations.
+        ``insert_kwargs`` are refused (core's indexes pass them to their storage).
+        """
+        self._no_extra("insert_nodes", insert_kwargs)
+        return self._write(plan_from_nodes(nodes, self.passage_identity_keys))
+
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any
+                            ) -> IngestionStats:
+        """Async twin of :meth:`insert_nodes`."""
+        self._no_extra("ainsert_nodes", insert_kwargs)
+        return await self._awrite(plan_from_nodes(nodes, self.passage_identity_keys))
+
+    def insert_documents(self, documents: Sequence[Document],
+                         **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Split, extract and upsert documents; ``extraction``: ``llm``,
+        ``transformations``, ``kg_extractor``, ``extraction_cache``,
+        ``extraction_workers`` (see :meth:`from_documents`). Give documents stable ids
+        (``Document(doc_id=...)``, ``SimpleDirectoryReader(filename_as_id=True)``): passage
+        ids include them, so the same document ingested twice is an upsert, and
+        :meth:`delete_ref_doc` finds it."""
+        return self.insert_nodes(extract_documents(documents, extraction, self.show_progress))
+
+    async def ainsert_documents(self, documents: Sequence[Document],
+                                **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Async twin of :meth:`insert_documents` (the extractor's ``acall``: the LLM's
+        async API)."""
+        nodes = await aextract_documents(documents, extraction, self.show_progress)
+        return await self.ainsert_nodes(nodes)
+
+    def insert(self, document: Document, **extraction: Unpack[ExtractionOptions]
+               ) -> IngestionStats:
+        """Upsert one document (LlamaIndex's ``insert``); options as for
+        :meth:`insert_documents`."""
+        return self.insert_documents([document], **extraction)
+
+    async def ainsert(self, document: Document, **extraction: Unpack[ExtractionOptions]
+                      ) -> IngestionStats:
+        """Async twin of :meth:`insert`."""
+        return await self.ainsert_documents([document], **extraction)
+
+    def update_ref_doc(self, document: Document, *, filters: MetadataFilters | None = None,
+                       **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Replace what ``document.doc_id`` contributed with the document's new content
+        (LlamaIndex's ``update_ref_doc``; :meth:`update` is the same method).
 
         Extraction runs first; then the old passages (those matching ``filters``, when
-        given: see :meth:`delete`), the relations only they supported and the entities
-        left with no relation are deleted, and the new content is written.
+        given: see :meth:`delete_ref_doc`), the relations only they supported and the
+        entities left with no relation are deleted, and the new content is written.
+        ``extraction`` as for :meth:`insert_documents`.
         """
         where = self._delete_scope(document.doc_id, filters)
-        nodes = self._extract([document], llm, transformations, kg_extractor,
-                              extraction_cache, extraction_workers)
+        nodes = extract_documents([document], extraction, self.show_progress)
         self._delete(document.doc_id, where)
         return self.insert_nodes(nodes)
 
-    def delete(self, ref_doc_id: str, filters: MetadataFilters | None = None
-               ) -> DeletionStats:
-        """Delete a source document's passages, the relations only they supported (shared
-        relations just lose those passages) and the entities left with no relation.
+    async def aupdate_ref_doc(self, document: Document, *,
+                              filters: MetadataFilters | None = None,
+                              **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Async twin of :meth:`update_ref_doc`."""
+        where = self._delete_scope(document.doc_id, filters)
+        nodes = await aextract_documents([document], extraction, self.show_progress)
+        await asyncio.to_thread(self._delete, document.doc_id, where)
+        return await self.ainsert_nodes(nodes)
 
-        A document id names the document in every tenant: ``delete("handbook.md")``
+    update = update_ref_doc
+    """The name of :meth:`update_ref_doc` in 0.1.0 (kept as an alias)."""
+
+    def delete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
+                       delete_from_docstore: bool = False) -> DeletionStats:
+        """Delete a source document's passages, the relations only they supported (shared
+        relations just lose those passages) and the entities left with no relation
+        (LlamaIndex's ``delete_ref_doc``; :meth:`delete` is the same method).
+
+        A document id names the document in every tenant: ``delete_ref_doc("handbook.md")``
         removes each tenant's copy. Pass ``filters`` (on passage metadata, as for
         retrieval) to delete only the matching passages of the document.
+        ``delete_from_docstore`` is accepted for core's signature and changes nothing: the
+        index has no docstore, Milvus holds everything.
 
         Example::
 
-            index.delete("handbook.md", filters=MetadataFilters(
+            index.delete_ref_doc("handbook.md", filters=MetadataFilters(
                 filters=[MetadataFilter(key="tenant_id", value="acme")]))
         """
         return self._delete(ref_doc_id, self._delete_scope(ref_doc_id, filters))
+
+    async def adelete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
+                              delete_from_docstore: bool = False) -> DeletionStats:
+        """Async twin of :meth:`delete_ref_doc`."""
+        where = self._delete_scope(ref_doc_id, filters)
+        return await asyncio.to_thread(self._delete, ref_doc_id, where)
+
+    delete = delete_ref_doc
+    """The name of :meth:`delete_ref_doc` in 0.1.0 (kept as an alias)."""
 
     @staticmethod
     def _delete_scope(ref_doc_id: str, filters: MetadataFilters | None) -> str:
@@ -320,24 +341,17 @@ class GraphRAGIndex:
                 f"node.ref_doc_id gives it), got {ref_doc_id!r}")
         return to_milvus_expression(filters) if filters is not None else ""  # checks them
 
+    @staticmethod
+    def _no_extra(method: str, kwargs: dict[str, Any]) -> None:
+        if kwargs:
+            raise InvalidInputError(
+                f"{method} takes no other arguments, got {sorted(kwargs)}: this index keeps "
+                "everything in Milvus (no docstore or storage context to configure).")
+
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)
-        self._drop_caches()
+        self._cache.drop()
         return stats
-
-    def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
-                        ) -> IngestionStats:
-        """Upsert passages with their triplets; see :meth:`from_triplets`."""
-        return self._write(plan_ingestion(data, self.passage_identity_keys))
-
-    def insert_nodes(self, nodes: Sequence[BaseNode]) -> IngestionStats:
-        """Upsert nodes whose triplets are in metadata.
-
-        Read from ``metadata["graphrag_triplets"]`` (written by :class:`TripletExtractor`) or
-        from the ``nodes``/``relations`` keys written by core's path extractors. A node with
-        no triplets is stored as a passage (searchable by naive RAG) with no relations.
-        """
-        return self._write(plan_from_nodes(nodes, self.passage_identity_keys))
 
     def _write(self, plan: IngestionPlan) -> IngestionStats:
         properties = None
@@ -345,78 +359,43 @@ class GraphRAGIndex:
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
-        self._drop_caches()
+        self._cache.drop()
         return stats
 
-    # ------------------------------------------------------------------ the graph cache
+    async def _awrite(self, plan: IngestionPlan) -> IngestionStats:
+        return await asyncio.to_thread(self._write, plan)
 
-    def _drop_caches(self) -> None:
-        """Forget the in-memory copies (graph, entity and passage tables, communities): they
-        are read again on their next use (the communities' staleness check runs then)."""
-        self._graph = None
-        self._entities = None
-        self._passages = None
-        self._passages_too_large = False
-        self._communities = None
+    # ------------------------------------------------------------------ the in-memory copies
 
     @property
     def graph(self) -> EntityRelationGraph:
         """The in-memory graph, built from the relation collection on first use."""
-        with self._graph_lock:
-            if self._graph is None:
-                self._graph = EntityRelationGraph.from_columns(
-                    self.store.read_relations(show_progress=self.show_progress),
-                    dim=self.store.dim or 0, hub_degree=self.hub_degree,
-                )
-            return self._graph
+        return self._cache.graph()
 
     async def aget_graph(self) -> EntityRelationGraph:
         """:attr:`graph` without blocking the event loop when it has to be built."""
-        graph = self._graph
-        return graph if graph is not None else await asyncio.to_thread(lambda: self.graph)
+        return await self._cache.aget(GRAPH, self._cache.graph)
 
     @property
     def entity_table(self) -> EntityTable:
         """Every entity's id, name and vector, read from the entity collection on first use
         (entity seed searches in memory; see ``entity_search`` of :meth:`as_retriever`)."""
-        with self._graph_lock:
-            if self._entities is None:
-                self._entities = EntityTable.from_columns(
-                    self.store.read_entities(show_progress=self.show_progress),
-                    dim=self.store.dim or 0)
-            return self._entities
+        return self._cache.entity_table()
 
     async def aget_entity_table(self) -> EntityTable:
         """:attr:`entity_table` without blocking the event loop when it has to be read."""
-        table = self._entities
-        return table if table is not None else await asyncio.to_thread(
-            lambda: self.entity_table)
+        return await self._cache.aget(ENTITIES, self._cache.entity_table)
 
     def passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """Every passage's id and vector, read from the passage collection on first use
         (passage searches in memory; see ``passage_search`` of :meth:`as_retriever`);
         ``None`` when ``passages * dim`` is above ``max_floats`` (one count query decides,
         and is remembered until the next write or :meth:`refresh`)."""
-        with self._graph_lock:
-            if self._passages is None:
-                dim = self.store.dim or 0
-                if max_floats is not None:
-                    if self._passages_too_large:
-                        return None
-                    count = self.store.count(self.store.passage_collection)
-                    if count * dim > max_floats:
-                        self._passages_too_large = True
-                        return None
-                self._passages = PassageTable.from_columns(
-                    self.store.read_passage_vectors(show_progress=self.show_progress), dim)
-            return self._passages
+        return self._cache.passage_table(max_floats)
 
     async def aget_passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """:meth:`passage_table` without blocking the event loop when it has to be read."""
-        table = self._passages
-        if table is not None or (max_floats is not None and self._passages_too_large):
-            return table  # known: no thread hop per query
-        return await asyncio.to_thread(self.passage_table, max_floats)
+        return await self._cache.apassage_table(max_floats)
 
     def is_stale(self) -> bool:
         """Whether the relation, entity or passage collection now holds another number of
@@ -430,22 +409,13 @@ class GraphRAGIndex:
             if index.is_stale():  # e.g. before each batch of questions, in a reader process
                 index.refresh()
         """
-        graph, entities, passages = self._graph, self._entities, self._passages
-        if graph is None:
-            return False
-        store = self.store
-        if store.count(store.relation_collection) != graph.num_relations:
-            return True
-        if passages is not None and store.count(store.passage_collection) != len(passages):
-            return True
-        return entities is not None and store.count(store.entity_collection) != len(entities)
+        return self._cache.is_stale()
 
     def refresh(self) -> EntityRelationGraph:
         """Rebuild the in-memory graph from Milvus (after another process wrote to it);
         the entity and passage tables and the communities are read again on their next
         use."""
-        with self._graph_lock:
-            self._drop_caches()
+        self._cache.drop()
         return self.graph
 
     # ------------------------------------------------------------------ communities
@@ -474,7 +444,7 @@ class GraphRAGIndex:
             llm: writes the reports (JSON: title, summary, findings, rating). ``None`` (the
                 default; ``Settings.llm`` is not used) writes *extractive* reports without
                 an LLM: the most connected entities and relations of each community.
-            reporter: a configured :class:`~llama_index_graphrag_milvus.reports.
+            reporter: a configured :class:`~llama_index_graphrag_milvus.communities.reports.
                 CommunityReporter` instead of ``llm`` (prompt, retries, budget).
             max_cluster_size: communities larger than this are split at the next level
                 (Microsoft GraphRAG's default, 10).
@@ -490,19 +460,10 @@ class GraphRAGIndex:
             stats = index.build_communities(llm=OpenAI(model="gpt-4o-mini"))
             print(stats.per_level, stats.modularity, stats.reports_written)
         """
-        if llm is not None and reporter is not None:
-            raise InvalidInputError("give llm or reporter, not both (the reporter has its "
-                                    "own llm)")
-        if llm is not None:
-            reporter = CommunityReporter(llm, max_input_tokens=max_input_tokens,
-                                         num_workers=report_workers)
-        elif reporter is not None and not isinstance(reporter, CommunityReporter):
-            raise InvalidInputError(
-                f"reporter must be a CommunityReporter, got {type(reporter).__name__}")
+        chosen = choose_reporter(llm, reporter, max_input_tokens, report_workers)
         config = LeidenConfig(max_cluster_size, seed, resolution)
-        with self._graph_lock:
-            self._communities = None
-        return build_communities(self.store, self.graph, self.embed_model, reporter, config,
+        self._cache.drop(COMMUNITIES)
+        return build_communities(self.store, self.graph, self.embed_model, chosen, config,
                                  self.show_progress)
 
     def drop_communities(self) -> None:
@@ -510,33 +471,20 @@ class GraphRAGIndex:
         ``{prefix}_communities`` and ``{prefix}_descriptions`` collections); the graph is
         untouched. The next :meth:`build_communities` starts from scratch (no cached
         report or summary)."""
-        with self._graph_lock:
-            self._communities = None
-        self.store.drop_communities()
-        self.store.drop_descriptions()
+        self._cache.drop(COMMUNITIES)
+        self.store.communities.drop()
+        self.store.descriptions.drop()
 
     @property
     def communities(self) -> CommunitySet:
         """The communities and reports, read from Milvus on first use; raises
         :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when
         :meth:`build_communities` has not run (or did not finish)."""
-        with self._graph_lock:
-            if self._communities is None:
-                self._communities = load_communities(self.store)
-                built_on = self._communities.info.get("relations")
-                now = self.store.count(self.store.relation_collection)
-                if built_on is not None and built_on != now:
-                    logger.warning(
-                        "the communities of %r were built on %s relations; the graph now "
-                        "holds %s: run build_communities() again to include the changes",
-                        self.store.prefix, built_on, now)
-            return self._communities
+        return self._cache.communities()
 
     async def aget_communities(self) -> CommunitySet:
         """:attr:`communities` without blocking the event loop when they are read."""
-        found = self._communities
-        return found if found is not None else await asyncio.to_thread(
-            lambda: self.communities)
+        return await self._cache.aget(COMMUNITIES, self._cache.communities)
 
     def community_reports(self, level: int | None = None) -> list[CommunityReport]:
         """The reports covering the graph at ``level`` (0: the most general communities;
@@ -569,7 +517,7 @@ class GraphRAGIndex:
         reports of ``level`` (default 0, the most general) are answered in batches (map,
         concurrent), and the best points combined into one answer (reduce). ``llm``
         defaults to ``Settings.llm``; kwargs are those of
-        :class:`~llama_index_graphrag_milvus.global_search.GlobalSearchQueryEngine`.
+        :class:`~llama_index_graphrag_milvus.communities.global_search.GlobalSearchQueryEngine`.
 
         Example::
 
@@ -593,15 +541,39 @@ class GraphRAGIndex:
                               filters=filters, **kwargs)
 
     def as_query_engine(self, llm: LLM | None = None, top_n: int = 2,
-                        **retriever_kwargs: Any) -> RetrieverQueryEngine:
-        """Graph retriever + :class:`GraphRelationRerank` + response synthesis in one engine.
+                        **kwargs: Any) -> RetrieverQueryEngine:
+        """Graph retriever + :class:`~llama_index_graphrag_milvus.rerank.GraphRelationRerank`
+        + response synthesis in one engine, as LlamaIndex's indexes build theirs.
 
-        ``llm`` (default ``Settings.llm``) does NER, rerank and the answer.
+        ``llm`` (default ``Settings.llm``) does NER, rerank and the answer. ``kwargs`` go
+        where they belong: the arguments of :class:`GraphRAGRetriever` to the retriever
+        (``passage_scoring``, ``similarity_top_k``, ``filters``...), the others to
+        ``RetrieverQueryEngine.from_args`` (``streaming``, ``response_mode``,
+        ``node_postprocessors``, ``text_qa_template``, ``use_async``...).
+        ``node_postprocessors`` replace the default reranker (``top_n`` passages); include a
+        ``GraphRelationRerank`` in them to keep it.
+
+        Raises:
+            InvalidInputError: an argument neither of them takes.
+
+        Example::
+
+            engine = index.as_query_engine(llm=llm, streaming=True, similarity_top_k=10)
+            engine.query("Who taught Euler?").print_response_stream()
         """
+        unknown = sorted(set(kwargs) - _RETRIEVER_ARGUMENTS - _ENGINE_ARGUMENTS)
+        if unknown:
+            raise InvalidInputError(
+                f"as_query_engine got unexpected arguments {unknown}: it takes those of "
+                "GraphRAGRetriever (passage_scoring, similarity_top_k, filters...) and of "
+                "RetrieverQueryEngine.from_args (streaming, response_mode, "
+                "node_postprocessors...).")
         llm = llm or Settings.llm
-        retriever = self.as_retriever(llm=llm, **retriever_kwargs)
-        rerank = GraphRelationRerank(llm=llm, top_n=top_n)
-        return RetrieverQueryEngine.from_args(retriever, node_postprocessors=[rerank], llm=llm)
+        retriever = self.as_retriever(llm=llm, **{k: v for k, v in kwargs.items()
+                                                  if k in _RETRIEVER_ARGUMENTS})
+        engine = {k: v for k, v in kwargs.items() if k in _ENGINE_ARGUMENTS}
+        engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
+        return RetrieverQueryEngine.from_args(retriever, llm=llm, **engine)
 
     # ---- lifecycle
 
@@ -626,8 +598,7 @@ class GraphRAGIndex:
             # here the file is free for another process
         """
         self.store.close()
-        with self._graph_lock:
-            self._drop_caches()
+        self._cache.drop()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`.
@@ -638,7 +609,7 @@ class GraphRAGIndex:
                 nodes = await index.as_retriever().aretrieve("Who taught Euler?")
         """
         await self.store.aclose()
-        self._drop_caches()
+        self._cache.drop()
 
     def __enter__(self) -> GraphRAGIndex:
         return self

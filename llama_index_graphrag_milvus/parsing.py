@@ -59,3 +59,16 @@ def string_list(value: Any, key: str) -> list[str] | None:
     if not isinstance(value, list):
         return None
     return [item.strip() for item in value if isinstance(item, str) and item.strip()]
+
+
+def strip_echo(answer: str, prompt: str) -> str:
+    """``answer`` without an echo of ``prompt``: what follows its last occurrence. Some
+    completion endpoints, and core's ``MockLLM``, repeat the prompt, whose one-shot example
+    would otherwise be read as the choice.
+
+    >>> strip_echo('Example: {"useful_relationships": [7]} Answer:' + ' {"x": 1}',
+    ...            'Example: {"useful_relationships": [7]} Answer:')
+    ' {"x": 1}'
+    """
+    at = answer.rfind(prompt) if prompt else -1
+    return answer[at + len(prompt):] if at >= 0 else answer

@@ -15,7 +15,7 @@ import numpy as np
 from llama_index.core.schema import BaseNode, TextNode
 
 # Metadata keys written on passage nodes. They are excluded from what an LLM or an embedding
-# model sees (see ``exclude_from_llm_and_embed``).
+# model sees (see :func:`hide_from_models`).
 TRIPLETS_KEY = "graphrag_triplets"
 """Node metadata key holding the ``[[subject, predicate, object], ...]`` of a passage."""
 RELATIONS_KEY = "graphrag_relations"
@@ -46,6 +46,20 @@ RELATION_TEXT_MAX_BYTES = 8192
 """Longest relation text (UTF-8 bytes) the relation collection accepts."""
 PASSAGE_TEXT_MAX_BYTES = 65535
 """Longest passage text (UTF-8 bytes): the VARCHAR limit of the passage collection."""
+
+
+def hide_from_models(node: BaseNode, *keys: str) -> None:
+    """Keep the metadata ``keys`` of ``node`` out of what LLMs and embedding models see
+    (``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``); a key already
+    hidden is not added again.
+
+    >>> node = TextNode(text="Euler was born in Basel.", metadata={TRIPLETS_KEY: []})
+    >>> hide_from_models(node, TRIPLETS_KEY)
+    >>> node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys
+    (['graphrag_triplets'], ['graphrag_triplets'])
+    """
+    for excluded in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
+        excluded.extend(key for key in dict.fromkeys(keys) if key not in excluded)
 
 
 def clean_text(text: str) -> str:
@@ -117,7 +131,7 @@ def entity_id(name: str) -> str:
 def passage_id(text: str, document_id: str | None = None, identity: str = "") -> str:
     """Passage id: a hash of the source document id (when there is one), of the identity
     metadata (``identity``, a canonical text of the metadata that makes passages distinct,
-    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.identity`) and of the
+    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.ingestion.identity`) and of the
     passage text with whitespace collapsed. The same text in two documents, or in two
     tenants, gives two passages, so that deleting one never removes the other's.
 

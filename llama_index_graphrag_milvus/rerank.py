@@ -9,19 +9,15 @@ incoming order and logs a warning: the reranker never raises because of its LLM.
 
 from __future__ import annotations
 
-import asyncio
-import contextvars
 import logging
 import re
 import threading
 from collections.abc import Sequence
-from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, SerializeAsAny, ValidationError
+from llama_index.core.bridge.pydantic import Field, SerializeAsAny
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.llms.llm import LLM
@@ -32,8 +28,15 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import RELATIONS_KEY, RERANK_KEY, clean_text
+from llama_index_graphrag_milvus.llm import within, within_thread
+from llama_index_graphrag_milvus.parsing import find_json, strip_echo
+from llama_index_graphrag_milvus.records import (
+    RELATIONS_KEY,
+    RERANK_KEY,
+    clean_text,
+    hide_from_models,
+)
+from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 logger = logging.getLogger(__name__)
 dispatcher = get_dispatcher(__name__)
@@ -94,19 +97,6 @@ class CandidateList:
         return "\n".join(f"[{i}] {text}" for i, text in enumerate(self.texts, start=1))
 
 
-def strip_echo(answer: str, prompt: str) -> str:
-    """``answer`` without an echo of ``prompt``: what follows its last occurrence. Some
-    completion endpoints, and core's ``MockLLM``, repeat the prompt, whose one-shot example
-    would otherwise be read as the choice.
-
-    >>> strip_echo('Example: {"useful_relationships": [7]} Answer:' + ' {"x": 1}',
-    ...            'Example: {"useful_relationships": [7]} Answer:')
-    ' {"x": 1}'
-    """
-    at = answer.rfind(prompt) if prompt else -1
-    return answer[at + len(prompt):] if at >= 0 else answer
-
-
 def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
     """Chosen relation numbers (1-based, in order, deduplicated) from the LLM answer.
 
@@ -165,13 +155,10 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
 
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
-        try:
+        with pydantic_arguments("GraphRelationRerank",
+                                "top_n and max_selected_relations are integers > 0, timeout "
+                                "is seconds > 0 (or None)."):
             super().__init__(**kwargs)
-        except ValidationError as exc:
-            raise InvalidInputError(
-                f"GraphRelationRerank arguments rejected: {exc}\nFix the arguments listed: "
-                "top_n and max_selected_relations are integers > 0, timeout is seconds > 0 "
-                "(or None).") from exc
 
     @classmethod
     def class_name(cls) -> str:
@@ -225,10 +212,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         for _, _, rank, node in ranked[: self.top_n]:
             node.node.metadata[RERANK_KEY] = {"relation_rank": rank,
                                               "retrieval_score": node.score}
-            for keys in (node.node.excluded_embed_metadata_keys,
-                         node.node.excluded_llm_metadata_keys):
-                if RERANK_KEY not in keys:
-                    keys.append(RERANK_KEY)
+            hide_from_models(node.node, RERANK_KEY)
             score = node.score if not rank_of else (1.0 / (1 + rank) if rank is not None
                                                     else 0.0)
             results.append(NodeWithScore(node=node.node, score=score))
@@ -255,25 +239,9 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         if not candidates.ids:
             return self._end(self._reorder(nodes, candidates, []))
         kwargs = self._prompt_kwargs(query, candidates)
-        # A worker thread makes the timeout possible; the copied context keeps the LLM call
-        # inside the caller's instrumentation span and tags.
-        context = contextvars.copy_context()
-        executor = ThreadPoolExecutor(max_workers=1)
-        future = executor.submit(context.run, partial(self.llm.predict, self.rerank_prompt,
-                                                      **kwargs))
-        try:
-            raw: str | BaseException = future.result(timeout=self.timeout)
-        except FutureTimeout:  # ours, unless the LLM raised a TimeoutError itself
-            if not future.done():
-                raw = TimeoutError(f"no answer within {self.timeout} s")
-            elif isinstance(error := future.exception(), Exception):
-                raw = error
-            else:  # finished right after the deadline
-                raw = future.result()
-        except Exception as exc:  # the LLM's failure must not fail the query
-            raw = exc
-        finally:
-            executor.shutdown(wait=False)
+        # a worker thread makes the timeout possible; the LLM's failure must not fail the query
+        raw = within_thread(partial(self.llm.predict, self.rerank_prompt, **kwargs),
+                            self.timeout)
         return self._end(self._reorder(nodes, candidates,
                                         self._selection(raw, candidates, kwargs)))
 
@@ -284,20 +252,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         if not candidates.ids:
             return self._end(self._reorder(nodes, candidates, []))
         kwargs = self._prompt_kwargs(query, candidates)
-        task = asyncio.ensure_future(self.llm.apredict(self.rerank_prompt, **kwargs))
-        try:
-            done, _ = await asyncio.wait({task}, timeout=self.timeout)
-        except asyncio.CancelledError:  # the caller gave up: so does the LLM call
-            task.cancel()
-            raise
-        raw: str | BaseException
-        if not done:  # ours, told apart from a TimeoutError the LLM raises itself
-            task.cancel()
-            await asyncio.gather(task, return_exceptions=True)
-            raw = TimeoutError(f"no answer within {self.timeout} s")
-        elif isinstance(error := task.exception(), Exception):  # must not fail the query
-            raw = error
-        else:
-            raw = task.result()  # re-raises a BaseException such as KeyboardInterrupt
+        # the LLM's failure must not fail the query; a cancellation does
+        raw = await within(self.llm.apredict(self.rerank_prompt, **kwargs), self.timeout)
         return self._end(self._reorder(nodes, candidates,
                                         self._selection(raw, candidates, kwargs)))

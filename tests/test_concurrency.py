@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import threading
 from typing import Any
 
 import pytest
@@ -12,6 +13,8 @@ import pytest
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY
 from tests.fakes import HashEmbedding, ScriptedLLM
+
+pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 
 QUERIES = [
     "What did the son of Euler's teacher contribute?",
@@ -66,3 +69,48 @@ async def test_concurrent_aretrieve_matches_sequential(
     results = await asyncio.gather(*(concurrent_retriever.aretrieve(q) for q in queries))
     for query, hits in zip(queries, results, strict=True):
         assert answer(hits) == sequential_sync[query], query
+
+
+FAMILY_WRITE = [("Gottfried Leibniz corresponded with Johann Bernoulli.",
+                 [("Gottfried Leibniz", "corresponded with", "Johann Bernoulli")])]
+
+
+@pytest.mark.parametrize(("reader", "collection", "size"), [
+    pytest.param("read_relations", "relation_collection",
+                 lambda index: index.graph.num_relations, id="graph"),
+    pytest.param("read_entities", "entity_collection", lambda index: len(index.entity_table),
+                 id="entity-table"),
+    pytest.param("read_passage_vectors", "passage_collection",
+                 lambda index: len(index.passage_table() or ()), id="passage-table"),
+])
+def test_a_write_that_ends_during_a_build_is_not_hidden_by_it(
+        tmp_path: Any, reader: str, collection: str, size: Any,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A query builds an in-memory copy from Milvus while a write finishes: the copy it read
+    before the write must not stay cached after it (it would hide the write until the next
+    write or refresh()). Events order the two threads; nothing sleeps."""
+    from tests.conftest import FAMILY
+
+    index = GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "race.db"),
+                                        embed_model=HashEmbedding(dim=64))
+    before = index.store.count(getattr(index.store, collection))
+    read_done, write_done = threading.Event(), threading.Event()
+    read = getattr(index.store, reader)
+
+    def slow_read(*args: Any, **kwargs: Any) -> Any:
+        batches = list(read(*args, **kwargs))  # what Milvus holds before the write
+        read_done.set()
+        assert write_done.wait(timeout=60), "the write did not finish"
+        return iter(batches)
+
+    monkeypatch.setattr(index.store, reader, slow_read)
+    builder = threading.Thread(target=size, args=(index,))  # nothing cached yet: it builds
+    builder.start()
+    assert read_done.wait(timeout=60), "the build did not start"
+    index.insert_triplets(FAMILY_WRITE)  # ends while the build holds the old rows
+    write_done.set()
+    builder.join(timeout=60)
+    assert not builder.is_alive()
+    monkeypatch.undo()
+    assert size(index) == before + 1  # the write is seen: the stale copy was not kept
+    index.close()

@@ -4,7 +4,8 @@ Every case either succeeds with a sane result or raises a
 :class:`~llama_index_graphrag_milvus.GraphRAGError` (never a raw TypeError, AttributeError,
 UnicodeEncodeError, pydantic or pymilvus error). A write that fails leaves the three
 collections as they were and the retriever still answers. Hand-written cases (and the
-messages) are in tests/test_hostile_input.py; filter semantics in tests/test_filter_parity.py.
+messages) are in tests/test_hostile_input.py; filter semantics in
+tests/retrieval/test_filter_parity.py.
 
 One exception, asserted as such: values that pydantic refuses when LlamaIndex's own classes
 are built (``MetadataFilter``, ``MetadataFilters``, ``TextNode``: a non-string filter key, a
@@ -46,10 +47,12 @@ from llama_index_graphrag_milvus import (
     GraphRAGIndex,
     GraphRelationRerank,
 )
-from llama_index_graphrag_milvus.extraction import is_utf8
+from llama_index_graphrag_milvus.extraction.triplets import is_utf8
 from llama_index_graphrag_milvus.retrieval.pcst import SUBGRAPH_NODE_PREFIX
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
+
+pytestmark = pytest.mark.milvus  # every case runs against a Milvus Lite index
 
 QUESTION = "Who was the son of Euler's teacher?"
 TENANT = "acme"
@@ -125,7 +128,7 @@ def scratch(db: str, index: GraphRAGIndex) -> Iterator[GraphRAGIndex]:
 @pytest.fixture(scope="module")
 def loop() -> Iterator[asyncio.AbstractEventLoop]:
     """One event loop for every async call: the passages' MilvusVectorStore keeps the async
-    client of the first loop it saw (see tests/test_filter_parity.py)."""
+    client of the first loop it saw (see tests/retrieval/test_filter_parity.py)."""
     running = asyncio.new_event_loop()
     yield running
     running.close()

@@ -10,12 +10,8 @@ from typing import Any
 
 import pytest
 
-from llama_index_graphrag_milvus import (
-    EmbeddingDimensionError,
-    GraphRAGError,
-    GraphRAGIndex,
-    InvalidInputError,
-)
+from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
 from tests.fakes import HashEmbedding
 
 LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)

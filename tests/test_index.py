@@ -12,17 +12,17 @@ from llama_index.core.indices.property_graph import SimpleLLMPathExtractor
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, TextNode
 
-from llama_index_graphrag_milvus import (
-    EmbeddingDimensionError,
-    EmptyIndexError,
-    GraphRAGIndex,
-    InvalidInputError,
-    MilvusGraphStore,
-)
-from llama_index_graphrag_milvus import store as store_module
+from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.seeds import EntityTable
-from llama_index_graphrag_milvus.identity import IndexSettings
+from llama_index_graphrag_milvus.ingestion.identity import IndexSettings
+from llama_index_graphrag_milvus.milvus import MilvusGraphStore
+from llama_index_graphrag_milvus.milvus.columns import (
+    ROW_BYTES_BESIDES_VECTOR,
+    CollectionReads,
+    ColumnQuery,
+)
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding, ScriptedLLM
@@ -129,7 +129,7 @@ def test_refresh_sees_another_writer(family_index: GraphRAGIndex, milvus_uri: st
 
 
 def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
-        make_index: MakeIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_index: MakeIndex) -> None:
     passages = [(f"Passage {p} about people.",
                  [(f"Person {p}", f"knows number {k} of", f"Person {(p * 7 + k) % 40}")
                   for k in range(3)] + [("Person 0", "is mentioned in", f"Story {p % 4}")])
@@ -138,16 +138,15 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
     store = index.store
     expected = {Triplet(*t).id for _, triplets in passages for t in triplets}
     assert len(expected) == 94
-    monkeypatch.setattr(store_module, "_RANGE_ROWS", 16)  # 94 relations: 6 key ranges
-    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES", 0)  # on Lite too
-    assert store_module._ColumnQuery.connect(store.client, store.consistency_level) is not None
-    batches = list(store.read_relations())
+    ranges = CollectionReads(range_rows=16, lite_range_bytes=0)  # 94 relations: 6 ranges
+    assert ColumnQuery.connect(store.client, store.consistency_level) is not None
+    batches = list(store.read_relations(reads=ranges))
     assert len(batches) == 6
     assert sum(len(b) for b in batches) == store.count(store.relation_collection) == 94
     fast = EntityRelationGraph.from_columns(batches, dim=64)
 
-    monkeypatch.setattr(store_module._ColumnQuery, "connect", lambda *args: None)
-    rows = EntityRelationGraph.from_columns(store.read_relations(), dim=64)
+    by_row = CollectionReads(column_path=False)  # client.query and row conversion
+    rows = EntityRelationGraph.from_columns(store.read_relations(reads=by_row), dim=64)
     for graph in (fast, rows):
         assert set(graph.relation_ids.ids(np.arange(graph.num_relations))) == expected
     assert np.array_equal(fast.relation_ids.keys, rows.relation_ids.keys)
@@ -166,11 +165,8 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
     assert fast.texts.get(every) == rows.texts.get(every)
     assert fast.relation_texts([Triplet("Person 0", "is mentioned in", "Story 1").id]) == {
         Triplet("Person 0", "is mentioned in", "Story 1").id: "Person 0 is mentioned in Story 1"}
-    by_rows = EntityTable.from_columns(store.read_entities(), dim=64)
-    monkeypatch.undo()
-    monkeypatch.setattr(store_module, "_RANGE_ROWS", 16)
-    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES", 0)
-    by_columns = EntityTable.from_columns(store.read_entities(), dim=64)
+    by_rows = EntityTable.from_columns(store.read_entities(reads=by_row), dim=64)
+    by_columns = EntityTable.from_columns(store.read_entities(reads=ranges), dim=64)
     assert np.array_equal(by_rows.ids.keys, by_columns.ids.keys)
     assert np.array_equal(by_rows.vectors, by_columns.vectors)
     assert by_rows.names.get(np.arange(len(by_rows))) == by_columns.names.get(
@@ -179,19 +175,17 @@ def test_graph_loads_column_wise_in_key_ranges_and_matches_row_by_row(
 
 
 def test_whole_collection_reads_use_larger_ranges_on_lite(
-        make_index: MakeIndex, milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+        make_index: MakeIndex, milvus_uri: str) -> None:
     # Lite scans every row for each range filter: its ranges are sized by bytes, not rows
     index = make_index([(f"Passage {p}.", [(f"Person {p}", "knows", f"Person {p + 1}")])
                         for p in range(40)])
     store = index.store
-    monkeypatch.setattr(store_module, "_RANGE_ROWS", 5)
-    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES",
-                        20 * (4 * 64 + store_module._ROW_BYTES_BESIDES_VECTOR))
-    batches = list(store.read_relations())
+    twenty_rows = 20 * (4 * 64 + ROW_BYTES_BESIDES_VECTOR)
+    batches = list(store.read_relations(reads=CollectionReads(5, twenty_rows)))
     assert sum(len(b) for b in batches) == 40
     assert len(batches) == (2 if store.is_lite else 8)
-    monkeypatch.setattr(store_module, "_LITE_RANGE_BYTES", 0)  # never below _RANGE_ROWS
-    assert len(list(store.read_relations())) == 8
+    never_below = CollectionReads(range_rows=5, lite_range_bytes=0)  # never below range_rows
+    assert len(list(store.read_relations(reads=never_below))) == 8
 
 
 @LITE_ONLY

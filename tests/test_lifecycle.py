@@ -18,6 +18,8 @@ import pytest
 from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
 from tests.fakes import HashEmbedding
 
+pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
+
 REPO = Path(__file__).resolve().parents[1]
 DATA = [("Euler was a student of Johann Bernoulli.",
          [("Euler", "was a student of", "Johann Bernoulli")])]

@@ -333,9 +333,10 @@ def test_timeout_none_waits_for_the_llm() -> None:
 
 @pytest.mark.parametrize("bad", [{"top_n": 0}, {"max_selected_relations": 0},
                                  {"timeout": 0}, {"timeout": -1.0}])
-def test_bad_arguments_raise_value_error(bad: dict[str, Any]) -> None:
+def test_bad_arguments_raise_the_package_error(bad: dict[str, Any]) -> None:
     name = next(iter(bad))
-    with pytest.raises(ValueError, match=name):
+    with pytest.raises(InvalidInputError, match=f"GraphRelationRerank arguments rejected: "
+                                                f"{name}: Input should be .*, got "):
         GraphRelationRerank(llm=ScriptedLLM([]), **bad)
 
 

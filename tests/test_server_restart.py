@@ -4,7 +4,7 @@ timeout, then queries succeed again with no action on the index.
 The restart is a TCP proxy in front of the session server (tests/proxy.py): it closes every
 connection and its port, as a stopped server process does, and listens again when "back".
 The real thing (the embedded server stopped and started under load) is
-``python -m llama_index_graphrag_milvus.bench.restart``.
+``python -m benchmarks.restart``.
 """
 
 from __future__ import annotations

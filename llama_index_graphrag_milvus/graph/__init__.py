@@ -8,20 +8,20 @@
   GraphRAG; needs graspologic-native, the ``communities`` extra, imported only when called).
 """
 
-from llama_index_graphrag_milvus.graph.communities import (
-    Cluster,
-    CommunityHierarchy,
-    LeidenConfig,
-    hierarchical_communities,
-    modularity,
-    relation_weights,
-)
 from llama_index_graphrag_milvus.graph.entity_relation import (
     DEFAULT_HUB_DEGREE,
     EntityRelationGraph,
     ExpansionConfig,
     HubIndex,
     IdTable,
+)
+from llama_index_graphrag_milvus.graph.leiden import (
+    Cluster,
+    CommunityHierarchy,
+    LeidenConfig,
+    hierarchical_communities,
+    modularity,
+    relation_weights,
 )
 from llama_index_graphrag_milvus.graph.pagerank import (
     LocalGraph,

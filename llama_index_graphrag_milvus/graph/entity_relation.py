@@ -23,9 +23,9 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph.tables import TextTable, nearest_rows, unit_rows
 from llama_index_graphrag_milvus.records import CandidateRelation, RelationColumns
+from llama_index_graphrag_milvus.validation import check_int, check_optional_int
 
 logger = logging.getLogger(__name__)
 
@@ -90,22 +90,11 @@ class ExpansionConfig:
     per_hop_max_hub_relations: int = 2000
 
     def __post_init__(self) -> None:
-        for name in ("hops", "per_hop_max_relations", "max_candidate_relations",
-                     "per_hop_max_entities", "per_hop_max_hub_relations",
-                     "max_relations_per_passage"):
-            value = getattr(self, name)
-            if not (isinstance(value, int) and not isinstance(value, bool)) and not (
-                    value is None and name == "max_relations_per_passage"):
-                raise InvalidInputError(f"{name} must be an integer, got {value!r}")
-        if self.hops < 0:
-            raise InvalidInputError(f"hops must be 0 or more, got {self.hops}")
+        check_int("hops", self.hops, minimum=0)
         for name in ("per_hop_max_relations", "max_candidate_relations",
                      "per_hop_max_entities", "per_hop_max_hub_relations"):
-            if getattr(self, name) < 1:
-                raise InvalidInputError(f"{name} must be at least 1, got {getattr(self, name)}")
-        if self.max_relations_per_passage is not None and self.max_relations_per_passage < 1:
-            raise InvalidInputError("max_relations_per_passage must be at least 1 or None, got "
-                             f"{self.max_relations_per_passage}")
+            check_int(name, getattr(self, name))
+        check_optional_int("max_relations_per_passage", self.max_relations_per_passage)
 
 
 class IdTable:

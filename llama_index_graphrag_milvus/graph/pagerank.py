@@ -19,7 +19,6 @@ Node weights (the edges of the local graph, symmetric):
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass
 
 import numpy as np
@@ -27,6 +26,7 @@ import scipy.sparse as sp
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph.entity_relation import EntityRelationGraph
+from llama_index_graphrag_milvus.validation import check_int, check_number
 
 
 @dataclass(frozen=True)
@@ -48,22 +48,10 @@ class PageRankConfig:
     passage_edge_weight: float = 1.0
 
     def __post_init__(self) -> None:
-        for name in ("damping", "tolerance", "passage_edge_weight"):
-            value = getattr(self, name)
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not (
-                    -math.inf < value < math.inf):
-                raise InvalidInputError(f"ppr {name} must be a finite number, got {value!r}")
-        if not 0.0 <= self.damping < 1.0:
-            raise InvalidInputError(f"ppr damping must be in [0, 1), got {self.damping!r}")
-        if not self.tolerance > 0:
-            raise InvalidInputError(f"ppr tolerance must be positive, got {self.tolerance!r}")
-        if (not isinstance(self.max_iterations, int) or isinstance(self.max_iterations, bool)
-                or self.max_iterations < 1):
-            raise InvalidInputError(
-                f"ppr max_iterations must be a positive integer, got {self.max_iterations!r}")
-        if not self.passage_edge_weight >= 0:
-            raise InvalidInputError("ppr passage_edge_weight must be 0 or more, got "
-                                    f"{self.passage_edge_weight!r}")
+        check_number("ppr damping", self.damping, low=0, high=1, high_open=True)
+        check_number("ppr tolerance", self.tolerance, low=0, low_open=True)
+        check_int("ppr max_iterations", self.max_iterations)
+        check_number("ppr passage_edge_weight", self.passage_edge_weight, low=0)
 
 
 @dataclass(frozen=True)

@@ -31,6 +31,7 @@ import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
+from llama_index_graphrag_milvus.validation import check_int, check_number
 
 PCST_EXTRA = 'pip install "llama-index-graphrag-milvus[pcst]"'
 """How to install the solver."""
@@ -75,14 +76,9 @@ class PCSTConfig:
     edge_cost: float = 0.5
 
     def __post_init__(self) -> None:
-        for name in ("entity_prizes", "relation_prizes"):
-            value = getattr(self, name)
-            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
-                raise InvalidInputError(f"pcst_{name} must be an integer >= 0, got {value!r}")
-        if (not isinstance(self.edge_cost, (int, float)) or isinstance(self.edge_cost, bool)
-                or not self.edge_cost >= 0):
-            raise InvalidInputError(
-                f"pcst_edge_cost must be a number >= 0, got {self.edge_cost!r}")
+        check_int("pcst_entity_prizes", self.entity_prizes, minimum=0)
+        check_int("pcst_relation_prizes", self.relation_prizes, minimum=0)
+        check_number("pcst_edge_cost", self.edge_cost, low=0)
 
 
 @dataclass(frozen=True)

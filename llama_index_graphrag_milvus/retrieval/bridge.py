@@ -26,7 +26,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
@@ -36,23 +35,21 @@ from llama_index_graphrag_milvus.records import (
     entity_id,
     normalize_name,
 )
-from llama_index_graphrag_milvus.retrieval.base import (
-    QueryContext,
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
-    RetrievalMethod,
-    SeedConfig,
     fetch_passages,
-    positive_int,
     rank_in_memory,
-    search_relations,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.io import (
+from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
     LoadGraph,
     Plan,
     SearchPassages,
 )
+from llama_index_graphrag_milvus.retrieval.seeds import search_relations
+from llama_index_graphrag_milvus.validation import check_choice, check_int
 
 T = TypeVar("T")
 
@@ -233,19 +230,16 @@ class BridgeRetrieval(RetrievalMethod):
 
     def __init__(self, max_bridges: int = DEFAULT_MAX_BRIDGES,
                  bridge_query: str = "substitute") -> None:
-        self.max_bridges = positive_int("max_bridges", max_bridges)
-        if bridge_query not in BRIDGE_QUERIES:
-            raise InvalidInputError(f"bridge_query must be one of {', '.join(BRIDGE_QUERIES)}"
-                                    f"; got {bridge_query!r}")
-        self.bridge_query = bridge_query
+        self.max_bridges = check_int("max_bridges", max_bridges)
+        self.bridge_query = check_choice("bridge_query", bridge_query, BRIDGE_QUERIES)
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         hits = yield from search_relations(query, seeds_config)
-        graph: EntityRelationGraph = yield LoadGraph()
+        graph = yield from LoadGraph()
         bridges = choose_bridges(query.text, hits, self.max_bridges, graph)
         started = time.perf_counter()
-        vectors = (yield EmbedTexts(tuple(second_query(query.text, b, self.bridge_query)
-                                          for b in bridges))) if bridges else []
+        vectors = (yield from EmbedTexts(tuple(
+            second_query(query.text, b, self.bridge_query) for b in bridges))) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
         chosen = yield from self._passages(query, (query.vector, *vectors))
         return with_own_relations(graph, query, [self._result(ranked, bridges, timings)
@@ -259,8 +253,8 @@ class BridgeRetrieval(RetrievalMethod):
         limit = query.similarity_top_k
         ranked = yield from rank_in_memory(query, vectors, limit)
         if ranked is None:
-            lists = yield SearchPassages(tuple(list(v) for v in vectors), limit, None,
-                                         query.where)
+            lists = yield from SearchPassages(tuple(list(v) for v in vectors), limit, None,
+                                              query.where)
             return interleave(lists, limit)
         chosen = interleave(ranked, limit, str)
         nodes = yield from fetch_passages([r.node for r in chosen])

@@ -8,24 +8,17 @@ from typing import Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.graph import ExpansionConfig
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import CandidateRelation
-from llama_index_graphrag_milvus.retrieval.base import (
-    QueryContext,
-    RetrievalMethod,
-    SeedConfig,
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
-    expand,
-    find_seeds,
     read_relation_texts,
     search_passages,
 )
-from llama_index_graphrag_milvus.retrieval.io import (
-    GetPassages,
-    LoadGraph,
-    Plan,
-    first,
-)
+from llama_index_graphrag_milvus.retrieval.requests import GetPassages, LoadGraph, Plan, first
+from llama_index_graphrag_milvus.retrieval.seeds import expand, find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
@@ -33,7 +26,6 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     build_results,
     select_passages,
 )
-from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
 
 
 def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[CandidateRelation],
@@ -51,7 +43,7 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
             query, (query.vector,), min(query.similarity_top_k, len(pool)), tuple(pool))))
     else:
         pool = select_passages(candidates, query.similarity_top_k)
-        nodes = yield GetPassages(tuple(pool), query.where)
+        nodes = yield from GetPassages(tuple(pool), query.where)
         hits = [(node, None) for node in nodes]
     texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
     return build_results(hits, pool, texts)
@@ -74,7 +66,7 @@ class KHopRetrieval(RetrievalMethod):
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         seeds, _ = yield from find_seeds(query, seeds_config)
-        graph: EntityRelationGraph = yield LoadGraph()
+        graph = yield from LoadGraph()
         candidates = expand(graph, query, seeds, self.expansion)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))

@@ -6,7 +6,7 @@ and an embedding model of the wrong dimension are package errors, not pymilvus o
 ones.
 
 Metadata ``filters`` are turned into a Milvus expression by the package's own
-:func:`~llama_index_graphrag_milvus.filters.to_milvus_expression` (the graph retriever's
+:func:`~llama_index_graphrag_milvus.milvus.filters.to_milvus_expression` (the graph retriever's
 expression, handed to ``MilvusVectorStore.query`` as ``string_expr``), not by the vector
 store's translation: both retrievers read the same filter language with the same results.
 """
@@ -21,19 +21,19 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
-from llama_index_graphrag_milvus.retrieval.base import positive_int
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,
     check_vector,
     given_vector,
 )
-from llama_index_graphrag_milvus.store import _milvus_errors
+from llama_index_graphrag_milvus.validation import check_int
 
 if TYPE_CHECKING:
-    from llama_index_graphrag_milvus.store import MilvusGraphStore
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 
 class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
@@ -47,7 +47,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
 
     Raises:
         InvalidInputError: ``filters`` holds a key, operator or value the filter language
-            refuses (see :mod:`llama_index_graphrag_milvus.filters`), or comes with
+            refuses (see :mod:`llama_index_graphrag_milvus.milvus.filters`), or comes with
             ``node_ids``, ``doc_ids`` or a ``string_expr`` of its own, which
             ``MilvusVectorStore`` would let override it.
         MilvusStoreError: the search failed in Milvus (the pymilvus error is chained).
@@ -70,8 +70,9 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
                     "restriction as metadata filters only."
                 )
             store_kwargs["string_expr"] = expression
-        super().__init__(index, similarity_top_k=positive_int(
-            "similarity_top_k", similarity_top_k, MILVUS_MAX_TOP_K),
+        super().__init__(index, similarity_top_k=check_int(
+            "similarity_top_k", similarity_top_k, maximum=MILVUS_MAX_TOP_K,
+            hint="the largest search limit Milvus accepts"),
             vector_store_kwargs=store_kwargs, **kwargs)
 
     def _checked(self, query_bundle: QueryBundle, vector: list[float]) -> QueryBundle:
@@ -84,7 +85,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         query = check_query(query_bundle)
         vector = given_vector(query_bundle) or self._embed_model.get_query_embedding(query)
         checked = self._checked(query_bundle, vector)
-        with _milvus_errors(f"search {self._graph_store.passage_collection}"):
+        with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return super()._retrieve(checked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
@@ -92,5 +93,5 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         vector = (given_vector(query_bundle)
                   or await self._embed_model.aget_query_embedding(query))
         checked = self._checked(query_bundle, vector)
-        with _milvus_errors(f"search {self._graph_store.passage_collection}"):
+        with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return await super()._aretrieve(checked)

@@ -26,7 +26,6 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import (
     EntityRelationGraph,
     ExpansionConfig,
@@ -39,25 +38,24 @@ from llama_index_graphrag_milvus.records import (
     TIMINGS_KEY,
     CandidateRelation,
 )
-from llama_index_graphrag_milvus.retrieval.base import (
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import (
     OWN_RELATIONS_PER_PASSAGE,
-    QueryContext,
     Result,
-    RetrievalMethod,
-    SeedConfig,
-    find_seeds,
     rank_in_memory,
     read_relation_texts,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.io import (
+from llama_index_graphrag_milvus.retrieval.requests import (
     GetPassages,
     LoadGraph,
     Plan,
     SearchPassages,
     first,
 )
+from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import Seeds, attached_relations, select_passages
+from llama_index_graphrag_milvus.validation import check_number
 
 DEFAULT_PASSAGE_WEIGHT = 0.05
 """Share of the restart mass on the passages most similar to the query (HippoRAG 2)."""
@@ -146,10 +144,7 @@ class PageRankRetrieval(RetrievalMethod):
 
     def __init__(self, expansion: ExpansionConfig, config: PageRankConfig,
                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> None:
-        if isinstance(passage_weight, bool) or not isinstance(passage_weight, (int, float)) \
-                or not 0.0 <= passage_weight <= 1.0:
-            raise InvalidInputError(
-                f"ppr_passage_weight must be a number in [0, 1], got {passage_weight!r}")
+        check_number("ppr_passage_weight", passage_weight, low=0, high=1)
         self.expansion = expansion
         self.config = config
         self.passage_weight = passage_weight
@@ -168,7 +163,7 @@ class PageRankRetrieval(RetrievalMethod):
         else:
             seeds, _ = yield from find_seeds(query, seeds_config)
             similar = first(ranked)
-        graph: EntityRelationGraph = yield LoadGraph()
+        graph = yield from LoadGraph()
         candidates = (graph.expand(query.vector, [h.id for h in seeds.entities],
                                    [h.id for h in seeds.relations], self.expansion)
                       if graph.num_relations else [])
@@ -180,7 +175,7 @@ class PageRankRetrieval(RetrievalMethod):
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]
         missing = tuple(pid for pid in wanted if pid not in nodes)
         if missing:
-            nodes.update((n.node_id, n) for n in (yield GetPassages(missing, query.where)))
+            nodes.update((n.node_id, n) for n in (yield from GetPassages(missing, query.where)))
         mass = {p.id: p.mass for p in ranking}
         hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]

@@ -37,7 +37,6 @@ from typing import Any, ClassVar
 import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.graph.pcst import (
     PCSTConfig,
@@ -47,29 +46,24 @@ from llama_index_graphrag_milvus.graph.pcst import (
     solve,
     textualize,
 )
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     RETRIEVAL_KEYS,
     SUBGRAPH_KEY,
     TIMINGS_KEY,
     CandidateRelation,
+    hide_from_models,
 )
-from llama_index_graphrag_milvus.retrieval.base import (
-    QueryContext,
-    RetrievalMethod,
-    SeedConfig,
+from llama_index_graphrag_milvus.retrieval.khop import pool_results
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
-    expand,
-    find_seeds,
     read_relation_texts,
     search_passages,
 )
-from llama_index_graphrag_milvus.retrieval.io import (
-    LoadGraph,
-    Plan,
-    first,
-)
-from llama_index_graphrag_milvus.retrieval.khop import pool_results
+from llama_index_graphrag_milvus.retrieval.requests import LoadGraph, Plan, first
+from llama_index_graphrag_milvus.retrieval.seeds import expand, find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
@@ -78,7 +72,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     own_triplets,
     select_passages,
 )
-from llama_index_graphrag_milvus.store import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.validation import check_instance
 
 logger = logging.getLogger(__name__)
 
@@ -179,8 +173,7 @@ def subgraph_node(subgraph: dict[str, Any], score: float | None) -> NodeWithScor
     node = TextNode(id_=SUBGRAPH_NODE_PREFIX + digest,
                     text="Knowledge graph (nodes, then edges):\n" + text,
                     metadata={SUBGRAPH_KEY: subgraph, FOUND_BY_KEY: {"query": "pcst subgraph"}})
-    node.excluded_embed_metadata_keys.extend(RETRIEVAL_KEYS)
-    node.excluded_llm_metadata_keys.extend(RETRIEVAL_KEYS)
+    hide_from_models(node, *RETRIEVAL_KEYS)
     return NodeWithScore(node=node, score=score)
 
 
@@ -191,9 +184,7 @@ class PCSTRetrieval(RetrievalMethod):
 
     def __init__(self, expansion: ExpansionConfig, config: PCSTConfig,
                  subgraph_node: bool = False, solver: Solver | None = None) -> None:
-        if not isinstance(subgraph_node, bool):
-            raise InvalidInputError(
-                f"pcst_subgraph_node must be True or False, got {subgraph_node!r}")
+        check_instance("pcst_subgraph_node", subgraph_node, bool, "True or False")
         self.expansion = expansion
         self.config = config
         self.subgraph_node = subgraph_node
@@ -202,7 +193,7 @@ class PCSTRetrieval(RetrievalMethod):
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         solver = self.solver or load_solver()  # a missing extra is an error, not a fallback
         seeds, _ = yield from find_seeds(query, seeds_config)
-        graph: EntityRelationGraph = yield LoadGraph()
+        graph = yield from LoadGraph()
         candidates = expand(graph, query, seeds, self.expansion) if graph.num_relations else []
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))

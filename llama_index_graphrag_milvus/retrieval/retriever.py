@@ -1,8 +1,9 @@
 """GraphRAGRetriever: the shared query steps around one retrieval method.
 
 The retriever checks the query, computes (or reuses) its vector, holds the seed settings and
-the filters, and hands the rest to a method (:mod:`.khop`, :mod:`.pagerank`, :mod:`.bridge`),
-written once as a plan that :class:`~.io.SyncDriver` and :class:`~.io.AsyncDriver` run.
+the filters, and hands the rest to a method (:mod:`.bridge`, :mod:`.pagerank`, :mod:`.pcst`,
+:mod:`.khop`, or one of yours: see :mod:`.method`), written once as a plan that
+:class:`~.drivers.SyncDriver` and :class:`~.drivers.AsyncDriver` run.
 """
 
 from __future__ import annotations
@@ -17,26 +18,24 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
-from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
-from llama_index_graphrag_milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.errors import EmptyIndexError
 from llama_index_graphrag_milvus.graph import ExpansionConfig, PageRankConfig
 from llama_index_graphrag_milvus.graph.pcst import (
     DEFAULT_RELATION_PRIZES,
     PCSTConfig,
     load_solver,
 )
-from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
-from llama_index_graphrag_milvus.retrieval.base import (
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.retrieval.bridge import DEFAULT_MAX_BRIDGES, BridgeRetrieval
+from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, DriverContext, SyncDriver
+from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval
+from llama_index_graphrag_milvus.retrieval.method import (
+    MEMORY_SEARCH_MAX_FLOATS,
     SEED_SEARCHES,
     QueryContext,
     RetrievalMethod,
     SeedConfig,
-    optional_instance,
-    positive_int,
 )
-from llama_index_graphrag_milvus.retrieval.bridge import DEFAULT_MAX_BRIDGES, BridgeRetrieval
-from llama_index_graphrag_milvus.retrieval.io import AsyncDriver, SyncDriver
-from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval
 from llama_index_graphrag_milvus.retrieval.pagerank import (
     DEFAULT_PASSAGE_WEIGHT,
     PageRankRetrieval,
@@ -50,6 +49,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     check_vector,
     given_vector,
 )
+from llama_index_graphrag_milvus.validation import check_choice, check_instance, check_int
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -97,7 +97,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         index: the :class:`GraphRAGIndex` to read.
         llm: used for query NER only, and only when given (no fall back to ``Settings.llm``);
             the ``"bridge"`` method does not use it.
-        passage_scoring: the method, see above. Default ``"bridge"``.
+        passage_scoring: the method, see above. Default ``"bridge"``. Or a
+            :class:`~llama_index_graphrag_milvus.retrieval.method.RetrievalMethod` of your
+            own (an instance), which gets the same query checks, seeds, filters and
+            drivers (see :mod:`llama_index_graphrag_milvus.retrieval.method` for one).
         hops: expansion steps after the seed relations (0 = seeds only). Default 1.
         entity_top_k: entities searched per query entity name. Default 3.
         relation_top_k: relations searched with the query vector (for ``"bridge"``: the
@@ -151,6 +154,9 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             naive RAG's), ``"auto"`` (default): memory while ``passages * dim`` is at most
             20 million (about 52,000 passages of 384 dimensions), Milvus above. A retriever
             with ``filters`` always searches in Milvus.
+        memory_search_max_floats: the budget of ``"auto"`` in the three settings above:
+            ``rows * dim`` floats. Default 20 million
+            (:data:`~llama_index_graphrag_milvus.retrieval.method.MEMORY_SEARCH_MAX_FLOATS`).
         similarity_top_k: passages returned. Default 20: generous, because a reranker can
             only choose among the passages it receives.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
@@ -182,7 +188,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         per_hop_max_entities: int = 50,
         max_relations_per_passage: int | None = None,
         per_hop_max_hub_relations: int = 2000,
-        passage_scoring: str = DEFAULT_PASSAGE_SCORING,
+        passage_scoring: str | RetrievalMethod = DEFAULT_PASSAGE_SCORING,
         max_bridges: int = DEFAULT_MAX_BRIDGES,
         bridge_query: str = "substitute",
         ppr_damping: float = 0.5,
@@ -196,22 +202,19 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         relation_search: str = "auto",
         entity_search: str = "auto",
         passage_search: str = "auto",
+        memory_search_max_floats: int = MEMORY_SEARCH_MAX_FLOATS,
         similarity_top_k: int = DEFAULT_SIMILARITY_TOP_K,
         ner_prompt: BasePromptTemplate | None = None,
         filters: MetadataFilters | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
     ) -> None:
-        self._seeds = SeedConfig(positive_int("entity_top_k", entity_top_k, MILVUS_MAX_TOP_K),
-                                 positive_int("relation_top_k", relation_top_k,
-                                              MILVUS_MAX_TOP_K),
-                                 entity_similarity_threshold, relation_similarity_threshold,
-                                 relation_search, entity_search)
-        self._similarity_top_k = positive_int("similarity_top_k", similarity_top_k)
-        if passage_search not in SEED_SEARCHES:
-            raise InvalidInputError(f"passage_search must be one of "
-                                    f"{', '.join(SEED_SEARCHES)}; got {passage_search!r}")
-        self._passage_search = passage_search
+        self._seeds = SeedConfig(entity_top_k, relation_top_k, entity_similarity_threshold,
+                                 relation_similarity_threshold, relation_search, entity_search)
+        self._similarity_top_k = check_int("similarity_top_k", similarity_top_k)
+        self._passage_search = check_choice("passage_search", passage_search, SEED_SEARCHES)
+        self._memory_budget = check_int("memory_search_max_floats", memory_search_max_floats,
+                                        minimum=0)
         expansion = ExpansionConfig(
             hops, per_hop_max_relations, max_candidate_relations, per_hop_max_entities,
             max_relations_per_passage=max_relations_per_passage,
@@ -228,20 +231,21 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "passage": KHopRetrieval(expansion, "passage"),
             "relation": KHopRetrieval(expansion, "relation"),
         }
-        if not isinstance(passage_scoring, str) or passage_scoring not in methods:
-            raise InvalidInputError(
-                f"passage_scoring must be one of {', '.join(PASSAGE_SCORINGS)}; got "
-                f"{passage_scoring!r}")
-        self._method = methods[passage_scoring]
+        if isinstance(passage_scoring, RetrievalMethod):
+            self._method = passage_scoring
+        else:
+            self._method = methods[check_choice("passage_scoring", passage_scoring,
+                                                PASSAGE_SCORINGS, "a RetrievalMethod")]
         if passage_scoring == "pcst":
             load_solver()  # a missing extra fails here, with the command that installs it
         self._settings = {k: v for method in methods.values()
                           for k, v in method.describe().items()}
-        optional_instance("llm", llm, LLM, "a llama_index LLM (for query NER)")
-        optional_instance("callback_manager", callback_manager, CallbackManager,
-                          "a llama_index CallbackManager")
-        optional_instance("ner_prompt", ner_prompt, BasePromptTemplate,
-                          "a PromptTemplate with {query_str} (wrap a text: PromptTemplate(text))")
+        check_instance("llm", llm, LLM, "a llama_index LLM (for query NER)", optional=True)
+        check_instance("callback_manager", callback_manager, CallbackManager,
+                       "a llama_index CallbackManager", optional=True)
+        check_instance("ner_prompt", ner_prompt, BasePromptTemplate,
+                       "a PromptTemplate with {query_str} (wrap a text: PromptTemplate(text))",
+                       optional=True)
         self._index = index
         self._llm = llm
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
@@ -278,25 +282,27 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._index.store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         return QueryContext(query, list(vector), self._similarity_top_k, self._where,
-                            self._passage_search, self._index.store.is_lite)
+                            self._passage_search, self._index.store.is_lite,
+                            self._memory_budget)
+
+    def _driver_context(self) -> DriverContext:
+        return DriverContext(self._index, self._llm, self._ner_prompt)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         self._check_not_empty()
         vector = (given_vector(query_bundle)
                   or self._index.embed_model.get_query_embedding(query))
-        driver = SyncDriver(self._index, self._llm, self._ner_prompt)
-        return driver.run(self._method.plan(self._context(query, vector, query_bundle),
-                                            self._seeds))
+        plan = self._method.plan(self._context(query, vector, query_bundle), self._seeds)
+        return SyncDriver(self._driver_context()).run(plan)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         self._check_not_empty()
         vector = (given_vector(query_bundle)
                   or await self._index.embed_model.aget_query_embedding(query))
-        driver = AsyncDriver(self._index, self._llm, self._ner_prompt)
-        return await driver.run(self._method.plan(self._context(query, vector, query_bundle),
-                                                  self._seeds))
+        plan = self._method.plan(self._context(query, vector, query_bundle), self._seeds)
+        return await AsyncDriver(self._driver_context()).run(plan)
 
     def describe(self) -> dict[str, Any]:
         """The retriever's configuration, for logs and benchmark reports."""
@@ -309,6 +315,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "relation_search": self._seeds.relation_search,
             "entity_search": self._seeds.entity_search,
             "passage_search": self._passage_search,
+            "memory_search_max_floats": self._memory_budget,
             "max_candidate_relations": self._expansion.max_candidate_relations,
             "max_relations_per_passage": self._expansion.max_relations_per_passage,
             "per_hop_max_relations": self._expansion.per_hop_max_relations,
@@ -318,5 +325,6 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "ner": self._llm is not None,
             "filters": self._where,
             **self._settings,  # every method's settings, so that a report holds them all
+            "passage_scoring": self._method.name,
             **self._method.describe(),
         }

@@ -26,6 +26,7 @@ from llama_index_graphrag_milvus.records import (
     GraphPassageNode,
     RelationHit,
     Triplet,
+    hide_from_models,
 )
 
 logger = logging.getLogger(__name__)
@@ -178,8 +179,7 @@ def as_result(node: BaseNode, score: float | None,
     passage.metadata[RELATIONS_KEY] = [
         {**c.as_metadata(), "text": texts.get(c.id, c.text)} for c in relations]
     passage.metadata.update(extra)
-    for keys in (passage.excluded_embed_metadata_keys, passage.excluded_llm_metadata_keys):
-        keys.extend(k for k in RETRIEVAL_KEYS if k in passage.metadata and k not in keys)
+    hide_from_models(passage, *(k for k in RETRIEVAL_KEYS if k in passage.metadata))
     return NodeWithScore(node=passage, score=score)
 
 

@@ -1,0 +1,174 @@
+"""Triplets in, triplets out: cleaning, reading an LLM's JSON answer, and node metadata.
+
+:func:`to_triplets` is the one rule of what a triplet is (three non-empty texts within the
+size limits; numbers kept as text); :func:`parse_triplets` reads an LLM answer;
+:func:`triplets_from_node` reads what this package or core's path extractors left on a node,
+:func:`store_triplets` writes it.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
+from llama_index.core.schema import BaseNode
+
+from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.records import (
+    ENTITY_NAME_MAX_BYTES,
+    TRIPLETS_KEY,
+    Triplet,
+    clean_text,
+    hide_from_models,
+)
+
+logger = logging.getLogger(__name__)
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (no lone surrogates such as ``"\\ud800"``).
+
+    >>> is_utf8("Ōsaka"), is_utf8("bad \\ud800")
+    (True, False)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def part_text(part: Any) -> str | None:
+    """A triplet part as text: strings, and numbers (years, counts) written as text; a
+    string Milvus cannot store (lone surrogates, not valid UTF-8) is ``None``."""
+    if isinstance(part, str):
+        return part if is_utf8(part) else None
+    if isinstance(part, int) and not isinstance(part, bool):
+        try:
+            return str(part)
+        except ValueError:  # more digits than Python converts (sys.get_int_max_str_digits)
+            return None
+    if isinstance(part, float) and math.isfinite(part):  # NaN, infinities: no entity
+        return str(part)
+    return None
+
+
+def _triplet_parts(item: Any) -> Sequence[Any] | None:
+    if isinstance(item, Triplet):
+        return (item.subject, item.predicate, item.object)
+    if isinstance(item, dict):
+        keys = ("subject", "predicate", "object")
+        return tuple(item.get(k) for k in keys) if all(k in item for k in keys) else None
+    if isinstance(item, (list, tuple)):
+        return item
+    return None
+
+
+def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
+    """Clean ``items`` into :class:`Triplet` objects; returns them and how many were dropped.
+
+    Accepted items: 3-sequences of strings, ``{"subject", "predicate", "object"}`` dicts and
+    :class:`Triplet`; a number part (``["Eleanor", "was born in", 1122]``) is kept as its
+    text. Dropped: other lengths (2- or 4-tuples), empty parts or parts that are neither
+    text nor numbers, and names longer than the entity collection allows. Whitespace is
+    collapsed; the text is otherwise kept as written. Duplicates (same relation id) are kept
+    once and not counted as dropped.
+
+    >>> to_triplets([["Euler", "born in", "Basel"], ["Euler", "Basel"], ["", "x", "y"]])
+    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 2)
+    """
+    triplets: dict[str, Triplet] = {}
+    dropped = 0
+    for item in items:
+        parts = _triplet_parts(item)
+        texts = [part_text(p) for p in parts] if parts is not None else []
+        if len(texts) != 3 or any(t is None for t in texts):
+            dropped += 1
+            continue
+        subject, predicate, obj = (clean_text(t or "") for t in texts)
+        too_long = any(len(p.encode()) > ENTITY_NAME_MAX_BYTES for p in (subject, predicate, obj))
+        if not subject or not predicate or not obj or too_long:
+            dropped += 1
+            continue
+        triplet = Triplet(subject, predicate, obj)
+        triplets.setdefault(triplet.id, triplet)
+    return list(triplets.values()), dropped
+
+
+def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
+    """Triplets from an LLM answer (JSON, possibly fenced or wrapped in prose).
+
+    The answer is ``{"triplets": [...]}`` (an object with that key wins over a bracketed
+    aside before it), a bare list of triplets, or one bare triplet. Returns the triplets and
+    the number of items dropped; an answer with no JSON list at all yields ``([], 0)`` and a
+    warning.
+
+    >>> parse_triplets('From [1]: {"triplets": [["Euler", "born in", "Basel"]]}')
+    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 0)
+    """
+    value = find_json(raw, key="triplets")
+    if isinstance(value, dict):
+        value = value.get("triplets")
+    if not isinstance(value, list):
+        logger.warning("triplet extraction: no JSON list of triplets in the answer %.200r", raw)
+        return [], 0
+    if len(value) == 3 and all(isinstance(part, str) for part in value):
+        value = [value]  # one triplet, not a list of them: strings are never triplets
+    return to_triplets(value)
+
+
+def _field(obj: Any, name: str) -> Any:
+    return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
+
+
+def _core_kg_triplets(metadata: dict[str, Any]) -> list[Any]:
+    """(subject, label, object) from the ``nodes``/``relations`` core's extractors write.
+
+    Entries are core's ``EntityNode``/``Relation`` objects or their dict dumps (metadata read
+    back from JSON, where an entity has no ``id``: core's id is the name with ``"`` replaced
+    by a space). An unreadable entry becomes an item that :func:`to_triplets` drops.
+    """
+    names: dict[str, str] = {}
+    for node in metadata.get(KG_NODES_KEY) or []:
+        name, node_id = _field(node, "name"), _field(node, "id")
+        if isinstance(name, str):
+            names[str(node_id or name.replace('"', " "))] = name
+    items = []
+    for rel in metadata.get(KG_RELATIONS_KEY) or []:
+        source, target = _field(rel, "source_id"), _field(rel, "target_id")
+        items.append([names.get(source, source) if isinstance(source, str) else source,
+                      _field(rel, "label"),
+                      names.get(target, target) if isinstance(target, str) else target])
+    return items
+
+
+def triplets_from_node(node: BaseNode) -> tuple[list[Triplet], int]:
+    """The triplets stored in a node's metadata, by this package or by core's extractors.
+
+    Looks at ``metadata["graphrag_triplets"]`` first, then at the ``nodes`` and ``relations``
+    keys that ``SimpleLLMPathExtractor``, ``SchemaLLMPathExtractor`` and
+    ``DynamicLLMPathExtractor`` write. Returns the triplets and the number dropped.
+    """
+    if TRIPLETS_KEY in node.metadata:
+        return to_triplets(node.metadata[TRIPLETS_KEY] or [])
+    return to_triplets(_core_kg_triplets(node.metadata))
+
+
+def triplet_lists(triplets: Iterable[Triplet]) -> list[list[str]]:
+    """Triplets as ``[subject, predicate, object]`` lists: how metadata and caches hold them.
+
+    >>> triplet_lists([Triplet("Euler", "born in", "Basel")])
+    [['Euler', 'born in', 'Basel']]
+    """
+    return [[t.subject, t.predicate, t.object] for t in triplets]
+
+
+def store_triplets(node: BaseNode, triplets: Sequence[Triplet]) -> None:
+    """Write ``triplets`` to ``node.metadata["graphrag_triplets"]`` (as ``[subject,
+    predicate, object]`` lists), hidden from LLMs and embedding models: what ingestion
+    reads back (:func:`triplets_from_node`)."""
+    node.metadata[TRIPLETS_KEY] = triplet_lists(triplets)
+    hide_from_models(node, TRIPLETS_KEY)

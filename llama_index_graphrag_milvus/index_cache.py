@@ -1,0 +1,167 @@
+"""The in-memory copies an index reads from Milvus on first use, and their invalidation.
+
+A copy (the graph, the entity table, the passage table, the communities) is built by the
+first query that needs it and dropped by every write of the index. Builds take seconds to
+minutes on a large index, and writes must not wait for them, so a build and a write can
+overlap: the write ends while the build still holds the rows it read before. Such a build
+must not be kept, or it would hide the write until the next write or ``refresh()``. Each
+copy has a generation, bumped by every drop; a build keeps its copy only when the generation
+it started from is still current (the query that built it uses it all the same: it started
+before the write finished). One build runs at a time (two queries on a cold index build the
+graph once); a drop never waits for a build.
+
+Milvus is the truth: a fresh process pointed at the same collections builds the same copies.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from llama_index_graphrag_milvus.communities.build import CommunitySet, load_communities
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+GRAPH = "graph"
+ENTITIES = "entities"
+PASSAGES = "passages"
+PASSAGES_TOO_LARGE = "passages_too_large"
+COMMUNITIES = "communities"
+COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGES_TOO_LARGE, COMMUNITIES)
+"""The names of the copies an index keeps."""
+
+
+class IndexCache:
+    """The in-memory copies of one store's collections, built on first use, dropped on
+    writes (see the module docstring).
+
+    Args:
+        store: the collections the copies are read from.
+        hub_degree: the graph's hub threshold (see ``GraphRAGIndex``).
+        show_progress: progress bars while a copy is read.
+
+    Example::
+
+        cache = IndexCache(store, hub_degree=DEFAULT_HUB_DEGREE)
+        graph = cache.graph()      # read from the relation collection
+        cache.drop()               # after a write: read again on the next use
+    """
+
+    def __init__(self, store: MilvusGraphStore, hub_degree: int,
+                 show_progress: bool = False) -> None:
+        self.store = store
+        self.hub_degree = hub_degree
+        self.show_progress = show_progress
+        self._build = threading.Lock()
+        self._state = threading.Lock()
+        self._copies: dict[str, Any] = {}
+        self._generations: dict[str, int] = dict.fromkeys(COPIES, 0)
+
+    # ------------------------------------------------------------------ the mechanics
+
+    def peek(self, name: str) -> Any | None:
+        """The copy ``name`` if it is built, else ``None``; never waits."""
+        return self._copies.get(name)
+
+    def get(self, name: str, build: Callable[[], T]) -> T:
+        """The copy ``name``, built by ``build()`` when there is none (``None`` is not
+        kept: the next call builds again). A drop of ``name`` while ``build()`` runs makes
+        this call return what it built without keeping it."""
+        with self._build:
+            with self._state:
+                found = self._copies.get(name)
+                generation = self._generations[name]
+            if found is not None:
+                return found
+            value = build()
+            with self._state:
+                if value is not None and self._generations[name] == generation:
+                    self._copies[name] = value
+            return value
+
+    async def aget(self, name: str, get: Callable[[], T]) -> T:
+        """The copy ``name`` at once when it is built, else ``get()`` in a worker thread
+        (a build must not block the event loop)."""
+        found = self.peek(name)
+        return found if found is not None else await asyncio.to_thread(get)
+
+    def drop(self, *names: str) -> None:
+        """Forget the copies ``names`` (all when none is named); builds in progress of
+        those copies are not kept."""
+        with self._state:
+            for name in names or COPIES:
+                self._generations[name] += 1
+                self._copies.pop(name, None)
+
+    # ------------------------------------------------------------------ the copies
+
+    def graph(self) -> EntityRelationGraph:
+        """The entity-relation graph of the relation collection."""
+        return self.get(GRAPH, lambda: EntityRelationGraph.from_columns(
+            self.store.read_relations(show_progress=self.show_progress),
+            dim=self.store.dim or 0, hub_degree=self.hub_degree))
+
+    def entity_table(self) -> EntityTable:
+        """Every entity's id, name and vector."""
+        return self.get(ENTITIES, lambda: EntityTable.from_columns(
+            self.store.read_entities(show_progress=self.show_progress),
+            dim=self.store.dim or 0))
+
+    def passage_table(self, max_floats: int | None = None) -> PassageTable | None:
+        """Every passage's id and vector; ``None`` when ``passages * dim`` is above
+        ``max_floats`` (one count query decides, remembered until the next drop)."""
+        table: PassageTable | None = self.peek(PASSAGES)
+        if table is not None:
+            return table
+        dim = self.store.dim or 0
+        if max_floats is not None and self.get(PASSAGES_TOO_LARGE, lambda: (
+                self.store.count(self.store.passage_collection) * dim > max_floats) or None):
+            return None
+        return self.get(PASSAGES, lambda: PassageTable.from_columns(
+            self.store.read_passage_vectors(show_progress=self.show_progress), dim))
+
+    async def apassage_table(self, max_floats: int | None = None) -> PassageTable | None:
+        """:meth:`passage_table` without blocking the event loop when it has to be read."""
+        table: PassageTable | None = self.peek(PASSAGES)
+        if table is not None or (max_floats is not None and self.peek(PASSAGES_TOO_LARGE)):
+            return table  # known: no thread hop per query
+        return await asyncio.to_thread(self.passage_table, max_floats)
+
+    def communities(self) -> CommunitySet:
+        """The communities and reports; warns when they were built on another number of
+        relations than the collection holds now."""
+        return self.get(COMMUNITIES, self._load_communities)
+
+    def _load_communities(self) -> CommunitySet:
+        communities = load_communities(self.store)
+        built_on = communities.info.get("relations")
+        now = self.store.count(self.store.relation_collection)
+        if built_on is not None and built_on != now:
+            logger.warning(
+                "the communities of %r were built on %s relations; the graph now holds %s: "
+                "run build_communities() again to include the changes",
+                self.store.prefix, built_on, now)
+        return communities
+
+    def is_stale(self) -> bool:
+        """Whether the relation, entity or passage collection holds another number of rows
+        than its copy was built from (a count query per built copy; ``False`` when the
+        graph is not built)."""
+        graph = self.peek(GRAPH)
+        entities, passages = self.peek(ENTITIES), self.peek(PASSAGES)
+        if graph is None:
+            return False
+        store = self.store
+        if store.count(store.relation_collection) != graph.num_relations:
+            return True
+        if passages is not None and store.count(store.passage_collection) != len(passages):
+            return True
+        return entities is not None and store.count(store.entity_collection) != len(entities)

@@ -1,0 +1,121 @@
+"""Removing passages from the graph: a document's delete, and the links a re-ingested
+passage no longer has.
+
+A relation links to the passages it was extracted from (``passage_ids``). When a passage is
+deleted, or ingested again with other triplets, the relations lose that link; a relation left
+with no passage is deleted, and so is an entity left with no relation. Relations and
+entities shared with other passages stay.
+
+The links are found in the relation collection itself (the relations whose ``passage_ids``
+contain the passage), not in the passage's stored triplets, so a link the passage's metadata
+no longer lists (an earlier ingestion of the same passage with other triplets) is removed
+too. The order of the writes (orphaned entities, then relations, then passages) makes an
+interrupted run safe to run again: the passages, which say what to undo, go last.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+_RELATION_FIELDS = ["text", "subject_id", "object_id", "passage_ids", "embedding"]
+
+
+@dataclass(frozen=True)
+class DeletionStats:
+    """What one deletion removed or changed (row counts)."""
+
+    passages: int
+    relations_deleted: int
+    relations_updated: int
+    entities_deleted: int
+
+
+@dataclass(frozen=True)
+class UnlinkStats:
+    """Relations updated (fewer passages) or deleted, and entities deleted, by one unlink."""
+
+    relations_updated: int = 0
+    relations_deleted: int = 0
+    entities_deleted: int = 0
+
+
+Unlink = Callable[[str, str], bool]
+"""Whether the link from a relation (first argument) to a passage (second) goes."""
+
+
+def relation_changes(stored: Mapping[str, dict[str, Any]], unlink: Unlink
+                     ) -> tuple[list[dict[str, Any]], list[str]]:
+    """Rows to upsert (fewer passages) and ids to delete (no passage left).
+
+    >>> rows = {"r1": {"id": "r1", "passage_ids": ["p1", "p2"], "embedding": [1.0]},
+    ...         "r2": {"id": "r2", "passage_ids": ["p1"], "embedding": [0.5]}}
+    >>> updates, deletes = relation_changes(rows, lambda relation, passage: passage == "p1")
+    >>> [(u["id"], u["passage_ids"]) for u in updates], deletes
+    ([('r1', ['p2'])], ['r2'])
+    """
+    updates: list[dict[str, Any]] = []
+    deletes: list[str] = []
+    for relation_id, row in stored.items():
+        remaining = [p for p in row["passage_ids"] if not unlink(relation_id, p)]
+        if not remaining:
+            deletes.append(relation_id)
+        elif len(remaining) < len(row["passage_ids"]):
+            updates.append({**row, "id": relation_id, "passage_ids": remaining,
+                            "embedding": [float(x) for x in row["embedding"]]})
+    return updates, deletes
+
+
+def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink: Unlink,
+                    entity_ids: Collection[str] = ()) -> UnlinkStats:
+    """Remove the links ``unlink`` chooses from the relations that link to ``passage_ids``;
+    delete the relations left with no passage and the entities left with no relation
+    (among the endpoints of the changed relations and ``entity_ids``)."""
+    linked = store.relations_linking(passage_ids)
+    changed = [rid for rid, links in linked.items() if any(unlink(rid, p) for p in links)]
+    stored = store.get_rows(store.relation_collection, changed, _RELATION_FIELDS)
+    updates, deletes = relation_changes(stored, unlink)
+    candidates = sorted({*entity_ids, *(stored[rid][end] for rid in deletes
+                                        for end in ("subject_id", "object_id"))})
+    in_use = store.entities_in_use(candidates, excluding=set(deletes)) if candidates else set()
+    orphans = [e for e in candidates if e not in in_use]
+    store.delete_rows(store.entity_collection, orphans)
+    store.upsert_rows(store.relation_collection, updates)
+    store.delete_rows(store.relation_collection, deletes)
+    return UnlinkStats(len(updates), len(deletes), len(orphans))
+
+
+def delete_document(store: MilvusGraphStore, ref_doc_id: str, where: str = "") -> DeletionStats:
+    """Remove what ``ref_doc_id`` contributed to the graph (only its passages matching
+    ``where``, a filter expression on passage metadata, when given); a no-op for an unknown
+    id."""
+    passages = store.document_passages(ref_doc_id, where)
+    if not passages:
+        return DeletionStats(0, 0, 0, 0)
+    removed = {p.node_id for p in passages}
+    # the entities of the passages' triplets too: an interrupted earlier run may have
+    # deleted their relations already
+    entities = {e for p in passages for t in triplets_from_node(p)[0]
+                for e in (t.subject_id, t.object_id)}
+    stats = unlink_passages(store, sorted(removed), lambda _, passage: passage in removed,
+                            entities)
+    store.delete_rows(store.passage_collection, sorted(removed))
+    store.flush()
+    return DeletionStats(len(removed), stats.relations_deleted, stats.relations_updated,
+                         stats.entities_deleted)
+
+
+def drop_stale_links(store: MilvusGraphStore, links: Mapping[str, Collection[str]]
+                     ) -> UnlinkStats:
+    """After passages were (re-)ingested: ``links`` maps each passage id to the relation ids
+    it now supports; every other link to those passages goes (a passage ingested again with
+    other triplets no longer supports its old relations)."""
+    if not links:
+        return UnlinkStats()
+    return unlink_passages(store, list(links),
+                           lambda relation, passage: passage in links
+                           and relation not in links[passage])

@@ -1,0 +1,105 @@
+"""Documents into passages with triplets: the transformations an index runs before it writes.
+
+The documents are split by node parsers (``Settings.node_parser`` by default) and their
+passages go through a triplet extractor (:class:`~llama_index_graphrag_milvus.extraction.
+TripletExtractor` by default, or any ``TransformComponent`` that leaves triplets in node
+metadata). :class:`ExtractionOptions` are the keyword arguments of every index method that
+takes documents; :func:`extract_documents` and :func:`aextract_documents` run the same
+pipeline through the extractor's sync or async API.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, TypedDict
+
+from llama_index.core.ingestion import arun_transformations, run_transformations
+from llama_index.core.llms.llm import LLM
+from llama_index.core.schema import BaseNode, Document, TransformComponent
+from llama_index.core.settings import Settings
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction.cache import ExtractionCache
+from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
+
+
+class ExtractionOptions(TypedDict, total=False):
+    """How documents become passages with triplets (keyword arguments, all optional).
+
+    Keys:
+        llm: the extraction LLM (defaults to ``Settings.llm``) when ``kg_extractor`` is
+            not given.
+        transformations: node parsers run before extraction; defaults to
+            ``[Settings.node_parser]`` (a ``SentenceSplitter``).
+        kg_extractor: the extractor to use instead of :class:`TripletExtractor`: any
+            ``TransformComponent`` that leaves triplets in node metadata, core's
+            ``SimpleLLMPathExtractor`` and friends included.
+        extraction_cache: keeps the triplets of every passage extracted successfully (for
+            example ``ExtractionCache("./extraction_cache.json")``): run the same call again
+            after a crash or failures and only the missing passages go to the LLM. Not with
+            ``kg_extractor`` (give that one its own cache).
+        extraction_workers: LLM requests in flight at most (``TripletExtractor``'s
+            ``num_workers``, default 4); not with ``kg_extractor``.
+    """
+
+    llm: LLM | None
+    transformations: Sequence[TransformComponent] | None
+    kg_extractor: TransformComponent | None
+    extraction_cache: ExtractionCache | None
+    extraction_workers: int | None
+
+
+EXTRACTION_OPTIONS = ("llm", "transformations", "kg_extractor", "extraction_cache",
+                      "extraction_workers")
+"""The keys of :class:`ExtractionOptions`."""
+
+
+def split_options(kwargs: Mapping[str, Any]) -> tuple[ExtractionOptions, dict[str, Any]]:
+    """``kwargs`` split into the extraction options and the rest.
+
+    >>> options, rest = split_options({"llm": None, "uri": "./graphrag.db"})
+    >>> options, rest
+    ({'llm': None}, {'uri': './graphrag.db'})
+    """
+    options: Any = {k: v for k, v in kwargs.items() if k in EXTRACTION_OPTIONS}
+    return options, {k: v for k, v in kwargs.items() if k not in EXTRACTION_OPTIONS}
+
+
+def pipeline(options: ExtractionOptions) -> list[TransformComponent]:
+    """The node parsers and the extractor of ``options``.
+
+    Raises:
+        InvalidInputError: an option that is not one of :data:`EXTRACTION_OPTIONS`, or
+            ``extraction_cache`` / ``extraction_workers`` with ``kg_extractor``.
+    """
+    unknown = sorted(set(options) - set(EXTRACTION_OPTIONS))
+    if unknown:
+        raise InvalidInputError(
+            f"unexpected arguments {unknown}: the extraction options are "
+            f"{', '.join(EXTRACTION_OPTIONS)} (see ExtractionOptions).")
+    kg_extractor = options.get("kg_extractor")
+    cache = options.get("extraction_cache")
+    workers = options.get("extraction_workers")
+    if kg_extractor is not None and (cache is not None or workers is not None):
+        raise InvalidInputError(
+            "extraction_cache and extraction_workers configure the default "
+            "TripletExtractor; with kg_extractor, set them on it instead: "
+            "TripletExtractor(llm=llm, cache=..., num_workers=...)."
+        )
+    fields: dict[str, Any] = {} if workers is None else {"num_workers": workers}
+    extractor = kg_extractor or TripletExtractor(llm=options.get("llm"), cache=cache, **fields)
+    return [*(options.get("transformations") or [Settings.node_parser]), extractor]
+
+
+def extract_documents(documents: Sequence[Document], options: ExtractionOptions,
+                      show_progress: bool = False) -> Sequence[BaseNode]:
+    """The passages of ``documents`` with their triplets (the extractor's sync API)."""
+    return run_transformations(list(documents), pipeline(options),
+                               show_progress=show_progress)
+
+
+async def aextract_documents(documents: Sequence[Document], options: ExtractionOptions,
+                             show_progress: bool = False) -> Sequence[BaseNode]:
+    """:func:`extract_documents` through the extractor's async API (``acall``)."""
+    return await arun_transformations(list(documents), pipeline(options),
+                                      show_progress=show_progress)

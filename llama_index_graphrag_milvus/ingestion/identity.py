@@ -1,0 +1,202 @@
+"""What an index is bound to: the identity of its passages and the embedding model it was
+built with, recorded in the relation collection's properties at creation.
+
+A passage's identity is its source document, its text and the metadata that makes it
+distinct to the user (by default all of it, so that two tenants with the same handbook keep
+two passages). The embedding model is recorded by class, name, dimension and a *probe*: the
+leading components of the vector it gives to a fixed text. A reopened index embeds the probe
+again; a model that gives different vectors (another model of the same dimension) is refused,
+whatever its name, and a model that gives the same vectors under another name or path is
+accepted.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
+
+from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
+from llama_index_graphrag_milvus.records import RETRIEVAL_KEYS, TRIPLETS_KEY
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+logger = logging.getLogger(__name__)
+
+PROBE_TEXT = "llama_index_graphrag_milvus embedding probe: Euler studied with Johann Bernoulli."
+"""The text whose vector identifies an embedding model."""
+PROBE_COMPONENTS = 32
+"""Leading vector components recorded for the probe."""
+PROBE_MIN_COSINE = 0.99
+"""Probe vectors less similar than this come from another model."""
+ALL_METADATA = "*"
+"""``passage_identity_keys`` value meaning: every metadata key is part of the identity."""
+
+_MODEL_PROPERTY = "graphrag.embed_model"
+_IDENTITY_PROPERTY = "graphrag.passage_identity_keys"
+_NOT_IDENTITY = frozenset({TRIPLETS_KEY, *RETRIEVAL_KEYS, KG_NODES_KEY, KG_RELATIONS_KEY})
+_PACKAGE_PREFIX = "graphrag_"
+"""Metadata the package writes (triplets, descriptions, an extraction error...) is never
+part of a passage's identity: the same passage extracted again, differently or after a
+failure, must stay the same passage."""
+
+
+def identity_metadata(metadata: Mapping[str, Any], keys: Sequence[str] | str
+                      ) -> dict[str, Any]:
+    """The part of ``metadata`` that is part of a passage's identity.
+
+    >>> identity_metadata({"tenant_id": "acme", "page": 3}, ["tenant_id"])
+    {'tenant_id': 'acme'}
+    >>> identity_metadata({"tenant_id": "acme", "graphrag_triplets": [],
+    ...                    "graphrag_extraction_error": "TimeoutError"}, "*")
+    {'tenant_id': 'acme'}
+    """
+    chosen = metadata.keys() if keys == ALL_METADATA else [k for k in keys if k in metadata]
+    return {k: metadata[k] for k in sorted(chosen)
+            if k not in _NOT_IDENTITY and not k.startswith(_PACKAGE_PREFIX)}
+
+
+def identity_key(metadata: Mapping[str, Any]) -> str:
+    """A canonical text of identity metadata ('' when there is none), for hashing."""
+    return json.dumps(dict(metadata), sort_keys=True, ensure_ascii=False,
+                      default=str) if metadata else ""
+
+
+def check_identity_keys(keys: Sequence[str] | str) -> tuple[str, ...] | str:
+    """``keys`` as stored: ``"*"`` or a tuple of metadata key names."""
+    if keys == ALL_METADATA:
+        return ALL_METADATA
+    if isinstance(keys, str) or not isinstance(keys, Sequence) or not all(
+            isinstance(k, str) and k for k in keys):
+        raise InvalidInputError(
+            f"passage_identity_keys={keys!r}: give a list of metadata key names (for example "
+            "['tenant_id']), [] for the text and source document only, or '*' for all "
+            "metadata (the default).")
+    return tuple(keys)
+
+
+@dataclass(frozen=True)
+class EmbedModelRecord:
+    """What identifies an embedding model: class, name, dimension and probe vector."""
+
+    class_name: str
+    model_name: str
+    dim: int
+    probe: tuple[float, ...]
+
+    @classmethod
+    def of(cls, model: BaseEmbedding) -> EmbedModelRecord:
+        """Embed the probe text with ``model`` (one call) and describe it."""
+        vector = model.get_text_embedding(PROBE_TEXT)
+        return cls(type(model).__name__, str(getattr(model, "model_name", "")), len(vector),
+                   tuple(round(float(x), 6) for x in vector[:PROBE_COMPONENTS]))
+
+    def to_json(self) -> str:
+        return json.dumps({"class": self.class_name, "model_name": self.model_name,
+                           "dim": self.dim, "probe": list(self.probe)})
+
+    @classmethod
+    def from_json(cls, text: str) -> EmbedModelRecord:
+        data = json.loads(text)
+        return cls(str(data["class"]), str(data["model_name"]), int(data["dim"]),
+                   tuple(float(x) for x in data["probe"]))
+
+    def same_vectors(self, other: EmbedModelRecord) -> bool:
+        """Whether the two probes come from one model (cosine of the recorded components)."""
+        if self.dim != other.dim or len(self.probe) != len(other.probe):
+            return False
+        a, b = np.asarray(self.probe), np.asarray(other.probe)
+        norm = float(np.linalg.norm(a) * np.linalg.norm(b))
+        return norm > 0 and float(a @ b) / norm >= PROBE_MIN_COSINE
+
+    def describe(self) -> str:
+        return f"{self.class_name}(model_name={self.model_name!r}, dim={self.dim})"
+
+
+@dataclass(frozen=True)
+class IndexSettings:
+    """What an index records at creation (Milvus collection properties)."""
+
+    embed_model: EmbedModelRecord | None
+    passage_identity_keys: tuple[str, ...] | str
+
+    def to_properties(self) -> dict[str, str]:
+        properties = {_IDENTITY_PROPERTY: json.dumps(self.passage_identity_keys)}
+        if self.embed_model is not None:
+            properties[_MODEL_PROPERTY] = self.embed_model.to_json()
+        return properties
+
+    @classmethod
+    def from_properties(cls, properties: Mapping[str, str]) -> IndexSettings | None:
+        """The recorded settings, or ``None`` for an index created before they were kept."""
+        if _IDENTITY_PROPERTY not in properties:
+            return None
+        keys = json.loads(properties[_IDENTITY_PROPERTY])
+        model = properties.get(_MODEL_PROPERTY)
+        return cls(EmbedModelRecord.from_json(model) if model else None,
+                   keys if keys == ALL_METADATA else tuple(keys))
+
+
+def check_embed_model(stored: EmbedModelRecord, current: EmbedModelRecord, where: str,
+                      allow_change: bool) -> bool:
+    """Whether ``current`` must replace ``stored`` in the record.
+
+    Raises:
+        EmbeddingModelError: the models give different vectors and ``allow_change`` is off.
+    """
+    if stored.same_vectors(current):
+        if (stored.class_name, stored.model_name) != (current.class_name, current.model_name):
+            logger.info("embedding model %s gives the vectors of %s, which built %s",
+                        current.describe(), stored.describe(), where)
+        return False
+    if not allow_change:
+        raise EmbeddingModelError(
+            f"{where} was built with {stored.describe()}, and {current.describe()} gives "
+            "different vectors: searches would compare vectors of two models and return "
+            "noise. Pass the embedding model the index was built with, use a new "
+            "collection_prefix for the new model, or, if the switch is deliberate (you "
+            "re-embed everything, or the stored vectors are meant to be compared with this "
+            "model), open the index with allow_embed_model_change=True."
+        )
+    logger.warning("%s was built with %s; recording %s instead (allow_embed_model_change)",
+                   where, stored.describe(), current.describe())
+    return True
+
+
+def bind_settings(store: MilvusGraphStore, embed_model: BaseEmbedding,
+                  keys: tuple[str, ...] | str | None, allow_model_change: bool
+                  ) -> tuple[str, ...] | str:
+    """The passage identity rule an index opened on ``store`` uses: ``keys`` for a new
+    index (all metadata when ``None``), the recorded rule for an existing one, whose
+    embedding model is checked against ``embed_model`` (:func:`check_embed_model`; with
+    ``allow_model_change`` the new model is recorded instead).
+
+    Raises:
+        InvalidInputError: ``keys`` differ from the recorded rule.
+        EmbeddingModelError: the models give different vectors (see
+            :func:`check_embed_model`).
+    """
+    where = f"the index {store.prefix!r} at {store.uri!r}"
+    settings = IndexSettings.from_properties(store.properties)
+    if settings is None:  # a new index, or one created before settings were recorded
+        return ALL_METADATA if keys is None else keys
+    if keys is not None and keys != settings.passage_identity_keys:
+        raise InvalidInputError(
+            f"{where} identifies passages by the metadata keys "
+            f"{settings.passage_identity_keys!r}, not {keys!r}: changing the rule would "
+            "store the same passages again under new ids. Leave passage_identity_keys "
+            "unset to use the recorded rule, or build a new index.")
+    if settings.embed_model is not None:
+        current = EmbedModelRecord.of(embed_model)
+        store.check_dimension(current.dim, "the embedding model")
+        if check_embed_model(settings.embed_model, current, where, allow_model_change):
+            store.set_properties(IndexSettings(
+                current, settings.passage_identity_keys).to_properties())
+    return settings.passage_identity_keys

@@ -1,0 +1,151 @@
+"""Ingestion, second step: an :class:`~llama_index_graphrag_milvus.ingestion.plan.IngestionPlan`
+embedded and written to Milvus.
+
+:func:`write_plan` embeds what is new and writes passages first, then entities, then
+relations, so a relation never points at a row that is missing; an interrupted run is
+repaired by running it again (ids are deterministic, writes are upserts, a relation's
+passage links are merged with the stored ones).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from functools import partial
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import MetadataMode
+
+from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
+from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+logger = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class IngestionStats:
+    """What one ingestion call wrote (counts of rows upserted, triplets skipped) and where
+    its time went (``seconds`` per stage: ``embed_passages``, ``embed_entities``,
+    ``embed_relations``, ``read_stored``, ``create``, ``write_passages``, ``write_entities``,
+    ``write_relations``, ``stale_links``, ``flush``)."""
+
+    passages: int
+    new_entities: int
+    relations: int
+    dropped_triplets: int
+    seconds: dict[str, float] = field(default_factory=dict, compare=False)
+
+
+def _merge_passage_ids(stored: Sequence[str], new: Sequence[str], relation_id: str) -> list[str]:
+    merged = list(dict.fromkeys([*stored, *new]))
+    if len(merged) > MAX_PASSAGES_PER_RELATION:
+        logger.warning(
+            "relation %s is supported by %d passages; Milvus arrays hold %d, the rest are "
+            "not linked", relation_id, len(merged), MAX_PASSAGES_PER_RELATION,
+        )
+        merged = merged[:MAX_PASSAGES_PER_RELATION]
+    return merged
+
+
+def _links(plan: IngestionPlan) -> dict[str, set[str]]:
+    """Each planned passage and the relations it supports."""
+    links: dict[str, set[str]] = {p.node_id: set() for p in plan.passages}
+    for relation_id, planned in plan.relations.items():
+        for passage in planned.passage_ids:
+            links[passage].add(relation_id)
+    return links
+
+
+def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
+           ) -> list[list[float]]:
+    return embed_model.get_text_embedding_batch(texts, show_progress=show_progress) if texts \
+        else []
+
+
+def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
+               show_progress: bool = False, properties: Mapping[str, str] | None = None
+               ) -> IngestionStats:
+    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations).
+
+    Passages stored before with other triplets lose their old links (see
+    :func:`~llama_index_graphrag_milvus.ingestion.deletion.drop_stale_links`). ``properties`` are
+    recorded on the collections if this call creates them.
+    """
+    seconds: dict[str, float] = {}
+    timed = partial(timed_stage, seconds)
+    with timed("embed_passages"):
+        passage_vectors = _embed(
+            embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
+                          for p in plan.passages], show_progress)
+    if passage_vectors:
+        store.check_dimension(len(passage_vectors[0]), "the embedding model")
+    stored_entities: set[str] = set()
+    stored_relations: dict[str, dict[str, Any]] = {}
+    if store.dim is not None:
+        with timed("read_stored"):
+            stored_entities = set(store.get_rows(store.entity_collection,
+                                                 list(plan.entities), ["id"]))
+            stored_relations = store.get_rows(store.relation_collection, list(plan.relations),
+                                              ["passage_ids", "embedding"])
+    new_entities = [eid for eid in plan.entities if eid not in stored_entities]
+    with timed("embed_entities"):
+        entity_vectors = _embed(embed_model, [plan.entities[e] for e in new_entities],
+                                show_progress)
+    new_relations = [rid for rid in plan.relations if rid not in stored_relations]
+    with timed("embed_relations"):
+        relation_vectors = dict(zip(new_relations, _embed(
+            embed_model, [plan.relations[r].triplet.text for r in new_relations],
+            show_progress), strict=True))
+    existed = store.dim is not None
+    if not existed and passage_vectors:
+        with timed("create"):
+            store.create(len(passage_vectors[0]), properties)
+
+    for node, vector in zip(plan.passages, passage_vectors, strict=True):
+        node.embedding = vector
+    with timed("write_passages"):
+        store.upsert_passages(plan.passages)
+    with timed("write_entities"):
+        store.upsert_rows(store.entity_collection, [
+            {"id": eid, "name": plan.entities[eid], "embedding": vector}
+            for eid, vector in zip(new_entities, entity_vectors, strict=True)
+        ])
+    relation_rows = []
+    for rid, planned in plan.relations.items():
+        stored = stored_relations.get(rid)
+        relation_rows.append({
+            "id": rid,
+            "text": planned.triplet.text,
+            "subject_id": planned.triplet.subject_id,
+            "object_id": planned.triplet.object_id,
+            "passage_ids": _merge_passage_ids(stored["passage_ids"] if stored else [],
+                                              planned.passage_ids, rid),
+            "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
+        })
+    with timed("write_relations"):
+        store.upsert_rows(store.relation_collection, relation_rows)
+    if existed:
+        with timed("stale_links"):
+            stale = drop_stale_links(store, _links(plan))
+        if stale.relations_updated or stale.relations_deleted:
+            logger.info("ingestion: passages ingested again with other triplets: %s", stale)
+    with timed("flush"):
+        store.flush()
+    return IngestionStats(len(plan.passages), len(new_entities), len(relation_rows),
+                          plan.dropped_triplets, seconds)
+
+
+@contextmanager
+def timed_stage(seconds: dict[str, float], stage: str) -> Iterator[None]:
+    """Add the seconds spent in the ``with`` block to ``seconds[stage]``."""
+    start = time.perf_counter()
+    try:
+        yield
+    finally:
+        seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start

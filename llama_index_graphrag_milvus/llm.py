@@ -1,0 +1,268 @@
+"""How the package calls LLMs: retries, timeouts, bounded concurrency, sync over async.
+
+Triplet extraction, community reports, description summaries, global search and the
+reranker all send many prompts or one prompt with a deadline. They share these helpers, so
+each is written once and behaves the same everywhere:
+
+- :func:`call_with_retries`: a failure is retried with exponential backoff, and a final
+  failure is returned (and logged), never raised: one item fails, not the run;
+- :func:`within` (async) and :func:`within_thread` (sync): the answer, the exception, or
+  a :class:`NoAnswer` after the timeout, told apart from a ``TimeoutError`` of the client;
+- :func:`gather_bounded`: at most ``limit`` jobs at a time; when one fails, or the caller
+  is cancelled, the others are cancelled too;
+- :func:`run_blocking` and :func:`run_with_threads`: sync entry points that run the same
+  coroutine as the async ones, the LLM's sync API in worker threads.
+- :func:`count_tokens` and :func:`truncate_to_tokens`: prompt budgets in LlamaIndex's
+  tokenizer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextvars
+import functools
+import logging
+from collections.abc import Awaitable, Callable, Coroutine, Iterable
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from dataclasses import dataclass
+from typing import Any, TypeVar
+
+from llama_index.core.utils import get_tokenizer
+
+T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
+
+ERROR_MAX_CHARS = 500
+"""Longest error description kept for a failed call (``"<ExceptionType>: <message>"``)."""
+
+Sleep = Callable[[float], Awaitable[None]]
+"""An async sleep (``asyncio.sleep``): what the retry backoff waits with."""
+
+
+def describe_error(exc: BaseException) -> str:
+    """``"<ExceptionType>: <message>"``, at most :data:`ERROR_MAX_CHARS` characters.
+
+    >>> describe_error(TimeoutError("no answer"))
+    'TimeoutError: no answer'
+    """
+    return f"{type(exc).__name__}: {exc}"[:ERROR_MAX_CHARS]
+
+
+# ---------------------------------------------------------------------------- retries
+
+
+@dataclass(frozen=True)
+class LLMAnswer:
+    """What :func:`call_with_retries` got: the answer text, or the error of the last
+    attempt (``text`` is then empty), and the number of calls made."""
+
+    text: str
+    error: str | None
+    attempts: int
+
+
+async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_retries: int,
+                            base_delay: float, sleep: Sleep | None = None,
+                            log: logging.Logger = logger) -> LLMAnswer:
+    """Call an LLM, retrying a failure ``max_retries`` times after ``base_delay`` seconds,
+    then twice as long at each retry; a final failure is returned (and logged as a warning
+    naming ``what``, to ``log``: the caller's logger), never raised.
+
+    >>> calls = []
+    >>> async def flaky() -> str:
+    ...     calls.append(1)
+    ...     if len(calls) < 2:
+    ...         raise ConnectionError("reset")
+    ...     return "ok"
+    >>> async def no_wait(seconds: float) -> None: ...
+    >>> asyncio.run(call_with_retries(flaky, "a test call", 3, 1.0, no_wait))
+    LLMAnswer(text='ok', error=None, attempts=2)
+    """
+    attempts = 0
+    while True:
+        attempts += 1
+        try:
+            return LLMAnswer(await call(), None, attempts)
+        except Exception as exc:  # an LLM failure skips one item, not the run
+            if attempts > max_retries:
+                log.warning("%s failed after %d attempts: %r", what, attempts, exc)
+                return LLMAnswer("", describe_error(exc), attempts)
+            delay = base_delay * 2 ** (attempts - 1)
+            log.info("%s failed (attempt %d of %d): %r; retrying in %.2f s", what, attempts,
+                     max_retries + 1, exc, delay)
+            await (sleep or asyncio.sleep)(delay)
+
+
+# ---------------------------------------------------------------------------- timeouts
+
+
+class NoAnswer(TimeoutError):
+    """Our own timeout, told apart from a ``TimeoutError`` the LLM client raises."""
+
+
+async def within(call: Awaitable[T], timeout: float | None) -> T | Exception:
+    """The answer of ``call``, its exception, or a :class:`NoAnswer` after ``timeout``
+    seconds (the call is then cancelled; ``None`` waits as long as it takes). A
+    ``BaseException`` (cancellation, ``KeyboardInterrupt``) propagates.
+
+    >>> async def slow() -> str:
+    ...     await asyncio.sleep(10)
+    ...     return "late"
+    >>> asyncio.run(within(slow(), 0.01))
+    NoAnswer('no answer within 0.01 s')
+    """
+    task = asyncio.ensure_future(call)
+    try:
+        done, _ = await asyncio.wait({task}, timeout=timeout)
+    except asyncio.CancelledError:  # the caller gave up: so does the LLM call
+        task.cancel()
+        raise
+    if not done:  # ours, told apart from a TimeoutError the LLM raises itself
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return NoAnswer(f"no answer within {timeout} s")
+    if isinstance(error := task.exception(), Exception):
+        return error
+    return task.result()  # re-raises a BaseException such as KeyboardInterrupt
+
+
+def within_thread(call: Callable[[], T], timeout: float | None) -> T | Exception:
+    """The sync twin of :func:`within`: ``call()`` in a worker thread (with the caller's
+    context, so that the call stays inside its instrumentation span), its answer, its
+    exception, or a :class:`NoAnswer` after ``timeout`` seconds (the thread is left to
+    finish on its own: a blocking call cannot be cancelled).
+
+    >>> within_thread(lambda: "fast", 1.0)
+    'fast'
+    """
+    context = contextvars.copy_context()
+    executor = ThreadPoolExecutor(max_workers=1)
+    future = executor.submit(context.run, call)
+    try:
+        return future.result(timeout=timeout)
+    except FutureTimeout:  # ours, unless the call raised a TimeoutError itself
+        if not future.done():
+            return NoAnswer(f"no answer within {timeout} s")
+        if isinstance(error := future.exception(), Exception):
+            return error
+        return future.result()  # finished right after the deadline
+    except Exception as exc:  # the caller decides what a failure means
+        return exc
+    finally:
+        executor.shutdown(wait=False)
+
+
+# ---------------------------------------------------------------------------- concurrency
+
+
+async def gather_bounded(jobs: Iterable[Callable[[], Awaitable[T]]], limit: int) -> list[T]:
+    """Run the jobs, at most ``limit`` at a time; their results in order. When one raises
+    (or the caller is cancelled) the others are cancelled before the error propagates, so
+    that no LLM call outlives the run.
+
+    >>> async def double(n: int) -> int:
+    ...     return 2 * n
+    >>> asyncio.run(gather_bounded([functools.partial(double, n) for n in range(4)], 2))
+    [0, 2, 4, 6]
+    """
+    semaphore = asyncio.Semaphore(limit)
+
+    async def bounded(job: Callable[[], Awaitable[T]]) -> T:
+        async with semaphore:
+            return await job()
+
+    tasks = [asyncio.ensure_future(bounded(job)) for job in jobs]
+    try:
+        return list(await asyncio.gather(*tasks))
+    finally:  # cancelled or crashed: stop the other jobs
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+def run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run a coroutine to completion from sync code: ``asyncio.run`` when no loop runs in
+    this thread, else in a helper thread with a loop of its own (as core's ``asyncio_run``).
+
+    >>> async def answer() -> int:
+    ...     return 42
+    >>> run_blocking(answer)
+    42
+    """
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(coroutine())
+    context = contextvars.copy_context()
+    with ThreadPoolExecutor(max_workers=1, thread_name_prefix="graphrag-llm") as runner:
+        return runner.submit(context.run, lambda: asyncio.run(coroutine())).result()
+
+
+class Threads:
+    """Worker threads for blocking calls awaited from a coroutine (see
+    :func:`run_with_threads`)."""
+
+    def __init__(self, pool: ThreadPoolExecutor) -> None:
+        self._pool = pool
+
+    async def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        """``function(*args, **kwargs)`` in a worker thread, with the caller's context."""
+        call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
+        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+
+
+def run_with_threads(workers: int, name: str,
+                     main: Callable[[Threads], Awaitable[T]]) -> T:
+    """``main`` run to completion from sync code (:func:`run_blocking`) with ``workers``
+    threads named ``name`` for its blocking calls: the sync twin of an async entry point
+    that awaits the LLM's async API, with the LLM's sync API in the threads instead.
+
+    >>> async def main(threads: Threads) -> list[int]:
+    ...     return [await threads.call(len, "abc"), await threads.call(abs, -2)]
+    >>> run_with_threads(2, "doctest", main)
+    [3, 2]
+    """
+    async def run() -> T:
+        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        try:
+            return await main(Threads(pool))
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+
+    return run_blocking(run)
+
+
+# ---------------------------------------------------------------------------- tokens
+
+
+def count_tokens(text: str) -> int:
+    """Tokens of ``text`` with LlamaIndex's global tokenizer (``get_tokenizer()``:
+    ``Settings.tokenizer`` when set, else tiktoken's ``cl100k_base``).
+
+    >>> count_tokens("hello world")
+    2
+    """
+    return len(get_tokenizer()(text))
+
+
+def truncate_to_tokens(text: str, max_tokens: int,
+                       count: Callable[[str], int] = count_tokens) -> str:
+    """The longest prefix of ``text`` (cut at a character) of at most ``max_tokens``
+    tokens; ``text`` itself when it fits. A binary search over the prefix length, so any
+    tokenizer works (no decoding needed).
+
+    >>> truncate_to_tokens("one two three four", 2)
+    'one two'
+    """
+    if count(text) <= max_tokens:
+        return text
+    fits, too_long = 0, len(text)
+    while too_long - fits > 1:
+        middle = (fits + too_long) // 2
+        if count(text[:middle]) <= max_tokens:
+            fits = middle
+        else:
+            too_long = middle
+    return text[:fits]

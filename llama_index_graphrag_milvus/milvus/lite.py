@@ -1,0 +1,131 @@
+"""Milvus Lite's in-process servers: one per file, shared by the stores of a process.
+
+Milvus Lite 3.x serves each .db path from one in-process gRPC server
+(``milvus_lite.server_manager``), started by the path's first pymilvus client and shared by
+the later ones. The server holds an flock on ``{path}/LOCK`` until it is stopped. Closing
+pymilvus clients does not stop it: only ``server_manager_instance.release_server(path)`` or
+the end of the process does. Meanwhile another process that opens the path gets pymilvus'
+bare "Open local milvus failed"; the cause is only in milvus_lite's log.
+:func:`lite_connection` and :func:`release_lite` keep count of the stores of each path, so
+that closing the last one releases the file, and turn the other process's lock into a clear
+error.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import threading
+import weakref
+from collections.abc import Iterator
+from contextlib import contextmanager
+from typing import TYPE_CHECKING
+
+from pymilvus import MilvusException
+
+from llama_index_graphrag_milvus.errors import MilvusStoreError
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+logger = logging.getLogger(__name__)
+
+
+class _DropLiteNoise(logging.Filter):
+    """Drops one known-benign log message of Milvus Lite (see :func:`quiet_lite`)."""
+
+    def __init__(self, needle: str) -> None:
+        super().__init__()
+        self.needle = needle
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if record.exc_info and record.exc_info[1] is not None:
+            text += repr(record.exc_info[1])
+        return self.needle not in text
+
+
+@contextmanager
+def quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
+    """Milvus Lite's in-process server lacks the AllocTimestamp RPC: pymilvus' index wait
+    falls back correctly, but grpc logs a traceback each time. Drop just those records while
+    the call runs."""
+    target = logging.getLogger(logger_name)
+    quiet = _DropLiteNoise(needle)
+    target.addFilter(quiet)
+    try:
+        yield
+    finally:
+        target.removeFilter(quiet)
+
+
+_LITE_LOCK = threading.Lock()
+"""Held while a store connects to a Lite path or stops its server: no store connects to a
+server that is being stopped."""
+_LITE_STORES: dict[str, weakref.WeakSet[MilvusGraphStore]] = {}
+"""The open stores of each Lite path (absolute, as milvus_lite keys its servers)."""
+
+
+class _LiteLockedByOther(logging.Filter):
+    """Catches milvus_lite's log record of a server that could not start for ``path``
+    because another process holds the file's lock, and drops it: the error raised instead
+    says what happened."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__()
+        self.path = path
+        self.cause: BaseException | None = None
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        exc = record.exc_info[1] if record.exc_info else None
+        if (type(exc).__name__ == "DataDirLockedError" and isinstance(record.args, tuple)
+                and self.path in record.args):
+            self.cause = exc
+            return False
+        return True
+
+
+@contextmanager
+def lite_connection(store: MilvusGraphStore) -> Iterator[None]:
+    """Around the connect of a Lite store: registers the store as a user of its path, and
+    turns the failure to open a file that another process holds into a clear error."""
+    path = os.path.abspath(store.uri)
+    watch = _LiteLockedByOther(path)
+    target = logging.getLogger("milvus_lite.server_manager")
+    target.addFilter(watch)
+    try:
+        with _LITE_LOCK:
+            yield
+            _LITE_STORES.setdefault(path, weakref.WeakSet()).add(store)
+    except MilvusException as exc:
+        if watch.cause is None:
+            raise
+        raise MilvusStoreError(
+            f"the Milvus Lite file {path!r} is held by another process ({watch.cause}). "
+            "Milvus Lite allows one process per file: close the index in the other process "
+            "(index.close(), or end that process) and open it again, give each process its "
+            "own Lite file, or run a Milvus server and pass its uri "
+            "(uri=\"http://localhost:19530\") to share one index between processes."
+        ) from exc
+    finally:
+        target.removeFilter(watch)
+
+
+def release_lite(store: MilvusGraphStore) -> None:
+    """Stop the in-process Lite server of ``store``'s path unless another open store of this
+    process uses it: this releases the file's lock, so another process can open it."""
+    path = os.path.abspath(store.uri)
+    with _LITE_LOCK:
+        users = _LITE_STORES.get(path)
+        if users is not None:
+            users.discard(store)
+            if users:
+                logger.debug("Milvus Lite file %s stays open: %d other store(s) use it",
+                             path, len(users))
+                return
+            del _LITE_STORES[path]
+        try:
+            from milvus_lite.server_manager import server_manager_instance
+        except ImportError:  # no milvus-lite: nothing was started
+            return
+        server_manager_instance.release_server(path)

@@ -1,0 +1,149 @@
+"""What the collections of an index hold, how they are created, and how a Milvus call fails.
+
+``{prefix}_entities``   one row per normalized entity name: ``id``, ``name``, ``embedding``
+                        (:data:`ENTITY_FIELDS`).
+``{prefix}_relations``  one row per (subject, predicate, object): ``id``, ``text``,
+                        ``subject_id``, ``object_id`` (entity ids), ``passage_ids``,
+                        ``embedding`` (:data:`RELATION_FIELDS`).
+``{prefix}_passages``   a :class:`~llama_index.vector_stores.milvus.MilvusVectorStore`, so that
+                        naive vector RAG and any LlamaIndex tool can read the passages.
+``{prefix}_communities`` (after ``build_communities``) one row per community and report; see
+                        :data:`COMMUNITY_FIELDS`.
+``{prefix}_descriptions`` (after ``build_communities`` on passages extracted with
+                        descriptions) merged entity and relation descriptions; see
+                        :data:`DESCRIPTION_FIELDS`.
+
+Every collection but the passages' is made by :func:`create_collection` from a table of
+fields: ``id`` (the primary key), the fields, then ``embedding``.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from typing import Any
+
+from pymilvus import DataType, MilvusClient, MilvusException
+
+from llama_index_graphrag_milvus.errors import InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, RELATION_TEXT_MAX_BYTES
+
+ID_MAX_LENGTH = 64
+MAX_PASSAGES_PER_RELATION = 4096
+"""Milvus' largest ARRAY capacity: a relation links to at most this many passages."""
+WRITE_BATCH_SIZE = 1000
+METRIC = "COSINE"
+CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
+"""The Milvus consistency levels ``consistency_level`` accepts."""
+_PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\Z")  # \Z: no trailing newline
+
+Fields = tuple[tuple[str, Any, int], ...]
+"""A collection's fields besides ``id`` and ``embedding``: (name, type, max length of a
+VARCHAR or capacity of an ARRAY of ids, 0 otherwise)."""
+
+ENTITY_FIELDS: Fields = (("name", DataType.VARCHAR, ENTITY_NAME_MAX_BYTES),)
+"""The scalar fields of the entity collection."""
+RELATION_FIELDS: Fields = (
+    ("text", DataType.VARCHAR, RELATION_TEXT_MAX_BYTES),
+    ("subject_id", DataType.VARCHAR, ID_MAX_LENGTH),
+    ("object_id", DataType.VARCHAR, ID_MAX_LENGTH),
+    ("passage_ids", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),
+)
+"""The scalar fields of the relation collection."""
+
+COMMUNITY_MEMBERS_PER_ROW = 4096
+"""Entity ids (and child ids) one community row holds; a larger community continues in
+part rows (``part`` 1, 2, ...)."""
+COMMUNITY_TEXT_MAX_BYTES = 65535
+"""Longest report summary or findings text (UTF-8 bytes) the community collection accepts."""
+COMMUNITY_FIELDS: Fields = (
+    ("community_id", DataType.VARCHAR, ID_MAX_LENGTH),
+    ("part", DataType.INT64, 0),
+    ("level", DataType.INT64, 0),
+    ("parent", DataType.VARCHAR, ID_MAX_LENGTH),
+    ("children", DataType.ARRAY, COMMUNITY_MEMBERS_PER_ROW),
+    ("entity_ids", DataType.ARRAY, COMMUNITY_MEMBERS_PER_ROW),
+    ("num_entities", DataType.INT64, 0),
+    ("num_relations", DataType.INT64, 0),
+    ("num_passages", DataType.INT64, 0),
+    ("title", DataType.VARCHAR, 2048),
+    ("summary", DataType.VARCHAR, COMMUNITY_TEXT_MAX_BYTES),
+    ("findings", DataType.VARCHAR, COMMUNITY_TEXT_MAX_BYTES),
+    ("rating", DataType.DOUBLE, 0),
+    ("rating_explanation", DataType.VARCHAR, 8192),
+    ("kind", DataType.VARCHAR, 32),
+    ("context_hash", DataType.VARCHAR, ID_MAX_LENGTH),
+)
+"""The scalar fields of the community collection (name, type, max length or capacity),
+besides ``id`` (``community_id`` for part 0, ``community_id.part`` after) and ``embedding``
+(the report's vector). ``findings`` is JSON text."""
+
+DESCRIPTION_TEXT_MAX_BYTES = 65535
+"""Longest merged description (UTF-8 bytes) the description collection accepts."""
+DESCRIPTION_FIELDS: Fields = (
+    ("kind", DataType.VARCHAR, 16),
+    ("name", DataType.VARCHAR, RELATION_TEXT_MAX_BYTES),
+    ("type", DataType.VARCHAR, 256),
+    ("description", DataType.VARCHAR, DESCRIPTION_TEXT_MAX_BYTES),
+    ("strength", DataType.DOUBLE, 0),
+    ("degree", DataType.INT64, 0),
+    ("source_hash", DataType.VARCHAR, ID_MAX_LENGTH),
+)
+"""The scalar fields of the description collection (one row per described entity or
+relation, ``id`` its id), besides ``embedding`` (of ``"name: description"``)."""
+
+PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
+"""What a passage row is read with: the fields ``MilvusVectorStore`` writes a node into."""
+
+
+def validate_collection_prefix(prefix: str) -> str:
+    """Return ``prefix`` if Milvus can use ``{prefix}_entities`` as a collection name.
+
+    >>> validate_collection_prefix("wiki_2024")
+    'wiki_2024'
+    """
+    if not isinstance(prefix, str) or not _PREFIX_RE.match(prefix):
+        raise InvalidInputError(
+            f"collection_prefix={prefix!r} cannot name a Milvus collection: use a letter or "
+            "underscore followed by letters, digits or underscores (at most 201 characters), "
+            "for example 'graphrag' or 'wiki_2024'."
+        )
+    return prefix
+
+
+@contextmanager
+def milvus_errors(action: str) -> Iterator[None]:
+    """Turn pymilvus errors into :class:`MilvusStoreError` with what we were doing (the
+    pymilvus error is chained as ``__cause__``)."""
+    try:
+        yield
+    except MilvusException as exc:
+        raise MilvusStoreError(f"Milvus failed to {action}: {exc}") from exc
+
+
+def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],
+                      dim: int, index_type: str, consistency_level: str,
+                      properties: Mapping[str, str] | None = None) -> None:
+    """Create and load the collection ``name``: ``id`` (a VARCHAR primary key), ``fields``,
+    ``embedding`` (``dim`` floats, cosine index of ``index_type``), and ``properties``.
+    Raises pymilvus errors (callers wrap them in :func:`milvus_errors`)."""
+    schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
+    schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX_LENGTH)
+    for field, kind, size in fields:
+        if kind == DataType.VARCHAR:
+            schema.add_field(field, kind, max_length=size)
+        elif kind == DataType.ARRAY:  # arrays of ids
+            schema.add_field(field, kind, element_type=DataType.VARCHAR, max_capacity=size,
+                             max_length=ID_MAX_LENGTH)
+        else:
+            schema.add_field(field, kind)
+    schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
+    index_params = client.prepare_index_params()
+    index_params.add_index("embedding", index_type=index_type, metric_type=METRIC)
+    client.create_collection(name, schema=schema, consistency_level=consistency_level,
+                             **({"properties": dict(properties)} if properties else {}))
+    # sync=False: Milvus builds the index in the background and load waits for it; the
+    # synchronous wait polls every 0.5 s through an RPC Milvus Lite does not implement.
+    client.create_index(name, index_params, sync=False)
+    client.load_collection(name)

@@ -1,0 +1,626 @@
+"""The Milvus side of an index: :class:`MilvusGraphStore`, the collections of one graph.
+
+What the collections hold is in :mod:`~llama_index_graphrag_milvus.milvus.schema`. An
+entity's relations are found through the relation rows' ``subject_id`` / ``object_id``;
+nothing is stored twice. Sync and async methods share the request builders and the result
+parsers (:mod:`~llama_index_graphrag_milvus.milvus.rows`); only the client call differs.
+Whole collections are read by :mod:`~llama_index_graphrag_milvus.milvus.columns`, Milvus
+Lite's in-process servers are handled by :mod:`~llama_index_graphrag_milvus.milvus.lite`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import nullcontext
+from typing import Any, TypeVar
+from urllib.parse import urlparse
+
+from llama_index.core.schema import BaseNode
+from llama_index.vector_stores.milvus import MilvusVectorStore
+from pymilvus import AsyncMilvusClient, MilvusClient
+
+from llama_index_graphrag_milvus.errors import (
+    EmbeddingDimensionError,
+    InvalidInputError,
+    MilvusStoreError,
+)
+from llama_index_graphrag_milvus.milvus.columns import (
+    ENTITY_COLUMNS,
+    PASSAGE_COLUMNS,
+    RELATION_COLUMNS,
+    C,
+    CollectionReads,
+    ColumnKind,
+    pk_ranges,
+    read_columns,
+)
+from llama_index_graphrag_milvus.milvus.filters import in_list, quote
+from llama_index_graphrag_milvus.milvus.lite import lite_connection, quiet_lite, release_lite
+from llama_index_graphrag_milvus.milvus.rows import (
+    GET_CHUNK,
+    RELATION_HIT_FIELDS,
+    chunks,
+    id_filter,
+    parse_entity_hits,
+    parse_passage_hits,
+    parse_relation_hits,
+    rows_to_passages,
+    search_kwargs,
+)
+from llama_index_graphrag_milvus.milvus.schema import (
+    COMMUNITY_FIELDS,
+    CONSISTENCY_LEVELS,
+    DESCRIPTION_FIELDS,
+    ENTITY_FIELDS,
+    PASSAGE_FIELDS,
+    RELATION_FIELDS,
+    WRITE_BATCH_SIZE,
+    Fields,
+    create_collection,
+    milvus_errors,
+    validate_collection_prefix,
+)
+from llama_index_graphrag_milvus.milvus.side import SideCollection
+from llama_index_graphrag_milvus.records import (
+    EntityColumns,
+    EntityHit,
+    PassageColumns,
+    RelationColumns,
+    RelationHit,
+)
+from llama_index_graphrag_milvus.validation import check_instance
+
+logger = logging.getLogger(__name__)
+
+_A = TypeVar("_A")
+_B = TypeVar("_B")
+
+
+async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
+    for client in clients:
+        await client.close()
+
+
+class MilvusGraphStore:
+    """Entities, relations and passages of one graph in Milvus (Lite, server or Zilliz Cloud).
+
+    Args:
+        uri: a local path for Milvus Lite (``"./graphrag.db"``) or a server URL
+            (``"http://localhost:19530"``, a Zilliz Cloud endpoint).
+        token: ``"user:password"`` or an API key for a server; empty for Lite.
+        collection_prefix: several graphs can share one Milvus under different prefixes.
+        consistency_level: Milvus consistency for the collections this store creates.
+        client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...).
+        reads: how whole collections are read (the graph, the entity and passage tables):
+            range sizes and the column path; the defaults are the measured ones.
+
+    Example::
+
+        store = MilvusGraphStore("./graphrag.db", collection_prefix="demo")
+        print(store.dim)  # None until something is ingested
+    """
+
+    def __init__(
+        self,
+        uri: str,
+        token: str = "",
+        collection_prefix: str = "graphrag",
+        consistency_level: str = "Strong",
+        client_kwargs: dict[str, Any] | None = None,
+        reads: CollectionReads | None = None,
+    ) -> None:
+        self.prefix = validate_collection_prefix(collection_prefix)
+        if not isinstance(uri, str) or not uri.strip():
+            raise InvalidInputError(
+                f"uri must be a Milvus Lite file path ending in .db or a server URL, got "
+                f"{uri!r}: for example uri='./graphrag.db' or uri='http://localhost:19530'.")
+        if "://" in uri and not urlparse(uri).hostname:
+            # pymilvus would connect such a URL to localhost:19530, whatever server is there
+            raise InvalidInputError(
+                f"uri {uri!r} names no host: write the server's address, for example "
+                f"uri='http://localhost:19530', or a Milvus Lite path like './graphrag.db'.")
+        if not isinstance(consistency_level, str) or consistency_level not in CONSISTENCY_LEVELS:
+            raise InvalidInputError(
+                f"consistency_level must be one of {', '.join(CONSISTENCY_LEVELS)} (as "
+                f"written), got {consistency_level!r}.")
+        self.uri = uri
+        self._token = token
+        self._client_kwargs = dict(client_kwargs or {})
+        self.consistency_level = consistency_level
+        self.reads = check_instance("reads", reads or CollectionReads(), CollectionReads,
+                                    "a CollectionReads")
+        self._read = {"consistency_level": consistency_level}
+        self.is_lite = "://" not in uri
+        self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
+        self.entity_collection = f"{self.prefix}_entities"
+        self.relation_collection = f"{self.prefix}_relations"
+        self.passage_collection = f"{self.prefix}_passages"
+        self.communities = SideCollection(self, f"{self.prefix}_communities", COMMUNITY_FIELDS)
+        """The communities and their reports (``build_communities``)."""
+        self.descriptions = SideCollection(self, f"{self.prefix}_descriptions",
+                                           DESCRIPTION_FIELDS)
+        """The merged entity and relation descriptions (``build_communities`` on passages
+        extracted with descriptions)."""
+        self.community_collection = self.communities.name
+        self.description_collection = self.descriptions.name
+        self._closed = False
+        with milvus_errors(f"connect to {uri!r}"), \
+                (lite_connection(self) if self.is_lite else nullcontext()):
+            self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
+        self._async_clients: dict[int, AsyncMilvusClient] = {}
+        # threads start on first use; a shared pool bounds them however many threads query
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphrag-milvus")
+        self._passages: MilvusVectorStore | None = None
+        self.properties: dict[str, str] = {}
+        """What the index recorded about itself (relation collection properties)."""
+        try:
+            self.dim: int | None = self._read_dim()
+            if self.dim is not None:
+                self._open(self.dim)
+        except BaseException:
+            self.close()  # release a Milvus Lite file this failed open would keep held
+            raise
+
+    # ------------------------------------------------------------------ set-up
+
+    def _read_dim(self) -> int | None:
+        with milvus_errors("list collections"):
+            existing = set(self.client.list_collections())
+        if self.relation_collection not in existing:
+            return None
+        with milvus_errors(f"describe {self.relation_collection}"):
+            info = self.client.describe_collection(self.relation_collection)
+        self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+        for field in info["fields"]:
+            if field["name"] == "embedding":
+                return int(field["params"]["dim"])
+        raise MilvusStoreError(
+            f"collection {self.relation_collection!r} has no 'embedding' field: it was not "
+            "created by llama_index_graphrag_milvus; choose another collection_prefix."
+        )
+
+    def _open(self, dim: int) -> None:
+        with milvus_errors("load the graph collections"):
+            for name in (self.entity_collection, self.relation_collection):
+                self.client.load_collection(name)
+            with quiet_lite("grpc._server", "Method not implemented"):
+                self._passages = MilvusVectorStore(
+                    uri=self.uri,
+                    token=self._token,
+                    collection_name=self.passage_collection,
+                    dim=dim,
+                    similarity_metric="cosine",
+                    upsert_mode=True,
+                    consistency_level=self.consistency_level,
+                    use_async_client=True,
+                    **self._client_kwargs,
+                )
+            self.client.load_collection(self.passage_collection)
+
+    def create(self, dim: int, properties: Mapping[str, str] | None = None) -> None:
+        """Create the three collections for vectors of ``dim`` (no-op when they exist);
+        ``properties`` (what the index records about itself) go on the relation
+        collection."""
+        if self.dim is not None:
+            self.check_dimension(dim, "the embedding model")
+            return
+        self.properties = dict(properties or {})
+        with milvus_errors("create the graph collections"):
+            self._create(self.entity_collection, ENTITY_FIELDS, dim)
+            self._create(self.relation_collection, RELATION_FIELDS, dim, self.properties)
+        self.dim = dim
+        self._open(dim)
+
+    def _create(self, name: str, fields: Fields, dim: int,
+                properties: Mapping[str, str] | None = None) -> None:
+        create_collection(self.client, name, fields, dim, self.index_type,
+                          self.consistency_level, properties)
+
+    def set_properties(self, properties: Mapping[str, str]) -> None:
+        """Record ``properties`` on the relation collection (what the index says of itself)."""
+        with milvus_errors(f"alter {self.relation_collection}"):
+            self.client.alter_collection_properties(self.relation_collection,
+                                                    properties=dict(properties))
+        self.properties.update(properties)
+
+    def check_dimension(self, dim: int, source: str) -> None:
+        """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one
+        (and :class:`MilvusStoreError` if the store is closed: retrievers check this first)."""
+        self._check_open()
+        if self.dim is not None and dim != self.dim:
+            raise EmbeddingDimensionError(
+                f"{source} gives {dim}-dimensional vectors, but the collections under prefix "
+                f"{self.prefix!r} at {self.uri!r} hold {self.dim}-dimensional ones. Use the "
+                "embedding model the index was built with, or a new collection_prefix."
+            )
+
+    @property
+    def passages(self) -> MilvusVectorStore:
+        """The passage collection as a LlamaIndex vector store (exists after ingestion)."""
+        self._check_open()
+        if self._passages is None:
+            raise MilvusStoreError(
+                f"the passage collection {self.passage_collection!r} does not exist yet: "
+                "ingest passages first."
+            )
+        return self._passages
+
+    def _aclient(self) -> AsyncMilvusClient:
+        """One async client per running event loop (a gRPC channel is bound to its loop)."""
+        self._check_open()
+        loop_id = id(asyncio.get_running_loop())
+        client = self._async_clients.get(loop_id)
+        if client is None:
+            with milvus_errors(f"connect to {self.uri!r}"):
+                client = AsyncMilvusClient(uri=self.uri, token=self._token,
+                                           **self._client_kwargs)
+            self._async_clients = {loop_id: client}
+        return client
+
+    # ------------------------------------------------------------------ lifecycle
+
+    @property
+    def closed(self) -> bool:
+        """True after :meth:`close` or :meth:`aclose`."""
+        return self._closed
+
+    def _check_open(self) -> None:
+        if self._closed:
+            raise MilvusStoreError(
+                f"the graph store at {self.uri!r} (collection_prefix={self.prefix!r}) is "
+                "closed: close() was called on it or on its GraphRAGIndex. Open a new "
+                "GraphRAGIndex with the same uri to use the graph again."
+            )
+
+    @property
+    def client(self) -> MilvusClient:
+        """The pymilvus client; raises :class:`MilvusStoreError` once the store is closed."""
+        self._check_open()
+        return self._client
+
+    @property
+    def _worker(self) -> ThreadPoolExecutor:
+        self._check_open()
+        return self._pool
+
+    def close(self) -> None:
+        """Close every Milvus client of the store (its own, sync and async, and those of the
+        passage vector store) and stop its worker threads. Idempotent; afterwards any use
+        raises :class:`MilvusStoreError`.
+
+        For Milvus Lite this also stops the file's in-process Lite server, unless another
+        open store of this process uses the same file: that releases the file's lock, so
+        that another process can open it while this one goes on.
+
+        Example::
+
+            store = MilvusGraphStore("./graphrag.db")
+            try:
+                print(store.count(store.relation_collection))
+            finally:
+                store.close()
+        """
+        if self._closed:
+            return
+        self._closed = True
+        async_clients = [*self._async_clients.values()]
+        self._async_clients = {}
+        try:
+            if self._passages is not None:
+                self._passages.client.close()
+                if self._passages.aclient is not None:
+                    async_clients.append(self._passages.aclient)
+            self._client.close()
+            if async_clients:
+                # their channels belong to event loops that may be gone or busy: release
+                # them from a fresh loop in a worker thread (this only drops references)
+                self._pool.submit(asyncio.run, _close_async_clients(async_clients)).result()
+        finally:
+            self._pool.shutdown(wait=True)
+            if self.is_lite:
+                release_lite(self)
+
+    async def aclose(self) -> None:
+        """Async twin of :meth:`close`: the async client of the running event loop is closed
+        on it, the rest in a worker thread."""
+        if self._closed:
+            return
+        client = self._async_clients.pop(id(asyncio.get_running_loop()), None)
+        if client is not None:
+            await client.close()
+        await asyncio.to_thread(self.close)
+
+    def concurrently(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
+        """Run two blocking Milvus calls at the same time: ``second`` in this thread while
+        ``first`` runs in the store's worker thread (gRPC waits release the GIL)."""
+        answer_first, answer_second = self.concurrently_all([first, second])
+        return answer_first, answer_second
+
+    def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
+        """Run blocking Milvus calls at the same time: all but the last in the store's
+        worker threads, the last in this thread; answers in order."""
+        if len(calls) == 1:
+            return (calls[0](),)
+        futures = [self._worker.submit(call) for call in calls[:-1]]
+        try:
+            last = calls[-1]()
+        finally:
+            answers = [future.result() for future in futures]
+        return (*answers, last)
+
+    # ------------------------------------------------------------------ writes
+
+    def upsert_passages(self, nodes: Sequence[BaseNode]) -> None:
+        """Upsert passage nodes (with embeddings) into the passage collection."""
+        with milvus_errors(f"upsert into {self.passage_collection}"):
+            for start in range(0, len(nodes), WRITE_BATCH_SIZE):
+                self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
+
+    def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Upsert rows into the entity or relation collection, in batches."""
+        with milvus_errors(f"upsert into {collection}"):
+            for start in range(0, len(rows), WRITE_BATCH_SIZE):
+                self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
+
+    def delete_rows(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete rows of ``collection`` by primary key, in batches."""
+        with milvus_errors(f"delete from {collection}"):
+            for start in range(0, len(ids), WRITE_BATCH_SIZE):
+                self.client.delete(collection, ids=list(ids[start:start + WRITE_BATCH_SIZE]))
+
+    def document_passages(self, ref_doc_id: str, where: str = "") -> list[BaseNode]:
+        """The passage nodes whose source document is ``ref_doc_id`` (and that match
+        ``where``, a filter expression on metadata, when given)."""
+        if self.dim is None:
+            return []
+        expression = f"doc_id == {quote(ref_doc_id)}" + (f" and {where}" if where else "")
+        with milvus_errors(f"read {self.passage_collection}"):
+            rows = self.client.query(collection_name=self.passage_collection,
+                                     **self._read,
+                                     filter=expression,
+                                     output_fields=["id", *PASSAGE_FIELDS])
+        return rows_to_passages(rows, [row["id"] for row in rows])
+
+    def entities_in_use(self, entity_ids: Sequence[str],
+                        excluding: Collection[str] = ()) -> set[str]:
+        """Those of ``entity_ids`` that are the subject or object of a stored relation
+        (other than the relations ``excluding`` names)."""
+        used: set[str] = set()
+        with milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
+                batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
+                expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
+                for row in self.client.query(collection_name=self.relation_collection,
+                                             **self._read, filter=expression,
+                                             output_fields=["id", "subject_id", "object_id"]):
+                    if row["id"] not in excluding:
+                        used.update((row["subject_id"], row["object_id"]))
+        return used & set(entity_ids)
+
+    def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The relations whose ``passage_ids`` contain any of ``passage_ids``: relation id
+        to its passage ids."""
+        linked: dict[str, list[str]] = {}
+        if self.dim is None:
+            return linked
+        with milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(passage_ids), WRITE_BATCH_SIZE):
+                batch = ", ".join(quote(p) for p in passage_ids[start:start + WRITE_BATCH_SIZE])
+                for row in self.client.query(
+                        collection_name=self.relation_collection, **self._read,
+                        filter=f"array_contains_any(passage_ids, [{batch}])",
+                        output_fields=["id", "passage_ids"]):
+                    linked[row["id"]] = list(row["passage_ids"])
+        return linked
+
+    def flush(self) -> None:
+        """Seal what was written, so that searches run on indexed segments."""
+        with milvus_errors("flush the graph collections"):
+            for name in (self.entity_collection, self.relation_collection,
+                         self.passage_collection):
+                self.client.flush(name)
+
+    # ------------------------------------------------------------------ whole collections
+
+    def all_passages(self) -> list[BaseNode]:
+        """Every stored passage node (text and metadata, no vector)."""
+        if self.dim is None:
+            return []
+        rows = self.read_all(self.passage_collection, PASSAGE_FIELDS)
+        return rows_to_passages(rows, [row["id"] for row in rows])
+
+    def read_all(self, collection: str, output_fields: list[str]) -> list[dict[str, Any]]:
+        """Every row of ``collection`` (``output_fields`` and ``id``), read in primary-key
+        ranges (the ids are hex hashes)."""
+        rows: list[dict[str, Any]] = []
+        with milvus_errors(f"read {collection}"):
+            total = self.client.query(collection_name=collection, **self._read, filter="",
+                                      output_fields=["count(*)"])[0]["count(*)"]
+            for filter_ in pk_ranges(int(total), self.reads.range_rows):
+                rows.extend(self.client.query(collection_name=collection, **self._read,
+                                              filter=filter_,
+                                              output_fields=["id", *output_fields]))
+        return rows
+
+    def flush_collection(self, collection: str) -> None:
+        """Seal what was written to one collection."""
+        with milvus_errors(f"flush {collection}"):
+            self.client.flush(collection)
+
+    # ------------------------------------------------------------------ reads
+
+    def get_rows(self, collection: str, ids: Sequence[str],
+                 output_fields: list[str]) -> dict[str, dict[str, Any]]:
+        """Rows of ``collection`` by primary key (missing ids are absent from the result)."""
+        found: dict[str, dict[str, Any]] = {}
+        with milvus_errors(f"read {collection}"):
+            for start in range(0, len(ids), WRITE_BATCH_SIZE):
+                batch = list(ids[start:start + WRITE_BATCH_SIZE])
+                for row in self.client.get(collection_name=collection, **self._read,
+                                           ids=batch, output_fields=output_fields):
+                    found[row["id"]] = row
+        return found
+
+    def count(self, collection: str) -> int:
+        """Exact number of rows in ``collection`` (0 when it does not exist)."""
+        if self.dim is None:
+            return 0
+        with milvus_errors(f"count {collection}"):
+            rows = self.client.query(collection_name=collection, **self._read, filter="",
+                                     output_fields=["count(*)"])
+        return int(rows[0]["count(*)"])
+
+    def read_relations(self, show_progress: bool = False, reads: CollectionReads | None = None
+                       ) -> Iterator[RelationColumns]:
+        """Every relation row (ids, passage ids, vector, text) as column batches: what the
+        in-memory graph is built from, read as
+        :mod:`~llama_index_graphrag_milvus.milvus.columns` says (``reads``: this store's
+        :attr:`reads` by default)."""
+        return self._read_columns(self.relation_collection, RELATION_COLUMNS, show_progress,
+                                  reads)
+
+    def read_entities(self, show_progress: bool = False, reads: CollectionReads | None = None
+                      ) -> Iterator[EntityColumns]:
+        """Every entity row (id, name, vector) as column batches, read as
+        :meth:`read_relations` reads relations: what entity seed searches in memory use."""
+        return self._read_columns(self.entity_collection, ENTITY_COLUMNS, show_progress, reads)
+
+    def read_passage_vectors(self, show_progress: bool = False,
+                             reads: CollectionReads | None = None) -> Iterator[PassageColumns]:
+        """Every passage's id and vector as column batches, read as :meth:`read_relations`
+        reads relations: what passage searches in memory use."""
+        return self._read_columns(self.passage_collection, PASSAGE_COLUMNS, show_progress,
+                                  reads)
+
+    def _read_columns(self, collection: str, kind: ColumnKind[C], show_progress: bool,
+                      reads: CollectionReads | None) -> Iterator[C]:
+        if self.dim is None:
+            return
+        yield from read_columns(self.client, collection, kind, self.count(collection),
+                                self.dim, self.is_lite, self.consistency_level,
+                                reads or self.reads, show_progress)
+
+    def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
+                        top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+        """All entity searches of one query in one batched call: hits per searched name."""
+        if not vectors:
+            return []
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        with milvus_errors(f"search {self.entity_collection}"):
+            result = self.client.search(**kwargs, **self._read)
+        return parse_entity_hits(result, names, threshold)
+
+    async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
+                               top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+        """Async twin of :meth:`search_entities`."""
+        if not vectors:
+            return []
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        with milvus_errors(f"search {self.entity_collection}"):
+            result = await self._aclient().search(**kwargs, **self._read)
+        return parse_entity_hits(result, names, threshold)
+
+    def search_relations(self, vector: Sequence[float], top_k: int,
+                         threshold: float | None) -> list[RelationHit]:
+        """The relations most similar to the query vector."""
+        kwargs = search_kwargs(self.relation_collection, [vector], top_k,
+                                RELATION_HIT_FIELDS)
+        with milvus_errors(f"search {self.relation_collection}"):
+            result = self.client.search(**kwargs, **self._read)
+        return parse_relation_hits(result, threshold)
+
+    async def asearch_relations(self, vector: Sequence[float], top_k: int,
+                                threshold: float | None) -> list[RelationHit]:
+        """Async twin of :meth:`search_relations`."""
+        kwargs = search_kwargs(self.relation_collection, [vector], top_k,
+                                RELATION_HIT_FIELDS)
+        with milvus_errors(f"search {self.relation_collection}"):
+            result = await self._aclient().search(**kwargs, **self._read)
+        return parse_relation_hits(result, threshold)
+
+    def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Relation texts by id, in one call."""
+        if not ids:
+            return {}
+        with milvus_errors(f"read {self.relation_collection}"):
+            rows = self.client.get(collection_name=self.relation_collection, **self._read,
+                                   ids=list(ids),
+                                   output_fields=["text"])
+        return {row["id"]: row["text"] for row in rows}
+
+    async def aget_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Async twin of :meth:`get_relation_texts`."""
+        if not ids:
+            return {}
+        with milvus_errors(f"read {self.relation_collection}"):
+            rows = await self._aclient().get(collection_name=self.relation_collection,
+                                             **self._read, ids=list(ids),
+                                             output_fields=["text"])
+        return {row["id"]: row["text"] for row in rows}
+
+    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
+                        where: str = "") -> list[tuple[BaseNode, float]]:
+        """The ``limit`` passages among ``ids`` (and matching ``where``, a filter expression
+        on metadata) most similar to ``vector``, best first."""
+        if not ids:
+            return []
+        return self.search_passage_lists([vector], limit, ids, where)[0]
+
+    def search_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
+                             ids: Sequence[str] | None = None, where: str = ""
+                             ) -> list[list[tuple[BaseNode, float]]]:
+        """One batched search: for each vector, the ``limit`` most similar passages (among
+        ``ids`` when given, matching ``where``), best first."""
+        kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
+        if kwargs is None:
+            return [[] for _ in vectors]
+        with milvus_errors(f"search {self.passage_collection}"):
+            result = self.client.search(**kwargs, **self._read)
+        return parse_passage_hits(result)
+
+    async def asearch_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
+                                    ids: Sequence[str] | None = None, where: str = ""
+                                    ) -> list[list[tuple[BaseNode, float]]]:
+        """Async twin of :meth:`search_passage_lists`."""
+        kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
+        if kwargs is None:
+            return [[] for _ in vectors]
+        with milvus_errors(f"search {self.passage_collection}"):
+            result = await self._aclient().search(**kwargs, **self._read)
+        return parse_passage_hits(result)
+
+    def _passagesearch_kwargs(self, vectors: Sequence[Sequence[float]], limit: int,
+                               ids: Sequence[str] | None, where: str
+                               ) -> dict[str, Any] | None:
+        """The search request, or ``None`` when it cannot match anything."""
+        if not vectors or (ids is not None and not ids):
+            return None
+        kwargs = search_kwargs(self.passage_collection, vectors, limit, PASSAGE_FIELDS, ids,
+                                where)
+        if ids is None and where:
+            kwargs["filter"] = where
+        return kwargs
+
+    def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
+        """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
+        ids are left out."""
+        rows: list[dict[str, Any]] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(ids, GET_CHUNK):
+                rows += self.client.query(collection_name=self.passage_collection, **self._read,
+                                          filter=id_filter(chunk, where),
+                                          output_fields=["id", *PASSAGE_FIELDS])
+        return rows_to_passages(rows, ids)
+
+    async def aget_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
+        """Async twin of :meth:`get_passages`."""
+        rows: list[dict[str, Any]] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(ids, GET_CHUNK):
+                rows += await self._aclient().query(
+                    collection_name=self.passage_collection, **self._read,
+                    filter=id_filter(chunk, where), output_fields=["id", *PASSAGE_FIELDS])
+        return rows_to_passages(rows, ids)

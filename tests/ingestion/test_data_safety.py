@@ -1,0 +1,249 @@
+"""Data safety (issue 11): passages of two tenants never overwrite each other, deletes can be
+scoped to a tenant, no relation or entity outlives its passages, and a reopened index refuses
+an embedding model other than the one it was built with."""
+
+from __future__ import annotations
+
+import logging
+import random
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from llama_index.core import Document
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+from llama_index_graphrag_milvus import (
+    EmbeddingModelError,
+    GraphRAGIndex,
+    InvalidInputError,
+)
+from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet
+from tests.fakes import HashEmbedding
+
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+HANDBOOK = "Employees of the company must wear badges. Ada met Boris at the front desk."
+MET = [("Ada", "met", "Boris")]
+
+
+def tenant(name: str, **extra: Any) -> dict[str, Any]:
+    return {"tenant_id": name, **extra}
+
+
+def only(name: str) -> MetadataFilters:
+    return MetadataFilters(filters=[MetadataFilter(key="tenant_id", value=name)])
+
+
+def handbook(name: str, text: str = HANDBOOK, **extra: Any) -> Document:
+    return Document(text=text, doc_id="handbook.md", metadata=tenant(name, **extra))
+
+
+def rows(index: GraphRAGIndex, collection: str, fields: list[str]) -> list[dict[str, Any]]:
+    store = index.store
+    return store.client.query(collection, filter='id != ""', output_fields=["id", *fields],
+                              limit=16384, consistency_level="Strong")
+
+
+def check_invariants(index: GraphRAGIndex) -> dict[str, int]:
+    """No relation points to a missing passage or entity, no entity is left without a
+    relation, and each passage's stored triplets are exactly the relations linking to it."""
+    store = index.store
+    if store.dim is None:
+        return {"passages": 0, "entities": 0, "relations": 0}
+    passages = {r["id"]: r for r in rows(index, store.passage_collection, ["_node_content"])}
+    entities = {r["id"] for r in rows(index, store.entity_collection, [])}
+    relations = rows(index, store.relation_collection,
+                     ["subject_id", "object_id", "passage_ids"])
+    linked: dict[str, set[str]] = {p: set() for p in passages}
+    for relation in relations:
+        assert relation["passage_ids"], f"relation {relation['id']} has no passage"
+        for passage in relation["passage_ids"]:
+            assert passage in passages, f"relation {relation['id']} links a deleted passage"
+            linked[passage].add(relation["id"])
+        assert {relation["subject_id"], relation["object_id"]} <= entities
+    used = {e for r in relations for e in (r["subject_id"], r["object_id"])}
+    assert entities == used, f"entities without a relation: {sorted(entities - used)}"
+    for passage in store.get_passages(list(passages)):
+        stored = {Triplet(*t).id for t in passage.metadata.get(TRIPLETS_KEY, [])}
+        assert stored == linked[passage.node_id], passage.get_content()
+    return {"passages": len(passages), "entities": len(entities), "relations": len(relations)}
+
+
+# ------------------------------------------------------------------ identity of passages
+
+
+@LITE_ONLY
+def test_identical_text_in_two_tenants_keeps_two_passages(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index([(TextNode(text=HANDBOOK, metadata=tenant(t)), MET)
+                        for t in ("acme", "globex")])
+    assert check_invariants(index) == {"passages": 2, "entities": 2, "relations": 1}
+    for name in ("acme", "globex"):
+        for retriever in (index.as_retriever(filters=only(name)),
+                          index.as_naive_retriever(filters=only(name))):
+            hits = retriever.retrieve("Who did Ada meet?")
+            assert [h.node.metadata["tenant_id"] for h in hits] == [name]
+
+
+@LITE_ONLY
+def test_declared_identity_keys_update_other_metadata_in_place(
+        make_index: Callable[..., GraphRAGIndex], milvus_uri: str,
+        embed_model: HashEmbedding) -> None:
+    index = make_index([(TextNode(text=HANDBOOK, metadata=tenant(t, version=1)), MET)
+                        for t in ("acme", "globex")], passage_identity_keys=["tenant_id"])
+    index.insert_triplets([(TextNode(text=HANDBOOK, metadata=tenant("acme", version=2)), MET)])
+    versions = sorted((p["tenant_id"], p["version"]) for p in rows(
+        index, index.store.passage_collection, ["tenant_id", "version"]))
+    assert versions == [("acme", 2), ("globex", 1)]
+    # with every key in the identity (the default), a new version is a new passage
+    everything = make_index([(TextNode(text=HANDBOOK, metadata=tenant("acme", version=v)), MET)
+                             for v in (1, 2)], collection_prefix="all_keys")
+    assert check_invariants(everything)["passages"] == 2
+    # the rule is recorded: reopening uses it, and another rule is refused
+    assert GraphRAGIndex(uri=milvus_uri, embed_model=embed_model).passage_identity_keys == (
+        "tenant_id",)
+    with pytest.raises(InvalidInputError, match=r"identifies passages by.*tenant_id"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, passage_identity_keys="*")
+    with pytest.raises(InvalidInputError, match="list of metadata key names"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, passage_identity_keys="tenant")
+
+
+# ------------------------------------------------------------------ scoped delete and update
+
+
+@LITE_ONLY
+def test_delete_and_update_can_be_scoped_to_a_tenant(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index([(Document(text=HANDBOOK, doc_id="handbook.md", metadata=tenant(t)),
+                         MET) for t in ("acme", "globex", "initech")])
+    assert check_invariants(index)["passages"] == 3
+    stats = index.delete("handbook.md", filters=only("acme"))
+    assert stats.passages == 1 and stats.relations_deleted == 0
+    left = {p["tenant_id"] for p in rows(index, index.store.passage_collection, ["tenant_id"])}
+    assert left == {"globex", "initech"}
+    assert check_invariants(index)["relations"] == 1
+    with pytest.raises(InvalidInputError, match="MetadataFilters"):
+        index.delete("handbook.md", filters={"tenant_id": "globex"})  # type: ignore[arg-type]
+    # an unscoped delete names the document in every tenant
+    assert index.delete("handbook.md").passages == 2
+    assert check_invariants(index) == {"passages": 0, "entities": 0, "relations": 0}
+
+
+@LITE_ONLY
+def test_scoped_update_replaces_one_tenants_document(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    from tests.fakes import ScriptedLLM
+
+    index = make_index([(Document(text=HANDBOOK, doc_id="handbook.md", metadata=tenant(t)),
+                         MET) for t in ("acme", "globex")])
+    llm = ScriptedLLM(lambda prompt: '{"triplets": [["Ada", "married", "Boris"]]}')
+    index.update(handbook("acme", "Ada married Boris in the spring."), llm=llm,
+                 filters=only("acme"))
+    texts = {(p["tenant_id"], p["text"]) for p in rows(
+        index, index.store.passage_collection, ["tenant_id", "text"])}
+    assert texts == {("globex", HANDBOOK), ("acme", "Ada married Boris in the spring.")}
+    assert check_invariants(index)["relations"] == 2
+
+
+# ------------------------------------------------------------------ no orphans
+
+
+@LITE_ONLY
+def test_relations_of_an_earlier_ingestion_do_not_outlive_the_passage(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    document = Document(text=HANDBOOK, doc_id="doc")
+    index = make_index([(document, MET)])
+    index.insert_triplets([(document, [("Ada", "married", "Boris")])])
+    # the passage now supports only the second relation
+    assert [r["id"] for r in rows(index, index.store.relation_collection, [])] == [
+        Triplet("Ada", "married", "Boris").id]
+    check_invariants(index)
+    index.delete("doc")
+    assert check_invariants(index) == {"passages": 0, "entities": 0, "relations": 0}
+
+
+@LITE_ONLY
+def test_a_passage_twice_in_one_call_keeps_both_triplet_lists(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    document = Document(text=HANDBOOK, doc_id="doc")
+    index = make_index([(document, MET), (document, [("Ada", "married", "Boris")])])
+    assert check_invariants(index) == {"passages": 1, "entities": 2, "relations": 2}
+    index.delete("doc")
+    assert check_invariants(index) == {"passages": 0, "entities": 0, "relations": 0}
+
+
+PEOPLE = ["Ada", "Boris", "Chen", "Dara", "Emil"]
+VERBS = ["met", "married", "taught", "hired"]
+DOCS = ["a.md", "b.md", "c.md"]
+TEXTS = ["Notes from the front desk.", "Minutes of the board.", "The staff newsletter."]
+
+
+def random_operation(rng: random.Random, index: GraphRAGIndex) -> str:
+    """Insert (possibly a passage again, possibly twice in one call), delete (possibly
+    scoped) or update through the public API."""
+
+    def passage() -> tuple[Document, list[tuple[str, str, str]]]:
+        triplets = [(rng.choice(PEOPLE), rng.choice(VERBS), rng.choice(PEOPLE))
+                    for _ in range(rng.randint(0, 3))]
+        return (Document(text=rng.choice(TEXTS), doc_id=rng.choice(DOCS),
+                         metadata=tenant(rng.choice(["acme", "globex"]))), triplets)
+
+    kind = rng.choice(["insert", "insert", "insert", "delete", "scoped delete"])
+    if kind == "insert":
+        batch = [passage() for _ in range(rng.randint(1, 3))]
+        if rng.random() < 0.3:
+            batch.append((batch[0][0], [(rng.choice(PEOPLE), "knew", rng.choice(PEOPLE))]))
+        index.insert_triplets(batch)
+    elif kind == "delete":
+        index.delete(rng.choice(DOCS))
+    else:
+        index.delete(rng.choice(DOCS), filters=only(rng.choice(["acme", "globex"])))
+    return kind
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("seed", range(6))
+def test_no_relation_or_entity_outlives_its_passages_property(
+        make_index: Callable[..., GraphRAGIndex], seed: int) -> None:
+    """Property: after any sequence of inserts, re-inserts and (scoped) deletes, every
+    relation links only existing passages, every entity has a relation, and every passage's
+    stored triplets are exactly the relations that link to it. Seeded sequences of 20
+    operations, checked after each."""
+    rng = random.Random(seed)
+    index = make_index([], collection_prefix=f"seq{seed}")
+    done = []
+    for _ in range(20):
+        done.append(random_operation(rng, index))
+        check_invariants(index)
+    assert "insert" in done and any("delete" in kind for kind in done)
+
+
+# ------------------------------------------------------------------ the embedding model
+
+
+class SaltedHashEmbedding(HashEmbedding):
+    """Another model of the same dimension: the same words land in other buckets."""
+
+    def _vector(self, text: str) -> list[float]:
+        return super()._vector(" ".join(f"salt{w}" for w in text.split()))
+
+
+@LITE_ONLY
+def test_another_model_of_the_same_dimension_is_refused_on_reopen(
+        family_index: GraphRAGIndex, milvus_uri: str, caplog: pytest.LogCaptureFixture
+        ) -> None:
+    with pytest.raises(EmbeddingModelError, match=r"built with HashEmbedding.*"
+                       r"SaltedHashEmbedding.*allow_embed_model_change=True"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=SaltedHashEmbedding(dim=64))
+    # the same vectors under another name (a model loaded from another path) are accepted
+    renamed = HashEmbedding(dim=64, model_name="/models/elsewhere/hash")
+    assert GraphRAGIndex(uri=milvus_uri, embed_model=renamed).as_retriever().retrieve("Euler")
+    # a deliberate switch is recorded: the next reopen with the new model needs no flag
+    with caplog.at_level(logging.WARNING, logger="llama_index_graphrag_milvus.ingestion.identity"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=SaltedHashEmbedding(dim=64),
+                      allow_embed_model_change=True)
+    assert "recording SaltedHashEmbedding" in caplog.text
+    GraphRAGIndex(uri=milvus_uri, embed_model=SaltedHashEmbedding(dim=64))
+    with pytest.raises(EmbeddingModelError, match="built with SaltedHashEmbedding"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64))

@@ -1,0 +1,340 @@
+"""The graph-guided second hop: bridge choice, second queries, interleaving (pure), and the
+retrieval on Milvus (calls made, filters, sync == async, rerank on top)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from llama_index.core.schema import MetadataMode, TextNode
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.index_cache import PASSAGES, PASSAGES_TOO_LARGE
+from llama_index_graphrag_milvus.records import (
+    FOUND_BY_KEY,
+    RELATIONS_KEY,
+    TIMINGS_KEY,
+    RelationHit,
+    Triplet,
+)
+from llama_index_graphrag_milvus.retrieval.bridge import (
+    choose_bridges,
+    content_words,
+    endpoint_names,
+    interleave,
+    is_named,
+    second_query,
+)
+from tests.conftest import FAMILY
+from tests.fakes import ScriptedLLM
+
+# Argument checks do not depend on the backend.
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
+QUESTION = "What did the son of Euler's teacher contribute?"
+EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
+
+
+def hit(subject: str, predicate: str, obj: str, score: float = 0.9) -> RelationHit:
+    t = Triplet(subject, predicate, obj)
+    return RelationHit(t.id, t.text, score, t.subject_id, t.object_id)
+
+
+def texts(hits: list) -> list[str]:
+    return [h.node.get_content() for h in hits]
+
+
+# ---------------------------------------------------------------------- pure steps
+
+
+def test_named_entities_are_recognized_by_their_content_words() -> None:
+    words = content_words("Who published the Journal of Psychotherapy Integration?")
+    assert is_named("Journal of Psychotherapy Integration", words)
+    assert is_named("the journal of psychotherapy integration", words)
+    assert not is_named("American Psychological Association", words)
+    assert is_named("the", words)  # no content word: never a bridge
+
+
+def test_endpoint_names_come_back_from_the_relation_text() -> None:
+    # names that share words with the predicate, and a one-word predicate
+    assert endpoint_names(hit("New York", "New", "York Times")) == ("New York", "York Times")
+    assert endpoint_names(hit("A B", "is", "C")) == ("A B", "C")
+    # a relation written by another tool (text that does not hash to its ids)
+    foreign = RelationHit("r", "some free text", 0.5, "x" * 32, "y" * 32)
+    assert endpoint_names(foreign) is None
+
+
+def test_bridges_are_the_endpoints_the_question_does_not_name() -> None:
+    hits = [hit("Leonhard Euler", "was a student of", "Johann Bernoulli"),  # one named
+            hit("Euler", "was born in", "Euler"),  # both named: no bridge
+            hit("Daniel Bernoulli", "studied", "fluid dynamics"),  # neither: both
+            hit("Johann Bernoulli", "taught", "Leonhard Euler")]  # the same bridge again
+    bridges = choose_bridges(QUESTION, hits, limit=5)
+    assert [b.name for b in bridges] == ["Johann Bernoulli", "Daniel Bernoulli",
+                                         "fluid dynamics"]
+    assert [b.named for b in bridges] == ["Leonhard Euler", None, None]
+    assert [b.name for b in choose_bridges(QUESTION, hits, limit=1)] == ["Johann Bernoulli"]
+    assert choose_bridges(QUESTION, [], limit=3) == []
+
+
+def test_the_graph_puts_bridges_that_lead_elsewhere_first() -> None:
+    """"the Basel chair" is named in the Euler passage only: it cannot lead to a second hop."""
+    rows = [{"id": Triplet(*t).id, "subject_id": Triplet(*t).subject_id,
+             "object_id": Triplet(*t).object_id, "passage_ids": [p], "embedding": [1.0, 0.0]}
+            for p, t in [("p_euler", ("the Basel chair", "was held by", "Leonhard Euler")),
+                         ("p_euler", ("Leonhard Euler", "was a student of", "Johann Bernoulli")),
+                         ("p_daniel", ("Daniel Bernoulli", "was the son of", "Johann Bernoulli"))]]
+    graph = EntityRelationGraph.from_rows([rows], dim=2)
+    hits = [hit("the Basel chair", "was held by", "Leonhard Euler", 0.95),
+            hit("Leonhard Euler", "was a student of", "Johann Bernoulli", 0.9)]
+    question = "Who is the son of Leonhard Euler's teacher?"
+    assert [b.name for b in choose_bridges(question, hits, 3)] == ["the Basel chair",
+                                                                    "Johann Bernoulli"]
+    assert [b.name for b in choose_bridges(question, hits, 3, graph)] == [
+        "Johann Bernoulli", "the Basel chair"]
+    assert [b.name for b in choose_bridges(question, hits, 1, graph)] == ["Johann Bernoulli"]
+
+
+def test_second_queries_substitute_the_resolved_entity_or_append() -> None:
+    [bridge] = choose_bridges(QUESTION, [hit("Leonhard Euler", "was a student of",
+                                             "Johann Bernoulli")], 3)
+    assert second_query(QUESTION, bridge) == "What did the son of 's teacher contribute? " \
+                                             "Johann Bernoulli"
+    assert second_query(QUESTION, bridge, "append") == f"{QUESTION} Johann Bernoulli"
+    # the question names neither endpoint: both are bridges, the question stays whole
+    question = "Who explained the lift of wings?"
+    unresolved = choose_bridges(question, [hit("Daniel Bernoulli", "studied",
+                                               "fluid dynamics")], 3)
+    assert [second_query(question, b) for b in unresolved] == [
+        f"{question} Daniel Bernoulli", f"{question} fluid dynamics"]
+
+
+def test_interleave_takes_each_lists_next_passage_in_turn() -> None:
+    a, b, c, d = (TextNode(id_=i, text=i) for i in "abcd")
+    lists = [[(a, 0.9), (b, 0.8), (d, 0.1)], [(a, 0.7), (c, 0.6)], []]
+    ranked = interleave(lists, 10)
+    assert [(r.node.node_id, r.source, r.round) for r in ranked] == [
+        ("a", 0, 0), ("b", 0, 1), ("c", 1, 1), ("d", 0, 2)]
+    assert [r.node.node_id for r in interleave(lists, 2)] == ["a", "b"]
+    assert interleave([], 5) == [] and interleave([[], []], 5) == []
+
+
+# ---------------------------------------------------------------------- on Milvus
+
+
+class CallSpy:
+    """Counts Milvus search and read calls per collection (Milvus still answers)."""
+
+    def __init__(self, index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, str, int]] = []
+        client = index.store.client
+        for name in ("search", "get", "query"):
+            original = getattr(client, name)
+
+            def spy(*args: Any, _name: str = name, _original: Callable[..., Any] = original,
+                    **kwargs: Any) -> Any:
+                self.calls.append((_name, kwargs.get("collection_name", ""),
+                                   len(kwargs.get("data") or ())))
+                return _original(*args, **kwargs)
+
+            monkeypatch.setattr(client, name, spy)
+
+
+@pytest.mark.parametrize(("relation_search", "first_calls"), [
+    ("auto", []),  # ranked in memory, texts included: the passage search alone
+    ("milvus", [("search", "graphrag_relations", 1)]),
+])
+@LITE_ONLY  # counts the calls the plan makes
+def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
+        first_calls: list[tuple[str, str, int]]) -> None:
+    family_index.graph  # noqa: B018 (loaded: the spy counts query-time calls only)
+    spy = CallSpy(family_index, monkeypatch)
+    retriever = family_index.as_retriever(max_bridges=2, relation_search=relation_search,
+                                          passage_search="milvus")
+    hits = retriever.retrieve(QUESTION)
+    searches = [(name, collection, n) for name, collection, n in spy.calls]
+    assert searches[:-1] == first_calls
+    assert searches[-1][:2] == ("search", "graphrag_passages")
+    assert 2 <= searches[-1][2] <= 3  # the question and one or two bridges, one call
+    assert DANIEL in texts(hits)[:2]
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    found = [h.node.metadata[FOUND_BY_KEY] for h in hits]
+    assert found[0]["query"] == "question"
+    assert any(f["query"] == "bridge" and f["bridge"] for f in found)
+    assert retriever.describe()["passage_scoring"] == "bridge"
+    assert all(TIMINGS_KEY in h.node.metadata for h in hits)
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("method", [{"passage_scoring": "bridge"},
+                                    {"passage_scoring": "passage"}, {"passage_scoring": "ppr"},
+                                    {"passage_scoring": "pcst"}])
+def test_with_the_seeds_in_memory_a_query_makes_one_milvus_call(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch,
+        method: dict[str, Any]) -> None:
+    retriever = family_index.as_retriever(**method, similarity_top_k=3)
+    warm = texts(retriever.retrieve(QUESTION))  # loads the graph, entity and passage tables
+    spy = CallSpy(family_index, monkeypatch)
+    assert texts(retriever.retrieve(QUESTION)) == warm
+    calls = [(name, collection) for name, collection, _ in spy.calls]
+    # passages ranked in memory, the chosen ones read by primary key
+    assert calls == [("query", "graphrag_passages")]
+
+
+def test_every_method_gives_relations_the_reranker_can_use(
+        family_index: GraphRAGIndex) -> None:
+    for scoring in ("bridge", "ppr", "passage"):
+        hits = family_index.as_retriever(passage_scoring=scoring).retrieve(QUESTION)
+        assert hits, scoring
+        with_relations = [h for h in hits if h.node.metadata[RELATIONS_KEY]]
+        assert with_relations, scoring
+        for h in with_relations:
+            assert {"id", "text", "score", "hop"} <= set(h.node.metadata[RELATIONS_KEY][0])
+            assert h.node.metadata[RELATIONS_KEY][0]["text"]
+        llm_text = hits[0].node.get_content(metadata_mode=MetadataMode.LLM)
+        embed_text = hits[0].node.get_content(metadata_mode=MetadataMode.EMBED)
+        for key in (RELATIONS_KEY, FOUND_BY_KEY, TIMINGS_KEY):
+            assert key not in llm_text and key not in embed_text
+
+
+def test_rerank_on_top_of_the_bridge_hop(family_index: GraphRAGIndex) -> None:
+    hits = family_index.as_retriever().retrieve(QUESTION)
+    son = next(r for h in hits for r in h.node.metadata[RELATIONS_KEY]
+               if "son of" in r["text"])
+    number = {}
+    llm = ScriptedLLM(lambda prompt: json.dumps({"useful_relations": [number["son"]]}))
+
+    def answer(prompt: str) -> str:
+        for line in prompt.splitlines():
+            if son["text"] in line and line.split(".")[0].strip().isdigit():
+                number["son"] = int(line.split(".")[0])
+        return json.dumps({"thought": "the son", "useful_relations": [number.get("son", 1)]})
+
+    llm = ScriptedLLM(answer)
+    reranked = GraphRelationRerank(llm=llm, top_n=1).postprocess_nodes(hits,
+                                                                       query_str=QUESTION)
+    assert texts(reranked) == [DANIEL]
+
+
+@pytest.mark.parametrize("scoring", ["bridge", "ppr", "passage", "relation"])
+def test_sync_and_async_give_the_same_answers(family_index: GraphRAGIndex,
+                                              scoring: str) -> None:
+    retriever = family_index.as_retriever(passage_scoring=scoring, hops=2)
+    sync = retriever.retrieve(QUESTION)
+    async_ = asyncio.run(retriever.aretrieve(QUESTION))
+    assert texts(sync) == texts(async_)
+    assert [h.score for h in sync] == pytest.approx([h.score for h in async_])
+    assert [h.node.metadata[RELATIONS_KEY] for h in sync] == [
+        h.node.metadata[RELATIONS_KEY] for h in async_]
+
+
+@pytest.mark.parametrize("scoring", ["bridge", "ppr"])
+def test_filters_hold_on_every_search_of_the_new_methods(
+        make_index: Callable[..., GraphRAGIndex], scoring: str) -> None:
+    data = [(TextNode(text=text, metadata={"tenant_id": tenant}), triplets)
+            for tenant, rows in (("acme", FAMILY[:2]), ("globex", FAMILY[2:]))
+            for text, triplets in rows]
+    index = make_index(data)
+    only = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value="acme")])
+    hits = index.as_retriever(passage_scoring=scoring, filters=only).retrieve(QUESTION)
+    assert hits and {h.node.metadata["tenant_id"] for h in hits} == {"acme"}
+
+
+@LITE_ONLY  # the fallback is the methods' logic; the server adds nothing but time
+def test_a_graph_without_relations_still_answers_by_similarity(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index([(text, []) for text, _ in FAMILY])
+    for scoring in ("bridge", "ppr"):
+        hits = index.as_retriever(passage_scoring=scoring, similarity_top_k=2).retrieve(
+            "fluid dynamics wings")
+        assert texts(hits)[0] == FLUID, scoring
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"max_bridges": 0}, "max_bridges must be an integer >= 1"),
+    ({"max_bridges": "3"}, "max_bridges must be an integer >= 1"),
+    ({"bridge_query": "replace"}, "bridge_query must be one of substitute, append"),
+    ({"passage_scoring": "pagerank"}, "passage_scoring must be one of bridge, ppr"),
+    ({"ppr_damping": 1.0}, r"damping must be a finite number in \[0, 1\)"),
+    ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be a finite number in"),
+    ({"similarity_top_k": True}, "similarity_top_k must be an integer >= 1"),
+])
+@LITE_ONLY
+def test_bad_method_arguments_are_refused(family_index: GraphRAGIndex,
+                                          kwargs: dict[str, Any], message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        family_index.as_retriever(**kwargs)
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("scoring", ["bridge", "passage", "pcst", "ppr"])
+def test_passages_ranked_in_memory_equal_the_milvus_search(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, scoring: str) -> None:
+    def results(passage_search: str) -> list[tuple[str, float]]:
+        retriever = family_index.as_retriever(passage_scoring=scoring, similarity_top_k=3,
+                                              passage_search=passage_search)
+        found = [[(h.node.get_content(), round(h.score or 0.0, 4)) for h in hits]
+                 for hits in (retriever.retrieve(QUESTION),
+                              asyncio.run(retriever.aretrieve(QUESTION)))]
+        assert found[0] == found[1]
+        return found[0]
+
+    milvus = results("milvus")
+    memory = results("memory")  # loads the passage table
+    assert memory == milvus
+    spy = CallSpy(family_index, monkeypatch)
+    assert results("auto") == milvus
+    # the ranked passages are read by primary key (a query), twice: sync and async runs,
+    # the async one on its own client, so the sync spy sees one call
+    assert [(name, collection) for name, collection, _ in spy.calls] == [
+        ("query", "graphrag_passages")]
+    table = family_index.passage_table()
+    assert table is not None and len(table) == 4 and table.nbytes == 4 * (16 + 4 * 64)
+
+
+@LITE_ONLY
+def test_passage_search_in_memory_leaves_filters_to_milvus(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    passages = [(TextNode(text=text, metadata={"tenant": tenant}), triplets)
+                for tenant in ("a", "b") for text, triplets in FAMILY]
+    index = make_index(passages)
+    tenant_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    retriever = index.as_retriever(passage_search="memory", filters=tenant_a)
+    spy = CallSpy(index, monkeypatch)
+    hits = retriever.retrieve(QUESTION)
+    assert hits and {h.node.metadata["tenant"] for h in hits} == {"a"}
+    assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
+    assert index._cache.peek(PASSAGES) is None  # never read: the filter needs Milvus
+    with pytest.raises(InvalidInputError, match="passage_search must be one of auto"):
+        index.as_retriever(passage_search="gpu")
+
+
+@LITE_ONLY
+def test_the_passage_table_follows_writes_and_stays_out_above_its_budget(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    index = make_index()
+    retriever = index.as_retriever(passage_search="auto")
+    retriever.retrieve(QUESTION)
+    table = index.passage_table()
+    assert table is not None and len(table) == 4
+    index.insert_triplets([("Leibniz corresponded with Johann Bernoulli.",
+                            [("Gottfried Leibniz", "corresponded with", "Johann Bernoulli")])])
+    hits = index.as_retriever(passage_scoring="passage", passage_search="auto").retrieve(
+        "Leibniz corresponded with Johann Bernoulli.")
+    assert "Leibniz corresponded with Johann Bernoulli." in texts(hits)
+    assert len(index.passage_table() or ()) == 5  # read again after the write
+    index.refresh()
+    retriever = index.as_retriever(passage_search="auto",
+                                   memory_search_max_floats=5 * 64 - 1)  # 5 passages, 64 dim
+    spy = CallSpy(index, monkeypatch)
+    retriever.retrieve(QUESTION)
+    assert index._cache.peek(PASSAGES) is None  # one count decided it
+    assert index._cache.peek(PASSAGES_TOO_LARGE)
+    assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]

@@ -1,0 +1,210 @@
+"""One filter language for the graph and the naive retriever (issue 11, item 5).
+
+Every operator and condition over the same awkward values (quotes, backslashes, line breaks,
+tabs, non-ASCII): the graph retriever (two scorings) and the naive retriever must return the
+same passages, and those must be the ones Python picks from the metadata with core's
+semantics (``build_metadata_filter_fn``: ``NOT`` keeps what matches none of its filters).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores import (
+    FilterCondition,
+    FilterOperator,
+    MetadataFilter,
+    MetadataFilters,
+)
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn
+
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.milvus.filters import quote, to_milvus_expression
+
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
+TENANTS = ["acme", "o'brien", 'say "hi"', "back\\slash\\", "line\nbreak", "cr\rlf\r\n",
+           "tab\tx", "café", "中文", "😀", "\\n not a break", "ctrl\x07\x1b\x7f", ""]
+"""One passage per tenant, each with its own ``year``."""
+QUESTION = "Who was the son of Euler's teacher?"
+OP = FilterOperator
+BACKSLASH_AND_QUOTES = ["back\\slash\\", 'say "hi"', "o'brien"]
+
+
+def metadata(position: int, tenant: str) -> dict[str, Any]:
+    return {"tenant_id": tenant, "year": 1990 + 3 * position}
+
+
+def parity_data() -> list[tuple[TextNode, list[tuple[str, str, str]]]]:
+    # the same facts for every passage: the graph reaches each of them
+    return [(TextNode(text=f"Passage {i}: Daniel Bernoulli was the son of Johann Bernoulli.",
+                      metadata=metadata(i, tenant)),
+             [("Daniel Bernoulli", "was the son of", "Johann Bernoulli")])
+            for i, tenant in enumerate(TENANTS)]
+
+
+def where(key: str, operator: FilterOperator, value: Any) -> MetadataFilter:
+    return MetadataFilter(key=key, operator=operator, value=value)
+
+
+def group(condition: str, *filters: MetadataFilter | MetadataFilters) -> MetadataFilters:
+    return MetadataFilters(filters=list(filters), condition=FilterCondition(condition))
+
+
+def cases() -> Iterator[tuple[str, MetadataFilters]]:
+    for tenant in TENANTS:
+        for operator in (OP.EQ, OP.NE):
+            yield f"{operator.value} {tenant!r}", group("and", where("tenant_id", operator, tenant))
+        yield f"in [{tenant!r}, 'acme']", group("and", where("tenant_id", OP.IN, [tenant, "acme"]))
+        yield f"nin [{tenant!r}]", group("and", where("tenant_id", OP.NIN, [tenant]))
+        # the case the vector store's own translation inverted
+        yield f"not == {tenant!r}", group("not", where("tenant_id", OP.EQ, tenant))
+    for pivot in ("back\\slash\\", "café", "o'brien", "tab\tx", "😀", "", "中文"):
+        for operator in (OP.GT, OP.GTE, OP.LT, OP.LTE):
+            yield f"{operator.value} {pivot!r}", group("and", where("tenant_id", operator, pivot))
+    for bound in (1990, 2001, 1999.5, 2050):
+        for operator in (OP.EQ, OP.NE, OP.GT, OP.GTE, OP.LT, OP.LTE):
+            yield f"year {operator.value} {bound}", group("and", where("year", operator, bound))
+    yield "year in", group("and", where("year", OP.IN, [1990, 1999, 2026]))
+    yield "year nin", group("and", where("year", OP.NIN, [1990, 1999, 2026]))
+    yield "in backslash/quotes", group("and", where("tenant_id", OP.IN, BACKSLASH_AND_QUOTES))
+    yield "nin backslash/quotes", group("and", where("tenant_id", OP.NIN, BACKSLASH_AND_QUOTES))
+    yield "in []", group("and", where("tenant_id", OP.IN, []))
+    yield "nin []", group("and", where("tenant_id", OP.NIN, []))
+    yield "in unknown", group("and", where("tenant_id", OP.IN, ["nobody", "line", "back"]))
+    yield "and", group("and", where("tenant_id", OP.NE, "acme"), where("year", OP.LT, 2005))
+    yield "or", group("or", where("tenant_id", OP.EQ, "line\nbreak"),
+                      where("tenant_id", OP.EQ, 'say "hi"'), where("year", OP.GTE, 2020))
+    yield "not of two", group("not", where("tenant_id", OP.IN, BACKSLASH_AND_QUOTES),
+                              where("year", OP.GT, 2014))
+    yield "nested", group(
+        "or",
+        group("and", where("tenant_id", OP.GTE, "c"), where("year", OP.NE, 1999)),
+        group("not", where("tenant_id", OP.NIN, ["中文", "😀", "cr\rlf\r\n"]),
+              group("or", where("year", OP.LTE, 1996), where("year", OP.GT, 2020))),
+    )
+    yield "nested not", group("not", group("and", where("tenant_id", OP.NE, "tab\tx"),
+                                           where("year", OP.LT, 2011)))
+
+
+def matches(meta: dict[str, Any], filters: MetadataFilters | MetadataFilter) -> bool:
+    """Core's semantics, nested filters included."""
+    if isinstance(filters, MetadataFilter):
+        return build_metadata_filter_fn(lambda _: meta, MetadataFilters(filters=[filters]))("")
+    results = [matches(meta, f) for f in filters.filters]
+    if filters.condition == FilterCondition.OR:
+        return any(results)
+    if filters.condition == FilterCondition.NOT:
+        return not any(results)
+    return all(results)
+
+
+def _core_has_not() -> bool:
+    """Whether this llama-index-core's filter function knows NOT (0.14.0 does not)."""
+    try:
+        build_metadata_filter_fn(lambda _: {"k": 1}, MetadataFilters(
+            filters=[MetadataFilter(key="k", value=1)], condition=FilterCondition.NOT))("")
+    except ValueError:
+        return False
+    return True
+
+
+CORE_HAS_NOT = _core_has_not()
+
+
+def ids(hits: list) -> set[str]:
+    return {hit.node.node_id for hit in hits}
+
+
+def mismatches(name: str, filters: MetadataFilters, expected: set[str],
+               got: dict[str, set[str]], stored: dict[str, dict[str, Any]]) -> list[str]:
+    def tenants(node_ids: set[str]) -> list[str]:
+        return sorted(stored[i]["tenant_id"] for i in node_ids)
+
+    return [f"{name}: {retriever} kept {tenants(found)}, expected {tenants(expected)}\n"
+            f"  expression: {to_milvus_expression(filters)}"
+            for retriever, found in got.items() if found != expected]
+
+
+@LITE_ONLY
+def test_graph_and_naive_retrievers_keep_the_same_passages(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index(parity_data())
+    everything = index.as_naive_retriever(similarity_top_k=50).retrieve(QUESTION)
+    assert len(everything) == len(TENANTS)
+    stored = {hit.node.node_id: hit.node.metadata for hit in everything}
+    # metadata round-trips exactly, awkward strings included
+    assert sorted(m["tenant_id"] for m in stored.values()) == sorted(TENANTS)
+    for position, tenant in enumerate(TENANTS):
+        assert metadata(position, tenant).items() <= next(
+            m for m in stored.values() if m["tenant_id"] == tenant).items()
+
+    failures, async_cases, partial = [], [], 0
+    for name, filters in cases():
+        expected = {node_id for node_id, meta in stored.items() if matches(meta, filters)}
+        partial += 0 < len(expected) < len(stored)
+        if all(isinstance(f, MetadataFilter) for f in filters.filters) and (
+                CORE_HAS_NOT or filters.condition != FilterCondition.NOT):  # core agrees
+            keep = build_metadata_filter_fn(stored.__getitem__, filters)
+            assert expected == {node_id for node_id in stored if keep(node_id)}, name
+        got = {
+            "graph passage": ids(index.as_retriever(filters=filters, similarity_top_k=50,
+                                                    passage_scoring="passage")
+                                 .retrieve(QUESTION)),
+            "graph default": ids(index.as_retriever(filters=filters, similarity_top_k=50)
+                                 .retrieve(QUESTION)),
+            "naive": ids(index.as_naive_retriever(similarity_top_k=50, filters=filters)
+                         .retrieve(QUESTION)),
+        }
+        if name.startswith(("not", "in backslash", "nin backslash", "nested")):
+            async_cases.append((name, filters, expected))
+        failures += mismatches(name, filters, expected, got, stored)
+
+    async def retrieve_async() -> None:
+        # one event loop: MilvusVectorStore keeps the async client of the first one it saw
+        for name, filters, expected in async_cases:
+            naive = index.as_naive_retriever(similarity_top_k=50, filters=filters)
+            graph = index.as_retriever(filters=filters, similarity_top_k=50)
+            got = {"naive async": ids(await naive.aretrieve(QUESTION)),
+                   "graph async": ids(await graph.aretrieve(QUESTION))}
+            failures.extend(mismatches(name, filters, expected, got, stored))
+
+    asyncio.run(retrieve_async())
+    assert len(async_cases) > len(TENANTS)
+    assert partial > 80  # most cases keep some passages and drop others: nothing is vacuous
+    assert not failures, "\n".join(failures)
+
+
+@LITE_ONLY
+def test_naive_filters_cannot_be_silently_overridden(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index(parity_data()[:2])
+    only_acme = group("and", where("tenant_id", OP.EQ, "acme"))
+    for kwargs in ({"node_ids": ["x"]}, {"doc_ids": ["x"]},
+                   {"vector_store_kwargs": {"string_expr": "year > 0"}}):
+        with pytest.raises(InvalidInputError, match="cannot be combined"):
+            index.as_naive_retriever(filters=only_acme, **kwargs)
+    # other vector store kwargs still reach the store, next to the filter
+    naive = index.as_naive_retriever(similarity_top_k=50, filters=only_acme,
+                                     vector_store_kwargs={"milvus_search_config": {}})
+    assert [hit.node.metadata["tenant_id"] for hit in naive.retrieve(QUESTION)] == ["acme"]
+
+
+def test_quote_escapes_what_milvus_reads_as_escapes() -> None:
+    assert quote("a\nb\rc\td\\e\"f'g") == '"a\\nb\\rc\td\\\\e\\"f\'g"'
+    assert quote("中文😀") == '"中文😀"'
+
+
+@pytest.mark.parametrize("filters, match", [
+    (group("and", where("tenant_id", OP.EQ, "bad \ud800")), "UTF-8 cannot encode"),
+    (group("and", where("tenant_id", OP.IN, ["ok", "\udcff"])), "UTF-8 cannot encode"),
+    (group("and", where("year", OP.GT, float("nan"))), "not a finite number"),
+    (group("and", where("year", OP.LT, float("inf"))), "not a finite number"),
+])
+def test_values_milvus_cannot_match_are_refused(filters: MetadataFilters, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        to_milvus_expression(filters)

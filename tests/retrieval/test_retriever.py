@@ -1,0 +1,487 @@
+"""GraphRAGRetriever on Milvus (Lite, server), k-hop method: NER, batched entity search, hops,
+sync == async. The default method (the second hop) is tested in test_bridge.py."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import threading
+from collections.abc import Callable
+from typing import Any
+
+import numpy as np
+import pytest
+from llama_index.core import Settings
+from llama_index.core.retrievers import QueryFusionRetriever
+from llama_index.core.schema import (
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
+
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
+from llama_index_graphrag_milvus.records import (
+    FOUND_BY_KEY,
+    RELATIONS_KEY,
+    Triplet,
+    passage_id,
+)
+from tests.conftest import FAMILY
+from tests.fakes import ScriptedLLM
+
+# Parsing, argument checks and fallbacks do not depend on the backend: Lite only.
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+
+QUESTION = "What did the son of Euler's teacher contribute?"
+EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
+
+
+def khop(index: GraphRAGIndex, **kwargs: Any) -> GraphRAGRetriever:
+    """The k-hop method (these tests pin it; the default is the second hop)."""
+    return index.as_retriever(passage_scoring="passage", **kwargs)
+
+
+def texts(hits: list) -> list[str]:
+    return [h.node.get_content() for h in hits]
+
+
+class SearchSpy:
+    """Counts Milvus search calls per collection on the real client (Milvus still answers)."""
+
+    def __init__(self, index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+        self.calls: list[tuple[str, int]] = []
+        original = index.store.client.search
+
+        def search(collection_name: str, data: list, **kwargs: Any) -> Any:
+            self.calls.append((collection_name, len(data)))
+            return original(collection_name=collection_name, data=data, **kwargs)
+
+        monkeypatch.setattr(index.store.client, "search", search)
+
+
+def ner(names: list[str]) -> ScriptedLLM:
+    return ScriptedLLM(lambda prompt: json.dumps({"named_entities": names}))
+
+
+@LITE_ONLY  # which collections a query searches does not depend on the backend
+@pytest.mark.parametrize(("relation_search", "entity_search", "searches"), [
+    # entity search, relation search, then the pool's passages ranked by a filtered search
+    ("milvus", "milvus",
+     [("graphrag_entities", 1), ("graphrag_relations", 1), ("graphrag_passages", 1)]),
+    # the relations ranked in memory (the graph holds their vectors): no relation search
+    ("auto", "milvus", [("graphrag_entities", 1), ("graphrag_passages", 1)]),
+    # and the entities too (the index's entity table): the passage search alone
+    ("auto", "auto", [("graphrag_passages", 1)]),
+])
+def test_without_llm_the_query_vector_searches_entities(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, relation_search: str,
+        entity_search: str, searches: list[tuple[str, int]]) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    hits = khop(family_index, hops=1, relation_search=relation_search,
+                entity_search=entity_search, passage_search="milvus").retrieve(QUESTION)
+    assert spy.calls == searches
+    assert DANIEL in texts(hits)
+    for hit in hits:
+        relations = hit.node.metadata[RELATIONS_KEY]
+        assert relations and {"id", "text", "score", "hop"} <= set(relations[0])
+    # default passage scoring: a passage's score is its own cosine similarity to the query
+    query = np.asarray(family_index.embed_model.get_query_embedding(QUESTION))
+    for hit in hits:
+        passage = np.asarray(family_index.embed_model.get_text_embedding(
+            hit.node.get_content(metadata_mode=MetadataMode.EMBED)))
+        assert hit.score == pytest.approx(float(query @ passage), abs=1e-4)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+
+
+@LITE_ONLY  # ranking logic
+def test_relation_scoring_orders_passages_by_their_best_relation(
+        family_index: GraphRAGIndex) -> None:
+    hits = family_index.as_retriever(passage_scoring="relation").retrieve(QUESTION)
+    assert hits
+    for hit in hits:
+        assert hit.score == pytest.approx(hit.node.metadata[RELATIONS_KEY][0]["score"],
+                                          abs=1e-5)
+    scores = [h.score for h in hits]
+    assert scores == sorted(scores, reverse=True)
+    with pytest.raises(InvalidInputError, match="passage_scoring must be"):
+        family_index.as_retriever(passage_scoring="bm25")
+
+
+def test_relations_metadata_is_kept_out_of_llm_and_embedding_text(
+        family_index: GraphRAGIndex) -> None:
+    hit = khop(family_index).retrieve(QUESTION)[0]
+    for mode in (MetadataMode.LLM, MetadataMode.EMBED):
+        content = hit.node.get_content(metadata_mode=mode)
+        assert "graphrag_relations" not in content and "graphrag_triplets" not in content
+    assert "graphrag_relations" in hit.node.get_content(metadata_mode=MetadataMode.ALL)
+
+
+@LITE_ONLY  # counts the calls the plan makes
+def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
+                                                    monkeypatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    llm = ner(["Euler", "Johann Bernoulli", "Basel"])
+    retriever = khop(family_index, llm=llm, entity_top_k=1, entity_search="milvus",
+                     relation_similarity_threshold=1.01)
+    hits = retriever.retrieve(QUESTION)
+    assert ("graphrag_entities", 3) in spy.calls
+    assert sum(1 for c, _ in spy.calls if c == "graphrag_entities") == 1
+    assert QUESTION in llm.prompts[0]
+    assert EULER in texts(hits)
+
+
+@LITE_ONLY  # expansion logic
+def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
+    # relation seeds off: only the NER entity 'Leonhard Euler' seeds the expansion
+    common: dict[str, Any] = {"llm": ner(["Leonhard Euler"]), "entity_top_k": 1,
+                              "relation_similarity_threshold": 1.01}
+    zero = texts(khop(family_index, hops=0, **common).retrieve(QUESTION))
+    one = texts(khop(family_index, hops=1, **common).retrieve(QUESTION))
+    two = khop(family_index, hops=2, **common).retrieve(QUESTION)
+    three = texts(khop(family_index, hops=3, **common).retrieve(QUESTION))
+    assert zero == [EULER]
+    assert set(one) == {EULER, DANIEL, JAKOB}
+    assert set(texts(two)) == {EULER, DANIEL, JAKOB}
+    daniel_relations = {r["text"]: r["hop"] for h in two if h.node.get_content() == DANIEL
+                        for r in h.node.metadata[RELATIONS_KEY]}
+    assert daniel_relations == {"Daniel Bernoulli was the son of Johann Bernoulli": 1,
+                                "Daniel Bernoulli made contributions to fluid dynamics": 2}
+    assert set(three) == {EULER, DANIEL, JAKOB, FLUID}
+    reached = [h for h in khop(family_index, hops=1, **common).retrieve(QUESTION)
+               if h.node.get_content() != EULER]
+    assert all(r["hop"] == 1 for h in reached for r in h.node.metadata[RELATIONS_KEY])
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("answer", [
+    "Sorry, I cannot help with that.",
+    '{"entities": ["Euler"]}',
+    '{"named_entities": "Euler"',
+    RuntimeError("rate limited"),
+])
+def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex, caplog,
+                                                     answer: object) -> None:
+    expected = texts(khop(family_index).retrieve(QUESTION))
+    with caplog.at_level(logging.WARNING):
+        hits = khop(family_index, llm=ScriptedLLM([answer])).retrieve(QUESTION)
+    assert texts(hits) == expected
+    assert "searching entities with the query vector" in caplog.text
+
+
+@LITE_ONLY
+def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkeypatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    llm = ScriptedLLM(['```json\n{"named_entities": ["Euler", "Euler", "Basel"]}\n``` ok'])
+    khop(family_index, llm=llm, entity_search="milvus").retrieve(QUESTION)
+    assert ("graphrag_entities", 2) in spy.calls
+
+
+@LITE_ONLY
+def test_retriever_never_reaches_for_settings_llm(family_index: GraphRAGIndex,
+                                                  monkeypatch) -> None:
+    trap = ScriptedLLM(lambda prompt: pytest.fail("Settings.llm was called"))
+    monkeypatch.setattr(Settings, "_llm", trap)
+    assert khop(family_index).retrieve(QUESTION)
+    assert trap.prompts == []
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("scoring", ["passage", "relation", "ppr", "bridge"])
+def test_seeds_that_reach_nothing_fall_back_to_the_passages_own_similarity(
+        family_index: GraphRAGIndex, scoring: str) -> None:
+    """Thresholds that drop every seed: never an empty answer while passages match."""
+    strict = family_index.as_retriever(entity_similarity_threshold=1.01,
+                                       relation_similarity_threshold=1.01,
+                                       passage_scoring=scoring, similarity_top_k=3)
+    naive = family_index.as_naive_retriever(similarity_top_k=3).retrieve(QUESTION)
+    hits = strict.retrieve(QUESTION)
+    assert texts(hits) == texts(naive)
+    if scoring != "ppr":  # PageRank keeps its own (mass) scores
+        assert [h.score for h in hits] == pytest.approx(
+            [h.score for h in naive] if scoring != "bridge" else [1.0, 0.5, 1 / 3], abs=1e-5)
+    assert all(h.node.metadata[FOUND_BY_KEY]["query"] != "bridge" for h in hits)
+
+
+def test_thresholds_drop_weak_hits(family_index: GraphRAGIndex) -> None:
+    """With ``hops=0`` the pool is the seeds' relations: a threshold between the best seed
+    and the next drops the next, and a threshold above every hit leaves no seed at all."""
+    def pool(**thresholds: float) -> tuple[list[NodeWithScore], dict[str, float]]:
+        hits = khop(family_index, hops=0, **thresholds).retrieve(QUESTION)
+        return hits, {r["text"]: r["score"] for h in hits for r in h.node.metadata[RELATIONS_KEY]}
+
+    nothing = 1.01  # above any cosine similarity
+    # relation seeds alone (no entity hit passes 1.01): the relations most similar to the query
+    _, loose = pool(entity_similarity_threshold=nothing, relation_similarity_threshold=-1.0)
+    best, second = sorted(loose.values(), reverse=True)[:2]
+    assert len(loose) == 3 and best > second
+    _, strict = pool(entity_similarity_threshold=nothing,
+                     relation_similarity_threshold=(best + second) / 2)
+    assert list(strict.values()) == [best]  # the weaker relation hits were dropped
+    # entity seeds alone: the relations of the entities similar to the query
+    _, by_entities = pool(entity_similarity_threshold=-1.0, relation_similarity_threshold=nothing)
+    assert set(loose) < set(by_entities)
+    # neither: no seed passes, the passages come by their own similarity
+    hits, _ = pool(entity_similarity_threshold=nothing, relation_similarity_threshold=nothing)
+    assert hits and {h.node.metadata[FOUND_BY_KEY]["query"] for h in hits} == {
+        "question (the seeds reach nothing)"}
+
+
+def test_similarity_top_k_and_pool_size(family_index: GraphRAGIndex) -> None:
+    assert len(khop(family_index, hops=2, similarity_top_k=2).retrieve(QUESTION)) == 2
+    hits = khop(family_index, hops=2, max_candidate_relations=1).retrieve(QUESTION)
+    assert len(hits) == 1 and len(hits[0].node.metadata[RELATIONS_KEY]) == 1
+
+
+def test_query_bundle_embedding_is_used(family_index: GraphRAGIndex) -> None:
+    vector = family_index.embed_model.get_query_embedding("Daniel Bernoulli son")
+    bundle = QueryBundle(query_str="anything at all", embedding=vector)
+    by_vector = texts(khop(family_index).retrieve(bundle))
+    by_text = texts(khop(family_index).retrieve("Daniel Bernoulli son"))
+    assert by_vector == by_text
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("query", ["", "   \n\t"])
+def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
+    with pytest.raises(InvalidInputError, match="empty or whitespace"):
+        khop(family_index).retrieve(query)
+    with pytest.raises(InvalidInputError, match="empty or whitespace"):
+        asyncio.run(khop(family_index).aretrieve(query))
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("kwargs, match", [
+    ({"hops": -1}, "hops must be an integer >= 0"),
+    ({"entity_top_k": 0}, "entity_top_k must be an integer"),
+    ({"similarity_top_k": "5"}, "similarity_top_k must be an integer >= 1"),
+    ({"max_candidate_relations": 0}, "max_candidate_relations must be an integer >= 1"),
+])
+def test_bad_retriever_arguments(family_index: GraphRAGIndex, kwargs: dict, match: str) -> None:
+    with pytest.raises(InvalidInputError, match=match):
+        khop(family_index, **kwargs)
+
+
+@pytest.mark.parametrize("kwargs", [{}, {"hops": 2}, {"llm": "ner"}])
+async def test_sync_and_async_give_the_same_answers(family_index: GraphRAGIndex,
+                                                    kwargs: dict) -> None:
+    if kwargs.get("llm") == "ner":
+        kwargs = {"llm": ner(["Euler", "fluid dynamics"])}
+    retriever = khop(family_index, **kwargs)
+    for query in (QUESTION, "fluid dynamics", "Who studied probability?"):
+        sync = retriever.retrieve(query)
+        concurrent = await asyncio.gather(*(retriever.aretrieve(query) for _ in range(8)))
+        for hits in concurrent:
+            assert [(h.node.node_id, round(h.score or 0, 6)) for h in hits] == \
+                   [(h.node.node_id, round(h.score or 0, 6)) for h in sync]
+            assert [h.node.metadata[RELATIONS_KEY] for h in hits] == \
+                   [h.node.metadata[RELATIONS_KEY] for h in sync]
+
+
+def test_async_on_a_reopened_index_builds_the_graph(family_index: GraphRAGIndex,
+                                                    milvus_uri: str) -> None:
+    reopened = GraphRAGIndex(uri=milvus_uri, embed_model=family_index.embed_model)
+    hits = asyncio.run(khop(reopened).aretrieve(QUESTION))
+    assert texts(hits) == texts(khop(family_index).retrieve(QUESTION))
+
+
+@LITE_ONLY
+def test_prompts_are_customizable(family_index: GraphRAGIndex) -> None:
+    from llama_index.core.prompts import PromptTemplate
+
+    retriever = khop(family_index, llm=ner(["Euler"]))
+    assert "ner_prompt" in retriever.get_prompts()
+    retriever.update_prompts({"ner_prompt": PromptTemplate("ENTITIES OF: {query_str}")})
+    retriever.retrieve(QUESTION)
+    assert retriever._llm.prompts[-1] == f"ENTITIES OF: {QUESTION}"  # type: ignore[union-attr]
+
+
+def test_composes_with_fusion_retriever(family_index: GraphRAGIndex,
+                                        monkeypatch: pytest.MonkeyPatch) -> None:
+    embeddings: list[str] = []
+    original = family_index.embed_model._get_query_embedding
+
+    def counting(query: str) -> list[float]:
+        embeddings.append(query)
+        return original(query)
+
+    graph = khop(family_index)
+    naive = family_index.as_naive_retriever(similarity_top_k=2)
+    graph_ids = [h.node.node_id for h in graph.retrieve(QUESTION)]
+    naive_ids = [h.node.node_id for h in naive.retrieve(QUESTION)]
+    monkeypatch.setattr(family_index.embed_model, "_get_query_embedding", counting)
+    fusion = QueryFusionRetriever([graph, naive], num_queries=1, mode="reciprocal_rerank",
+                                  similarity_top_k=3, use_async=False, llm=ScriptedLLM([]))
+    hits = fusion.retrieve(QUESTION)
+    fused = [h.node.node_id for h in hits]
+    assert len(fused) == len(set(fused)) == min(3, len(set(graph_ids) | set(naive_ids)))
+    assert set(fused) <= set(graph_ids) | set(naive_ids)
+    # a passage both retrievers return is one node with both reciprocal ranks added up
+    shared = [h for h in hits if h.node.node_id in set(graph_ids) & set(naive_ids)]
+    assert shared and all((h.score or 0) > 1 / 61 for h in shared)
+    # the graph retriever's query vector is reused by the naive one: one embedding call
+    assert embeddings == [QUESTION]
+    assert isinstance(graph, GraphRAGRetriever)
+
+
+def test_naive_retriever_reads_the_passage_collection(family_index: GraphRAGIndex) -> None:
+    hits = family_index.as_naive_retriever(similarity_top_k=2).retrieve("fluid dynamics wings")
+    assert len(hits) == 2
+    assert FLUID in texts(hits)
+    assert asyncio.run(family_index.as_naive_retriever(similarity_top_k=2)
+                       .aretrieve("fluid dynamics wings"))[0].node.get_content() == texts(hits)[0]
+
+
+@LITE_ONLY  # no read at all, on any backend
+def test_relation_texts_come_from_the_passages_without_another_read(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    index = make_index()
+    store = index.store
+    reads: list[tuple[str, list[str]]] = []
+    original = store.client.get
+
+    def get(collection_name: str, ids: list[str], **kwargs: Any) -> Any:
+        reads.append((collection_name, list(ids)))
+        return original(collection_name=collection_name, ids=ids, **kwargs)
+
+    monkeypatch.setattr(store.client, "get", get)
+    expected = {Triplet(*t).id: Triplet(*t).text for _, triplets in FAMILY for t in triplets}
+
+    def attached(hits: list) -> dict[str, list[tuple[str, str]]]:
+        return {h.node.get_content(): [(r["id"], r["text"]) for r in
+                                       h.node.metadata[RELATIONS_KEY]] for h in hits}
+
+    # the relation seeds searched in Milvus come with their texts (in memory, the graph
+    # holds them: see test_relation_seeds_in_memory_equal_the_milvus_search)
+    before = attached(khop(index, hops=1, relation_search="milvus").retrieve(QUESTION))
+    assert reads == []  # two searches and the passage search, nothing else
+    assert DANIEL in before
+    assert all(text == expected[rid] for pairs in before.values() for rid, text in pairs)
+
+    # a passage rewritten by another tool, without its triplets: the graph has its texts
+    stripped = TextNode(id_=passage_id(DANIEL), text=DANIEL,
+                        embedding=index.embed_model.get_text_embedding(DANIEL))
+    store.upsert_passages([stripped])
+    store.flush()
+    after = attached(khop(index, hops=1, relation_search="milvus").retrieve(QUESTION))
+    assert after == before
+    assert reads == []
+
+
+@LITE_ONLY  # the store's thread pool, not Milvus, is under test
+def test_store_runs_the_two_seed_searches_at_the_same_time(
+        family_index: GraphRAGIndex) -> None:
+    both_running = threading.Barrier(2, timeout=10)  # broken (an error) if run one by one
+
+    def search(name: str) -> str:
+        both_running.wait()
+        return name
+
+    assert family_index.store.concurrently(lambda: search("entities"),
+                                           lambda: search("relations")) == ("entities",
+                                                                             "relations")
+
+
+@LITE_ONLY  # memory against a Milvus FLAT search of the same vectors
+@pytest.mark.parametrize("threshold", [None, 0.0, 0.99])
+def test_relation_seeds_in_memory_equal_the_milvus_search(
+        family_index: GraphRAGIndex, threshold: float | None) -> None:
+    from llama_index_graphrag_milvus.retrieval.drivers import (
+        AsyncDriver,
+        DriverContext,
+        SyncDriver,
+    )
+    from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
+    from llama_index_graphrag_milvus.retrieval.seeds import search_relations
+    from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+
+    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    query = QueryContext(QUESTION, vector, 5)
+    found = {}
+    for where in ("memory", "milvus"):
+        config = SeedConfig(relation_top_k=4, relation_threshold=threshold,
+                            relation_search=where)
+        context = DriverContext(family_index, None, DEFAULT_NER_PROMPT)
+        found[where] = SyncDriver(context).run(search_relations(query, config))
+        async_driver = AsyncDriver(context)
+        assert asyncio.run(async_driver.run(search_relations(query, config))) == found[where]
+    memory, milvus = found["memory"], found["milvus"]
+    assert [(h.id, h.text, h.subject_id, h.object_id) for h in memory] == [
+        (h.id, h.text, h.subject_id, h.object_id) for h in milvus]
+    assert [h.score for h in memory] == pytest.approx([h.score for h in milvus], abs=1e-5)
+    if threshold == 0.99:
+        assert memory == []
+    else:
+        assert len(memory) == 4 and all(h.text for h in memory)
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("threshold", [None, 0.5])
+def test_entity_seeds_in_memory_equal_the_milvus_search(
+        family_index: GraphRAGIndex, threshold: float | None) -> None:
+    from llama_index_graphrag_milvus.retrieval.drivers import (
+        AsyncDriver,
+        DriverContext,
+        SyncDriver,
+    )
+    from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
+    from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
+    from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+
+    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    query = QueryContext(QUESTION, vector, 5)
+    llm = ner(["Euler", "Johann Bernoulli", "fluid dynamics"])
+    found = {}
+    for where in ("memory", "milvus"):
+        # every entity (the test embedding ties many scores, and ties may come in any order)
+        config = SeedConfig(entity_top_k=50, entity_threshold=threshold, entity_search=where)
+        context = DriverContext(family_index, llm, DEFAULT_NER_PROMPT)
+        seeds, _ = SyncDriver(context).run(find_seeds(query, config))
+        again, _ = asyncio.run(AsyncDriver(context).run(find_seeds(query, config)))
+        assert again == seeds
+        found[where] = seeds.entities
+    memory, milvus = ([(h.searched, -round(h.score, 4), h.id, h.name) for h in found[where]]
+                      for where in ("memory", "milvus"))
+    assert [h[0] for h in memory] == [h[0] for h in milvus]  # grouped by name, in order
+    assert sorted(memory) == sorted(milvus)
+    everything = 3 * family_index.graph.num_entities
+    assert len(memory) == everything if threshold is None else 0 < len(memory) < everything
+
+
+def test_seed_search_auto_uses_milvus_above_the_memory_budget(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)
+    khop(family_index, hops=1, memory_search_max_floats=1).retrieve(QUESTION)
+    assert ("graphrag_entities", 1) in spy.calls
+    # on Lite the relations stay in memory whatever their number: a Lite search scans the
+    # same vectors the graph holds, more slowly
+    assert (("graphrag_relations", 1) in spy.calls) is not family_index.store.is_lite
+    with pytest.raises(InvalidInputError, match="relation_search must be one of auto"):
+        khop(family_index, relation_search="gpu")
+    with pytest.raises(InvalidInputError, match="entity_search must be one of auto"):
+        khop(family_index, entity_search="gpu")
+
+
+@LITE_ONLY
+def test_the_entity_table_follows_the_index_writes(make_index: Callable[..., GraphRAGIndex]
+                                                   ) -> None:
+    index = make_index()
+    table = index.entity_table
+    assert len(table) == index.graph.num_entities and table.nbytes > 0
+    names = {table.names[i] for i in range(len(table))}
+    assert "Johann Bernoulli" in names and "Gottfried Leibniz" not in names
+    letter = TextNode(text="Leibniz corresponded with Johann Bernoulli.")
+    letter.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id="letters")
+    index.insert_triplets([(letter, [("Gottfried Leibniz", "corresponded with",
+                                      "Johann Bernoulli")])])
+    retriever = khop(index, llm=ner(["Gottfried Leibniz"]), entity_top_k=1)
+    hits = retriever.retrieve("Whom did Leibniz write to?")
+    assert index.entity_table is not table  # read again after the write
+    assert "Leibniz corresponded with Johann Bernoulli." in texts(hits)
+    index.delete("letters")
+    assert "Gottfried Leibniz" not in {index.entity_table.names[i]
+                                       for i in range(len(index.entity_table))}

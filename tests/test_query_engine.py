@@ -1,0 +1,86 @@
+"""``index.as_query_engine``: engine arguments go to ``RetrieverQueryEngine.from_args`` (as
+core's indexes do), retriever arguments to the retriever; a streamed answer."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from llama_index.core.base.response.schema import Response, StreamingResponse
+from llama_index.core.llms import CompletionResponse, CompletionResponseGen
+
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
+from llama_index_graphrag_milvus.records import RERANK_KEY
+from tests.fakes import ScriptedLLM
+
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+QUESTION = "What did the son of Euler's teacher contribute?"
+ANSWER = "Daniel Bernoulli made contributions to fluid dynamics."
+
+
+def answer(prompt: str) -> str:
+    if "useful_relationships" in prompt:  # the reranker: the first candidate relation
+        return json.dumps({"useful_relationships": ["[1]"]})
+    if "named_entities" in prompt:  # query NER
+        return json.dumps({"named_entities": ["Euler"]})
+    return ANSWER  # the response synthesizer
+
+
+class WordStreamingLLM(ScriptedLLM):
+    """A scripted LLM that streams its answers word by word."""
+
+    def stream_complete(self, prompt: str, formatted: bool = False, **kwargs: Any
+                        ) -> CompletionResponseGen:
+        words = self._answer(prompt).split(" ")
+
+        def gen() -> CompletionResponseGen:
+            text = ""
+            for position, word in enumerate(words):
+                delta = word if position == 0 else " " + word
+                text += delta
+                yield CompletionResponse(text=text, delta=delta)
+
+        return gen()
+
+
+@LITE_ONLY
+def test_a_streamed_answer(family_index: GraphRAGIndex) -> None:
+    llm = WordStreamingLLM(answer)
+    engine = family_index.as_query_engine(llm=llm, streaming=True, top_n=1,
+                                          similarity_top_k=3)
+    response = engine.query(QUESTION)
+    assert isinstance(response, StreamingResponse)
+    tokens = list(response.response_gen)
+    assert len(tokens) == len(ANSWER.split(" ")) > 1  # streamed, not one block
+    assert "".join(tokens) == ANSWER
+    assert len(response.source_nodes) == 1  # the default reranker's top_n
+    assert RERANK_KEY in response.source_nodes[0].node.metadata
+    assert any("useful_relationships" in p for p in llm.prompts)
+
+
+@LITE_ONLY
+def test_engine_and_retriever_arguments_go_where_they_belong(
+        family_index: GraphRAGIndex) -> None:
+    llm = ScriptedLLM(answer)
+    engine = family_index.as_query_engine(
+        llm=llm, response_mode="simple_summarize", node_postprocessors=[],  # no reranker
+        passage_scoring="passage", hops=2, similarity_top_k=3)
+    retriever: Any = engine.retriever
+    assert retriever.describe()["passage_scoring"] == "passage"
+    assert retriever.describe()["hops"] == 2
+    assert type(engine._response_synthesizer).__name__ == "SimpleSummarize"
+    response = engine.query(QUESTION)
+    assert isinstance(response, Response) and response.response == ANSWER
+    assert len(response.source_nodes) == 3
+    assert not any("useful_relationships" in p for p in llm.prompts)  # no rerank
+    assert any("named_entities" in p for p in llm.prompts)  # NER with the engine's LLM
+    reranked = family_index.as_query_engine(
+        llm=llm, node_postprocessors=[GraphRelationRerank(llm=llm, top_n=2)])
+    assert len(reranked.query(QUESTION).source_nodes) == 2
+
+
+@LITE_ONLY
+def test_an_argument_nobody_takes_is_refused(family_index: GraphRAGIndex) -> None:
+    with pytest.raises(InvalidInputError, match=r"unexpected arguments \['streeming'\]"):
+        family_index.as_query_engine(llm=ScriptedLLM(answer), streeming=True)

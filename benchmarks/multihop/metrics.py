@@ -58,14 +58,23 @@ SECOND_QUERIES = "second_query_embedding"
 """The timing of the second queries' embedding (the bridge method), reported apart."""
 
 
-def summarize(results: Sequence[QuestionResult], ks: Sequence[int]) -> dict[str, Any]:
-    """Recall@k (overall and per group), pool coverage and latency percentiles.
+VALIDATION, HELD_OUT = "validation", "held-out"
+"""The two halves of ``--validation N``: the first N questions and the rest."""
+
+
+def summarize(results: Sequence[QuestionResult], ks: Sequence[int], validation: int = 0
+              ) -> dict[str, Any]:
+    """Recall@k (overall, per group, and with ``validation`` > 0 on the first
+    ``validation`` questions and on the rest), pool coverage and latency percentiles.
 
     Recalls and coverages are fractions in [0, 1]; latencies are seconds.
     """
     groups = sorted({r.group for r in results if r.group is not None})
     subsets: dict[str, list[QuestionResult]] = {"all": list(results)}
     subsets.update({g: [r for r in results if r.group == g] for g in groups})
+    if validation:
+        subsets.update({VALIDATION: list(results[:validation]),
+                        HELD_OUT: list(results[validation:])})
     summary: dict[str, Any] = {"questions": {name: len(rs) for name, rs in subsets.items()}}
     for k in ks:
         summary[f"recall@{k}"] = {

@@ -25,7 +25,7 @@ from benchmarks.multihop.build import (
 )
 from benchmarks.multihop.data import Dataset
 from benchmarks.multihop.methods import Method
-from benchmarks.multihop.metrics import mean, summarize
+from benchmarks.multihop.metrics import HELD_OUT, VALIDATION, mean, summarize
 
 if TYPE_CHECKING:
     from benchmarks.multihop.run import BenchmarkConfig
@@ -83,7 +83,8 @@ def make_report(config: BenchmarkConfig, dataset: Dataset, build: BuildReport,
     """The report of a run (a JSON document): dataset, configuration, versions, build, one
     summary per method (with its latency ratio to naive RAG), per-question results, sweep."""
     summaries: list[dict[str, Any]] = [{"name": m.name, "kind": m.kind, "config": m.config,
-                  "summary": summarize(m.results, config.ks)} for m in methods]
+                  "summary": summarize(m.results, config.ks, config.validation)}
+                 for m in methods]
     naive_latency = summaries[0]["summary"].get("latency_s", {})
     for entry in summaries[1:]:
         for key, ratio_key in (("latency_s", "latency_ratio_vs_naive"),
@@ -116,7 +117,7 @@ def make_report(config: BenchmarkConfig, dataset: Dataset, build: BuildReport,
             "graph_methods": None if config.graph_methods is None else [
                 {"label": spec.label, "kwargs": dict(spec.kwargs), "fusion": spec.fusion,
                  "coverage": spec.coverage} for spec in config.graph_methods],
-            "extractor": config.extractor,
+            "extractor": config.extractor, "validation": config.validation,
             "passage_embedding_text": "title in metadata: 'title: <title>\\n\\n<text>' "
                                       "(MetadataMode.EMBED)",
             "latency": "retrieve() wall time per query, query embedding included, methods "
@@ -211,6 +212,10 @@ def render_markdown(report: dict[str, Any]) -> str:
         lines += ["", f"Per {dataset['group_kind']} group (questions: " + ", ".join(
             f"{g} {report['methods'][0]['summary']['questions'][g]}" for g in dataset["groups"])
             + ")", "", *_groups_table(report)]
+    if report["config"].get("validation"):
+        lines += ["", f"Validation split (the first {report['config']['validation']} "
+                  "questions, where knobs were chosen) and held-out questions", "",
+                  *_splits_table(report)]
     lines += ["", _build_line(report)]
     if report["sweep"]:
         lines += ["", "Sweep (no LLM; latency excludes the query embedding; fusion = the "
@@ -254,6 +259,14 @@ def _sizes_table(report: dict[str, Any]) -> list[str]:
         [e["name"], f"{e['summary']['pool_passages_mean']:.1f}",
          cell(e["summary"]["pool_sizes"].get("relations")),
          cell(e["summary"]["pool_sizes"].get("entities"))] for e in sized))
+
+
+def _splits_table(report: dict[str, Any]) -> list[str]:
+    ks = report["config"]["ks"]
+    header = ["method", *[f"R@{k} {s}" for k in ks for s in (VALIDATION, HELD_OUT)]]
+    return _table(header, ([entry["name"], *[_pct(entry["summary"][f"recall@{k}"].get(s))
+                                             for k in ks for s in (VALIDATION, HELD_OUT)]]
+                           for entry in report["methods"]))
 
 
 def _groups_table(report: dict[str, Any]) -> list[str]:

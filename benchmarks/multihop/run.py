@@ -83,6 +83,8 @@ class BenchmarkConfig:
             which replaces the dataset's triplets and gets its own index under ``out_dir``.
         reuse_index: reopen the index under ``out_dir`` if a previous run built it.
         tag: appended to the output file names (``multihop_<dataset>_<tag>.json``).
+        validation: when positive, Recall@k is also reported on the first ``validation``
+            questions (the split where knobs were chosen) and on the rest (held out).
         show_progress: progress bars while building and evaluating.
         chart: write the PNG chart (needs matplotlib).
     """
@@ -107,6 +109,7 @@ class BenchmarkConfig:
     tag: str = ""
     show_progress: bool = True
     chart: bool = True
+    validation: int = 0
 
     def __post_init__(self) -> None:
         if not self.ks or min(self.ks) < 1:

@@ -44,6 +44,7 @@ from benchmarks.multihop import (
     run_benchmark,
     summarize,
 )
+from benchmarks.multihop.agreement import agreement
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever
 from tests.fakes import HashEmbedding, ScriptedLLM
 
@@ -647,3 +648,28 @@ async def test_throughput_benchmark_runs_both_retrievers_concurrently(tmp_path: 
     assert set(report["qps_median"]) == {"graph", "naive"}
     assert all(len(rounds) == 2 and min(rounds) > 0 for rounds in report["qps_rounds"].values())
     assert report["graph_share_of_naive"] > 0
+
+
+def test_validation_split_reports_both_halves() -> None:
+    results = [QuestionResult("q1", "2hop", ("a",), ("a", "b")),
+               QuestionResult("q2", "2hop", ("c",), ("a", "b"))]
+    summary = summarize(results, (1,), validation=1)
+    assert summary["recall@1"]["validation"] == 1.0
+    assert summary["recall@1"]["held-out"] == 0.0
+    assert summary["questions"]["validation"] == summary["questions"]["held-out"] == 1
+    assert "validation" not in summarize(results, (1,))["recall@1"]
+
+
+def test_agreement_counts_entities_found_and_relations_linked() -> None:
+    llm = {"p1": [["Leonhard Euler", "was a student of", "Johann Bernoulli"],
+                  ["Euler", "was born in", "Basel"]],
+           "p2": [["Daniel Bernoulli", "wrote", "Hydrodynamica"]]}
+    offline = {"p1": [["Leonhard Euler", "study under", "Johann Bernoulli"],
+                      ["the Basel", "co-occurs with", "Riehen"]]}
+    measured = agreement(llm, offline)
+    # p1's four entities are found: two by the same name, "Basel" but for the article,
+    # "Euler" in "Leonhard Euler"; none of p2's
+    assert measured.llm_entities_found == round(100 * 4 / 6, 1)
+    assert measured.llm_entities_found_exact == round(100 * 3 / 6, 1)
+    assert measured.llm_relations_linked == round(100 * 1 / 3, 1)
+    assert measured.offline_triplets_per_passage == 1.0

@@ -289,18 +289,18 @@ def _rebuild_probe(target: str, prefix: str, dim: int) -> dict[str, Any]:
                           embed_model=HashedRandomEmbedding(dim=dim))
     with index:
         index.store.count(index.store.relation_collection)  # connected, collection loaded
-        before = _resident_mb()["VmRSS"]
+        before = resident_mb()["VmRSS"]
         start = time.perf_counter()
         graph = index.refresh()
         seconds = time.perf_counter() - start
         return {"rebuild_from_milvus_s": round(seconds, 2),
                 "rebuilt_relations": graph.num_relations,
                 "rebuild_rss_before_mb": before,
-                "rebuild_peak_rss_mb": _resident_mb()["VmHWM"],
+                "rebuild_peak_rss_mb": resident_mb()["VmHWM"],
                 "graph_mb": round(sum(graph.memory().values()) / 2**20, 1)}
 
 
-def _resident_mb() -> dict[str, int]:
+def resident_mb() -> dict[str, int]:
     """This process's resident memory now (``VmRSS``) and at its peak (``VmHWM``), in MB,
     from ``/proc/self/status`` (Linux). Not ``getrusage``: its peak survives ``exec``, so a
     spawned child would report its parent's."""

@@ -65,7 +65,12 @@ from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
-from llama_index_graphrag_milvus.validation import check_int
+from llama_index_graphrag_milvus.validation import check_choice, check_int
+
+GRAPH_SETTINGS = ("auto", "memory", "milvus")
+"""Where queries read the graph (the ``graph`` argument of :class:`GraphRAGIndex`)."""
+DEFAULT_GRAPH_MEMORY_BUDGET = 1 << 30
+"""``graph="auto"`` holds the graph in memory up to this many bytes (1 GiB)."""
 
 if TYPE_CHECKING:
     from typing import Unpack
@@ -124,6 +129,16 @@ class GraphRAGIndex:
             and raises :class:`~llama_index_graphrag_milvus.errors.EmbeddingModelError`
             otherwise. ``True`` accepts the new model and records it instead (for a
             deliberate switch).
+        graph: where queries read the graph: ``"memory"`` (the process holds it: built
+            from the relation collection on the first query and after this index's writes;
+            the fastest for small and medium indexes), ``"milvus"`` (served by Milvus: every
+            query reads a bounded number of rows, the process holds nothing that grows with
+            the corpus; any number of stateless workers can query one cluster), or
+            ``"auto"`` (default): memory while the graph's estimated size fits
+            ``graph_memory_budget``, Milvus above it (one count query decides, again after
+            each write; the choice is logged).
+        graph_memory_budget: the bytes ``"auto"`` lets the in-memory graph take (default
+            1 GiB: about 600,000 relations of 384 dimensions, 160,000 of 1,536).
 
     Example::
 
@@ -146,10 +161,17 @@ class GraphRAGIndex:
         hub_degree: int = DEFAULT_HUB_DEGREE,
         passage_identity_keys: Sequence[str] | str | None = None,
         allow_embed_model_change: bool = False,
+        graph: str = "auto",
+        graph_memory_budget: int = DEFAULT_GRAPH_MEMORY_BUDGET,
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
         check_int("hub_degree", hub_degree)
+        self.graph_setting: str = check_choice("graph", graph, GRAPH_SETTINGS)
+        self.graph_memory_budget = check_int(
+            "graph_memory_budget", graph_memory_budget,
+            hint="the bytes the in-memory graph may take with graph='auto'; "
+                 "graph='milvus' serves the graph from Milvus whatever its size")
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs)
@@ -368,8 +390,19 @@ class GraphRAGIndex:
     # ------------------------------------------------------------------ the in-memory copies
 
     @property
+    def graph_mode(self) -> str:
+        """Where queries read the graph now: ``"memory"`` or ``"milvus"`` (the ``graph``
+        setting, or ``"auto"``'s choice)."""
+        return self._cache.graph_mode(self.graph_setting, self.graph_memory_budget)
+
+    async def aget_graph_mode(self) -> str:
+        """:attr:`graph_mode` without blocking the event loop for ``"auto"``'s count."""
+        return await self._cache.agraph_mode(self.graph_setting, self.graph_memory_budget)
+
+    @property
     def graph(self) -> EntityRelationGraph:
-        """The in-memory graph, built from the relation collection on first use."""
+        """The in-memory graph, built from the relation collection on first use (also with
+        ``graph="milvus"``, for the tools that need the whole graph)."""
         return self._cache.graph()
 
     async def aget_graph(self) -> EntityRelationGraph:

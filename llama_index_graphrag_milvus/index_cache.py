@@ -35,8 +35,24 @@ ENTITIES = "entities"
 PASSAGES = "passages"
 PASSAGES_TOO_LARGE = "passages_too_large"
 COMMUNITIES = "communities"
-COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGES_TOO_LARGE, COMMUNITIES)
+GRAPH_MODE = "graph_mode"
+COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGES_TOO_LARGE, COMMUNITIES, GRAPH_MODE)
 """The names of the copies an index keeps."""
+
+
+GRAPH_BYTES_PER_RELATION = 120
+"""The in-memory graph's bytes per relation besides its vector: the structure (about 52,
+see ``EntityRelationGraph.memory``), the packed text (about 60 on MuSiQue) and the kinds."""
+
+
+def graph_bytes(relations: int, dim: int) -> int:
+    """The estimated size of the in-memory graph of ``relations`` relations of ``dim``
+    floats: ``relations * (GRAPH_BYTES_PER_RELATION + 4 * dim)``.
+
+    >>> graph_bytes(1_000_000, 1536) / 1e9
+    6.264
+    """
+    return relations * (GRAPH_BYTES_PER_RELATION + 4 * dim)
 
 
 class IndexCache:
@@ -134,6 +150,34 @@ class IndexCache:
         if table is not None or (max_floats is not None and self.peek(PASSAGES_TOO_LARGE)):
             return table  # known: no thread hop per query
         return await asyncio.to_thread(self.passage_table, max_floats)
+
+    def graph_mode(self, setting: str, budget: int) -> str:
+        """Where the graph is read from: ``setting`` when it is ``"memory"`` or
+        ``"milvus"``; for ``"auto"``, memory while the graph's estimated size
+        (:func:`graph_bytes` of the relation count: the loaded graph's, else one count
+        query; remembered until the next drop) fits ``budget`` bytes, else Milvus. Logs the
+        choice."""
+        if setting != "auto":
+            return setting
+
+        def decide() -> str:
+            graph: EntityRelationGraph | None = self.peek(GRAPH)
+            relations = (graph.num_relations if graph is not None
+                         else self.store.count(self.store.relation_collection))
+            estimate = graph_bytes(relations, self.store.dim or 0)
+            mode = "memory" if estimate <= budget else "milvus"
+            logger.info("graph='auto': %s relations, about %.1f MB in memory against a budget "
+                        "of %.1f MB: the graph is %s", relations, estimate / 1e6, budget / 1e6,
+                        "held in memory" if mode == "memory" else "served by Milvus")
+            return mode
+
+        return self.get(GRAPH_MODE, decide)
+
+    async def agraph_mode(self, setting: str, budget: int) -> str:
+        """:meth:`graph_mode` without blocking the event loop for its count query."""
+        if setting != "auto" or self.peek(GRAPH_MODE) is not None:
+            return self.graph_mode(setting, budget)
+        return await asyncio.to_thread(self.graph_mode, setting, budget)
 
     def communities(self) -> CommunitySet:
         """The communities and reports; warns when they were built on another number of

@@ -336,6 +336,9 @@ class RelationHit:
     """The subject's kind as the relation records it (``""``: not recorded)."""
     object_kind: str = ""
     """The object's kind as the relation records it (``""``: not recorded)."""
+    passage_ids: tuple[str, ...] = ()
+    """The passages the relation comes from, when the search read them (the served
+    graph's does)."""
 
 
 @dataclass(frozen=True)
@@ -351,6 +354,12 @@ class CandidateRelation:
     hop: int
     text: str = ""
     passage_ids: tuple[str, ...] = ()
+    subject_id: str = ""
+    """The subject's entity id, when the step that found the relation read it."""
+    object_id: str = ""
+    """The object's entity id, when the step that found the relation read it."""
+    subject_kind: str = ""
+    object_kind: str = ""
 
     def as_metadata(self) -> dict[str, object]:
         """The JSON-safe form stored in passage node metadata."""

@@ -228,7 +228,7 @@ def slug(text: str) -> str:
 def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
                 llm: LLM | None, reuse: bool = False, show_progress: bool = True, *,
                 extractor: str = DATASET_EXTRACTOR,
-                extractors: Mapping[str, Extractor] = EXTRACTORS
+                extractors: Mapping[str, Extractor] = EXTRACTORS, graph: str = "auto"
                 ) -> tuple[GraphRAGIndex, BuildReport]:
     """Build (or reopen) the Milvus Lite index of ``dataset`` under ``out_dir/index``.
 
@@ -236,7 +236,8 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
     one, else from :class:`TripletExtractor` with ``llm``, else there is no graph (passages
     only). Any other ``extractor`` names one of ``extractors``, which replaces the dataset's
     triplets; its index has its own path (``<dataset>_<extractor>.db``), so that the graphs
-    of two extractors can be built, reused and compared side by side.
+    of two extractors can be built, reused and compared side by side. ``graph`` is the
+    index's ``graph`` setting (``"milvus"``: every method reads the graph served by Milvus).
     """
     chosen = None if extractor == DATASET_EXTRACTOR else extractors.get(extractor)
     if chosen is None and extractor != DATASET_EXTRACTOR:
@@ -258,6 +259,7 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
     rss_before = current_rss_mb()
     if reuse and path.exists():
         index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
+                              graph=graph,
                               show_progress=show_progress)
         if index.store.count(index.store.passage_collection) == len(dataset.passages):
             return index, _finish_build(index, path, source, extractor, None, rss_before)
@@ -268,7 +270,7 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
     index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
-                          show_progress=show_progress)
+                          show_progress=show_progress, graph=graph)
     ingestion = ingest(index, dataset, component, show_progress)
     return index, _finish_build(index, path, source, extractor, ingestion, rss_before)
 

@@ -103,7 +103,7 @@ def benchmark_config(args: argparse.Namespace) -> BenchmarkConfig:
         graph_methods=None if args.graph_methods is None else tuple(args.graph_methods),
         extractor=args.extractor, reuse_index=args.reuse_index, tag=args.tag,
         show_progress=not args.no_progress, chart=not args.no_chart,
-        validation=args.validation,
+        validation=args.validation, graph=args.graph,
     )
 
 
@@ -177,6 +177,9 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--reuse-index", action="store_true",
                         help="reopen the index a previous run built under --out")
     parser.add_argument("--tag", default="", help="suffix of the output file names")
+    parser.add_argument("--graph", choices=["auto", "memory", "milvus"], default="auto",
+                        help="where the methods read the graph: in memory, or served by "
+                             "Milvus (GraphRAGIndex(graph=...))")
     parser.add_argument("--validation", type=int, default=0, metavar="N",
                         help="also report Recall@k on the first N questions (the validation "
                              "split, where knobs were chosen) and on the rest (held out)")

@@ -118,6 +118,7 @@ def make_report(config: BenchmarkConfig, dataset: Dataset, build: BuildReport,
                 {"label": spec.label, "kwargs": dict(spec.kwargs), "fusion": spec.fusion,
                  "coverage": spec.coverage} for spec in config.graph_methods],
             "extractor": config.extractor, "validation": config.validation,
+            "graph": config.graph,
             "passage_embedding_text": "title in metadata: 'title: <title>\\n\\n<text>' "
                                       "(MetadataMode.EMBED)",
             "latency": "retrieve() wall time per query, query embedding included, methods "

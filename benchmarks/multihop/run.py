@@ -85,6 +85,8 @@ class BenchmarkConfig:
         tag: appended to the output file names (``multihop_<dataset>_<tag>.json``).
         validation: when positive, Recall@k is also reported on the first ``validation``
             questions (the split where knobs were chosen) and on the rest (held out).
+        graph: the index's ``graph`` setting: ``"memory"``, ``"milvus"`` (the graph served
+            by Milvus) or ``"auto"``.
         show_progress: progress bars while building and evaluating.
         chart: write the PNG chart (needs matplotlib).
     """
@@ -110,6 +112,7 @@ class BenchmarkConfig:
     show_progress: bool = True
     chart: bool = True
     validation: int = 0
+    graph: str = "auto"
 
     def __post_init__(self) -> None:
         if not self.ks or min(self.ks) < 1:
@@ -226,7 +229,8 @@ def run_benchmark(config: BenchmarkConfig, embed_model: BaseEmbedding, llm: LLM 
     started = time.time()
     index, build = build_index(dataset, config.out_dir, embed_model, llm,
                                config.reuse_index, config.show_progress,
-                               extractor=config.extractor, extractors=extractors)
+                               extractor=config.extractor, extractors=extractors,
+                               graph=config.graph)
     has_graph = build.relations > 0
     notes = [build.note] if build.note else []
     rows = config.graph_rows()

@@ -44,7 +44,15 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.passages import read_relation_texts
-from llama_index_graphrag_milvus.retrieval.requests import LoadCommunities, LoadGraph, Plan, first
+from llama_index_graphrag_milvus.retrieval.requests import (
+    EntityPassages,
+    LoadCommunities,
+    LoadGraph,
+    Plan,
+    RelationsAround,
+    Together,
+    first,
+)
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.seeds import entity_search
 from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
@@ -123,6 +131,39 @@ def rank_communities(graph: EntityRelationGraph, communities: CommunitySet,
         passages.setdefault(cid, set()).update(linked.tolist())
     return sorted(((cid, len(found)) for cid, found in passages.items()),
                   key=lambda item: (-item[1], -communities.reports[item[0]].rating, item[0]))
+
+
+SERVED_RELATIONS_FACTOR = 4
+"""With the served graph, the relations of the selected entities read per query: this many
+times ``max_relations``, the most similar to the question."""
+SERVED_PASSAGES_PER_ENTITY = 256
+"""With the served graph, the relations per selected entity whose passages rank the
+communities."""
+
+
+def order_served_relations(relations: Sequence[CandidateRelation], selected: set[str]
+                           ) -> list[CandidateRelation]:
+    """Relations around the selected entities in local search's order without degrees:
+    in-network (both ends selected) first, then out-network by the number of selected
+    entities their other end links to (among these relations), then by similarity.
+
+    >>> r = [CandidateRelation("r1", .9, 0, subject_id="a", object_id="x"),
+    ...      CandidateRelation("r2", .5, 0, subject_id="a", object_id="b"),
+    ...      CandidateRelation("r3", .8, 0, subject_id="b", object_id="y"),
+    ...      CandidateRelation("r4", .7, 0, subject_id="y", object_id="a")]
+    >>> [c.id for c in order_served_relations(r, {"a", "b"})]
+    ['r2', 'r3', 'r4', 'r1']
+    """
+    def other(c: CandidateRelation) -> str:
+        return c.object_id if c.subject_id in selected else c.subject_id
+
+    outside = [c for c in relations if not {c.subject_id, c.object_id} <= selected]
+    links: dict[str, int] = {}
+    for c in outside:
+        links[other(c)] = links.get(other(c), 0) + 1
+    inside = [c for c in relations if {c.subject_id, c.object_id} <= selected]
+    return [*sorted(inside, key=lambda c: -c.score),
+            *sorted(outside, key=lambda c: (-links[other(c)], -c.score))]
 
 
 class _Budget:
@@ -233,20 +274,53 @@ class LocalSearchRetrieval(RetrievalMethod):
         search = yield from entity_search(query, (tuple(query.vector),), (query.text,),
                                           self.config.entity_top_k, None, seeds.entity_search)
         hits = first((yield from search))
-        graph = yield from LoadGraph()
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
+        if query.graph_served:
+            relations, ranked = yield from self._served(query, communities, entities)
+        else:
+            relations, ranked = yield from self._in_memory(query, communities, entities)
+        reports = [(communities.reports[cid], matches) for cid, matches in ranked]
+        return pack_context(passages, entities, relations, reports, self.config, self._tokens,
+                            communities.descriptions)
+
+    def _in_memory(self, query: QueryContext, communities: CommunitySet,
+                   entities: Sequence[EntityHit]
+                   ) -> Plan[tuple[list[CandidateRelation], list[tuple[str, int]]]]:
+        """The relations and communities of the entities, from the in-memory graph."""
+        graph = yield from LoadGraph()
         located = [(h.id, graph.entity_ids.lookup([h.id])) for h in entities]
         rows = np.concatenate([r for _, r in located] or [np.zeros(0, np.int64)])
         relation_rows = select_relations(graph, rows, self.config.max_relations)
         relation_ids = graph.relation_ids.ids(relation_rows)
-        texts = (yield from read_relation_texts(relation_ids)) if relation_ids else {}
+        texts = (yield from read_relation_texts(query, relation_ids)) if relation_ids else {}
         scores = graph.relation_scores(relation_ids, query.vector) if relation_ids else {}
         relations = [CandidateRelation(rid, scores.get(rid, 0.0), 0, texts[rid])
                      for rid in relation_ids if rid in texts]
-        ranked = rank_communities(graph, communities, located, self.config.level)
-        reports = [(communities.reports[cid], matches) for cid, matches in ranked]
-        return pack_context(passages, entities, relations, reports, self.config, self._tokens,
-                            communities.descriptions)
+        return relations, rank_communities(graph, communities, located, self.config.level)
+
+    def _served(self, query: QueryContext, communities: CommunitySet,
+                entities: Sequence[EntityHit]
+                ) -> Plan[tuple[list[CandidateRelation], list[tuple[str, int]]]]:
+        """The relations and communities of the entities, from the served graph: their
+        relations most similar to the question (a bounded search, not all of a hub's),
+        in-network first, then out-network by the selected entities their other end links
+        to, then by similarity (the combined degree needs the whole graph); communities by
+        the passages of at most ``SERVED_PASSAGES_PER_ENTITY`` relations of each entity."""
+        ids = tuple(h.id for h in entities)
+        around, passages = yield from Together((
+            RelationsAround(tuple(query.vector), ids, SERVED_RELATIONS_FACTOR
+                            * self.config.max_relations),
+            EntityPassages(ids, SERVED_PASSAGES_PER_ENTITY)))
+        relations = order_served_relations(around, set(ids))[:self.config.max_relations]
+        found: dict[str, set[str]] = {}
+        for entity in ids:
+            cid = communities.community_of(entity, self.config.level)
+            if cid is not None:
+                found.setdefault(cid, set()).update(passages.get(entity, ()))
+        ranked = sorted(((cid, len(p)) for cid, p in found.items()),
+                        key=lambda item: (-item[1], -communities.reports[item[0]].rating,
+                                          item[0]))
+        return relations, ranked
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "local_search": {

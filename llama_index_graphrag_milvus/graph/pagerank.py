@@ -19,6 +19,7 @@ Node weights (the edges of the local graph, symmetric):
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 import numpy as np
@@ -26,6 +27,7 @@ import scipy.sparse as sp
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph.entity_relation import EntityRelationGraph
+from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.validation import check_int, check_number
 
 
@@ -142,6 +144,53 @@ def local_graph(graph: EntityRelationGraph, relation_rows: np.ndarray,
     adjacency.setdiag(0)
     adjacency.eliminate_zeros()
     return LocalGraph(entities, passages, relations, adjacency)
+
+
+@dataclass(frozen=True)
+class RecordGraph:
+    """A neighbourhood built from relation records (the served graph's): local node ``i <
+    len(entities)`` is entity ``entities[i]``, node ``len(entities) + j`` passage
+    ``passages[j]``."""
+
+    entities: list[str]
+    passages: list[str]
+    adjacency: sp.csr_matrix
+
+
+def record_graph(relations: Sequence[CandidateRelation], passages: Sequence[str] = (),
+                 passage_edge_weight: float = 1.0) -> RecordGraph:
+    """What :func:`local_graph` builds, from relation records that carry their ends and
+    passages (``relations`` must hold the relations of ``passages`` already): entities are
+    the ends, passages ``passages`` and those of the relations; an edge per relation between
+    its ends, and ``passage_edge_weight`` between a passage and each entity of its relations.
+
+    >>> r = [CandidateRelation("r1", 1.0, 0, passage_ids=("p1",), subject_id="a",
+    ...                        object_id="b")]
+    >>> local = record_graph(r, ["p2"])
+    >>> local.entities, local.passages, local.adjacency.toarray().tolist()[0]
+    (['a', 'b'], ['p1', 'p2'], [0.0, 1.0, 1.0, 0.0])
+    """
+    relations = list({c.id: c for c in relations if c.subject_id and c.object_id}.values())
+    entities = sorted({e for c in relations for e in (c.subject_id, c.object_id)})
+    linked = sorted({*passages, *(p for c in relations for p in c.passage_ids)})
+    entity_node = {e: i for i, e in enumerate(entities)}
+    passage_node = {p: len(entities) + j for j, p in enumerate(linked)}
+    size = len(entities) + len(linked)
+    ends = np.array([(entity_node[c.subject_id], entity_node[c.object_id]) for c in relations],
+                    np.int64).reshape(-1, 2)
+    mentions = np.array(sorted({(passage_node[p], entity_node[e]) for c in relations
+                                for p in c.passage_ids for e in (c.subject_id, c.object_id)}),
+                        np.int64).reshape(-1, 2)
+    rows, cols = mentions[:, 0], mentions[:, 1]
+    mention = sp.coo_matrix((np.full(rows.size, passage_edge_weight), (rows, cols)),
+                            shape=(size, size)).tocsr()
+    relation_edges = sp.coo_matrix((np.ones(len(ends)), (ends[:, 0], ends[:, 1])),
+                                   shape=(size, size)).tocsr()
+    adjacency = relation_edges + mention
+    adjacency = (adjacency + adjacency.T).tocsr()
+    adjacency.setdiag(0)
+    adjacency.eliminate_zeros()
+    return RecordGraph(entities, linked, adjacency)
 
 
 def personalized_pagerank(adjacency: sp.csr_matrix, reset: np.ndarray,

@@ -59,7 +59,7 @@ def parse_entity_hits(result: Any, searched: Sequence[str],
     ]
 
 
-RELATION_HIT_FIELDS = ["text", "subject_id", "object_id"]
+RELATION_HIT_FIELDS = ["text", "subject_id", "object_id", "passage_ids"]
 """What a relation hit is read with (and the kinds of its ends, where they are recorded)."""
 
 
@@ -70,7 +70,8 @@ def parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHi
                     subject_id=h["entity"].get("subject_id", ""),
                     object_id=h["entity"].get("object_id", ""),
                     subject_kind=h["entity"].get("subject_kind") or "",
-                    object_kind=h["entity"].get("object_kind") or "")
+                    object_kind=h["entity"].get("object_kind") or "",
+                    passage_ids=tuple(h["entity"].get("passage_ids") or ()))
         for h in result[0]
         if threshold is None or float(h["distance"]) >= threshold
     ]

@@ -104,6 +104,12 @@ PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
 """What a passage row is read with: the fields ``MilvusVectorStore`` writes a node into."""
 
 
+def add_scalar_index(index_params: Any, field: str) -> None:
+    """The server's default scalar index on ``field`` (Trie on Milvus 2.3, INVERTED after):
+    index lookups for the filters on it."""
+    index_params.add_index(field, index_type="", index_name=f"{field}_index")
+
+
 def validate_collection_prefix(prefix: str) -> str:
     """Return ``prefix`` if Milvus can use ``{prefix}_entities`` as a collection name.
 
@@ -131,10 +137,12 @@ def milvus_errors(action: str) -> Iterator[None]:
 
 def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],
                       dim: int, index_type: str, consistency_level: str,
-                      properties: Mapping[str, str] | None = None) -> None:
+                      properties: Mapping[str, str] | None = None,
+                      scalar_indexes: Sequence[str] = ()) -> None:
     """Create and load the collection ``name``: ``id`` (a VARCHAR primary key), ``fields``,
-    ``embedding`` (``dim`` floats, cosine index of ``index_type``), and ``properties``.
-    Raises pymilvus errors (callers wrap them in :func:`milvus_errors`)."""
+    ``embedding`` (``dim`` floats, cosine index of ``index_type``), the server's default
+    scalar index on each of ``scalar_indexes``, and ``properties``. Raises pymilvus errors
+    (callers wrap them in :func:`milvus_errors`)."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX_LENGTH)
     for field, kind, size in fields:
@@ -148,6 +156,8 @@ def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[st
     schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
     index_params = client.prepare_index_params()
     index_params.add_index("embedding", index_type=index_type, metric_type=METRIC)
+    for field in scalar_indexes:
+        add_scalar_index(index_params, field)
     client.create_collection(name, schema=schema, consistency_level=consistency_level,
                              **({"properties": dict(properties)} if properties else {}))
     # sync=False: Milvus builds the index in the background and load waits for it; the

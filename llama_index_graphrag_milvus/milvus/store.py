@@ -61,10 +61,12 @@ from llama_index_graphrag_milvus.milvus.schema import (
     RELATION_FIELDS,
     WRITE_BATCH_SIZE,
     Fields,
+    add_scalar_index,
     create_collection,
     milvus_errors,
     validate_collection_prefix,
 )
+from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES, ServedGraph
 from llama_index_graphrag_milvus.milvus.side import SideCollection
 from llama_index_graphrag_milvus.records import (
     EntityColumns,
@@ -134,7 +136,8 @@ class MilvusGraphStore:
         self.consistency_level = consistency_level
         self.reads = check_instance("reads", reads or CollectionReads(), CollectionReads,
                                     "a CollectionReads")
-        self._read = {"consistency_level": consistency_level}
+        self.read_options: dict[str, Any] = {"consistency_level": consistency_level}
+        """The consistency of every read and search (the collections' own level)."""
         self.is_lite = "://" not in uri
         self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
         self.entity_collection = f"{self.prefix}_entities"
@@ -158,6 +161,8 @@ class MilvusGraphStore:
         self._passages: MilvusVectorStore | None = None
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
+        self.served = ServedGraph(self)
+        """The graph queries of the served graph (``GraphRAGIndex(graph="milvus")``)."""
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
@@ -194,6 +199,7 @@ class MilvusGraphStore:
 
     def _open(self, dim: int) -> None:
         with milvus_errors("load the graph collections"):
+            self._index_endpoints()
             for name in (self.entity_collection, self.relation_collection):
                 self.client.load_collection(name)
             with quiet_lite("grpc._server", "Method not implemented"):
@@ -220,14 +226,36 @@ class MilvusGraphStore:
         self.properties = dict(properties or {})
         with milvus_errors("create the graph collections"):
             self._create(self.entity_collection, ENTITY_FIELDS, dim)
-            self._create(self.relation_collection, RELATION_FIELDS, dim, self.properties)
+            self._create(self.relation_collection, RELATION_FIELDS, dim, self.properties,
+                         () if self.is_lite else ENDPOINT_INDEXES)
         self.dim = dim
         self._open(dim)
 
+    def _index_endpoints(self) -> None:
+        """On a server, the scalar indexes of the relations' ``subject_id`` and
+        ``object_id`` (the served graph's filters): an index created before they were gets
+        them on its first open (Milvus 2.3 indexes only a released collection: the
+        relation collection is released, indexed and loaded again, once). Milvus Lite has no
+        scalar indexes: its filters scan."""
+        if self.is_lite:
+            return
+        name = self.relation_collection
+        indexed = {self.client.describe_index(name, index).get("field_name")
+                   for index in self.client.list_indexes(name)}
+        missing = [field for field in ENDPOINT_INDEXES if field not in indexed]
+        if missing:
+            logger.info("indexing %s of %s for the served graph", ", ".join(missing), name)
+            params = self.client.prepare_index_params()
+            for field in missing:
+                add_scalar_index(params, field)
+            self.client.release_collection(name)
+            self.client.create_index(name, params, sync=False)
+
     def _create(self, name: str, fields: Fields, dim: int,
-                properties: Mapping[str, str] | None = None) -> None:
+                properties: Mapping[str, str] | None = None,
+                scalar_indexes: Sequence[str] = ()) -> None:
         create_collection(self.client, name, fields, dim, self.index_type,
-                          self.consistency_level, properties)
+                          self.consistency_level, properties, scalar_indexes)
 
     def set_properties(self, properties: Mapping[str, str]) -> None:
         """Record ``properties`` on the relation collection (what the index says of itself)."""
@@ -258,7 +286,7 @@ class MilvusGraphStore:
             )
         return self._passages
 
-    def _aclient(self) -> AsyncMilvusClient:
+    def aclient(self) -> AsyncMilvusClient:
         """One async client per running event loop (a gRPC channel is bound to its loop)."""
         self._check_open()
         loop_id = id(asyncio.get_running_loop())
@@ -394,7 +422,7 @@ class MilvusGraphStore:
         expression = f"doc_id == {quote(ref_doc_id)}" + (f" and {where}" if where else "")
         with milvus_errors(f"read {self.passage_collection}"):
             rows = self.client.query(collection_name=self.passage_collection,
-                                     **self._read,
+                                     **self.read_options,
                                      filter=expression,
                                      output_fields=["id", *PASSAGE_FIELDS])
         return rows_to_passages(rows, [row["id"] for row in rows])
@@ -409,7 +437,7 @@ class MilvusGraphStore:
                 batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
                 expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
                 for row in self.client.query(collection_name=self.relation_collection,
-                                             **self._read, filter=expression,
+                                             **self.read_options, filter=expression,
                                              output_fields=["id", "subject_id", "object_id"]):
                     if row["id"] not in excluding:
                         used.update((row["subject_id"], row["object_id"]))
@@ -425,7 +453,7 @@ class MilvusGraphStore:
             for start in range(0, len(passage_ids), WRITE_BATCH_SIZE):
                 batch = ", ".join(quote(p) for p in passage_ids[start:start + WRITE_BATCH_SIZE])
                 for row in self.client.query(
-                        collection_name=self.relation_collection, **self._read,
+                        collection_name=self.relation_collection, **self.read_options,
                         filter=f"array_contains_any(passage_ids, [{batch}])",
                         output_fields=["id", "passage_ids"]):
                     linked[row["id"]] = list(row["passage_ids"])
@@ -452,10 +480,10 @@ class MilvusGraphStore:
         ranges (the ids are hex hashes)."""
         rows: list[dict[str, Any]] = []
         with milvus_errors(f"read {collection}"):
-            total = self.client.query(collection_name=collection, **self._read, filter="",
+            total = self.client.query(collection_name=collection, **self.read_options, filter="",
                                       output_fields=["count(*)"])[0]["count(*)"]
             for filter_ in pk_ranges(int(total), self.reads.range_rows):
-                rows.extend(self.client.query(collection_name=collection, **self._read,
+                rows.extend(self.client.query(collection_name=collection, **self.read_options,
                                               filter=filter_,
                                               output_fields=["id", *output_fields]))
         return rows
@@ -479,7 +507,7 @@ class MilvusGraphStore:
         with milvus_errors(f"read {collection}"):
             for start in range(0, len(ids), WRITE_BATCH_SIZE):
                 batch = list(ids[start:start + WRITE_BATCH_SIZE])
-                for row in self.client.get(collection_name=collection, **self._read,
+                for row in self.client.get(collection_name=collection, **self.read_options,
                                            ids=batch, output_fields=output_fields):
                     found[row["id"]] = row
         return found
@@ -489,7 +517,7 @@ class MilvusGraphStore:
         if self.dim is None:
             return 0
         with milvus_errors(f"count {collection}"):
-            rows = self.client.query(collection_name=collection, **self._read, filter="",
+            rows = self.client.query(collection_name=collection, **self.read_options, filter="",
                                      output_fields=["count(*)"])
         return int(rows[0]["count(*)"])
 
@@ -530,7 +558,7 @@ class MilvusGraphStore:
             return []
         kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
         with milvus_errors(f"search {self.entity_collection}"):
-            result = self.client.search(**kwargs, **self._read)
+            result = self.client.search(**kwargs, **self.read_options)
         return parse_entity_hits(result, names, threshold)
 
     async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
@@ -540,7 +568,7 @@ class MilvusGraphStore:
             return []
         kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
         with milvus_errors(f"search {self.entity_collection}"):
-            result = await self._aclient().search(**kwargs, **self._read)
+            result = await self.aclient().search(**kwargs, **self.read_options)
         return parse_entity_hits(result, names, threshold)
 
     def search_relations(self, vector: Sequence[float], top_k: int,
@@ -549,7 +577,7 @@ class MilvusGraphStore:
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
                                 self.relation_fields(RELATION_HIT_FIELDS))
         with milvus_errors(f"search {self.relation_collection}"):
-            result = self.client.search(**kwargs, **self._read)
+            result = self.client.search(**kwargs, **self.read_options)
         return parse_relation_hits(result, threshold)
 
     async def asearch_relations(self, vector: Sequence[float], top_k: int,
@@ -558,7 +586,7 @@ class MilvusGraphStore:
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
                                 self.relation_fields(RELATION_HIT_FIELDS))
         with milvus_errors(f"search {self.relation_collection}"):
-            result = await self._aclient().search(**kwargs, **self._read)
+            result = await self.aclient().search(**kwargs, **self.read_options)
         return parse_relation_hits(result, threshold)
 
     def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
@@ -566,7 +594,7 @@ class MilvusGraphStore:
         if not ids:
             return {}
         with milvus_errors(f"read {self.relation_collection}"):
-            rows = self.client.get(collection_name=self.relation_collection, **self._read,
+            rows = self.client.get(collection_name=self.relation_collection, **self.read_options,
                                    ids=list(ids),
                                    output_fields=["text"])
         return {row["id"]: row["text"] for row in rows}
@@ -576,8 +604,8 @@ class MilvusGraphStore:
         if not ids:
             return {}
         with milvus_errors(f"read {self.relation_collection}"):
-            rows = await self._aclient().get(collection_name=self.relation_collection,
-                                             **self._read, ids=list(ids),
+            rows = await self.aclient().get(collection_name=self.relation_collection,
+                                             **self.read_options, ids=list(ids),
                                              output_fields=["text"])
         return {row["id"]: row["text"] for row in rows}
 
@@ -598,7 +626,7 @@ class MilvusGraphStore:
         if kwargs is None:
             return [[] for _ in vectors]
         with milvus_errors(f"search {self.passage_collection}"):
-            result = self.client.search(**kwargs, **self._read)
+            result = self.client.search(**kwargs, **self.read_options)
         return parse_passage_hits(result)
 
     async def asearch_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
@@ -609,7 +637,7 @@ class MilvusGraphStore:
         if kwargs is None:
             return [[] for _ in vectors]
         with milvus_errors(f"search {self.passage_collection}"):
-            result = await self._aclient().search(**kwargs, **self._read)
+            result = await self.aclient().search(**kwargs, **self.read_options)
         return parse_passage_hits(result)
 
     def _passagesearch_kwargs(self, vectors: Sequence[Sequence[float]], limit: int,
@@ -630,8 +658,8 @@ class MilvusGraphStore:
         rows: list[dict[str, Any]] = []
         with milvus_errors(f"read {self.passage_collection}"):
             for chunk in chunks(ids, GET_CHUNK):
-                rows += self.client.query(collection_name=self.passage_collection, **self._read,
-                                          filter=id_filter(chunk, where),
+                rows += self.client.query(collection_name=self.passage_collection,
+                                          **self.read_options, filter=id_filter(chunk, where),
                                           output_fields=["id", *PASSAGE_FIELDS])
         return rows_to_passages(rows, ids)
 
@@ -640,7 +668,7 @@ class MilvusGraphStore:
         rows: list[dict[str, Any]] = []
         with milvus_errors(f"read {self.passage_collection}"):
             for chunk in chunks(ids, GET_CHUNK):
-                rows += await self._aclient().query(
-                    collection_name=self.passage_collection, **self._read,
+                rows += await self.aclient().query(
+                    collection_name=self.passage_collection, **self.read_options,
                     filter=id_filter(chunk, where), output_fields=["id", *PASSAGE_FIELDS])
         return rows_to_passages(rows, ids)

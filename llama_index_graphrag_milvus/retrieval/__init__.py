@@ -26,6 +26,11 @@ from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, DriverCon
 from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
+from llama_index_graphrag_milvus.retrieval.neighbourhood import (
+    expand_pool,
+    own_relation_lists,
+    relations_of,
+)
 from llama_index_graphrag_milvus.retrieval.pagerank import PageRankRetrieval
 from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
@@ -52,7 +57,7 @@ from llama_index_graphrag_milvus.retrieval.retriever import (
     PASSAGE_SCORINGS,
     GraphRAGRetriever,
 )
-from llama_index_graphrag_milvus.retrieval.seeds import expand, find_seeds, search_relations
+from llama_index_graphrag_milvus.retrieval.seeds import find_seeds, search_relations
 from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT, DEFAULT_SIMILARITY_TOP_K
 
 __all__ = [
@@ -82,11 +87,13 @@ __all__ = [
     "SeedConfig",
     "SyncDriver",
     "by_own_similarity",
-    "expand",
+    "expand_pool",
     "fetch_passages",
     "find_seeds",
     "first",
+    "own_relation_lists",
     "read_relation_texts",
+    "relations_of",
     "search_passages",
     "search_relations",
     "with_own_relations",

@@ -20,14 +20,14 @@ from __future__ import annotations
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
 from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     SPECIFIC_KINDS,
@@ -39,16 +39,19 @@ from llama_index_graphrag_milvus.records import (
     normalize_name,
 )
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.neighbourhood import (
+    Spread,
+    bridge_spreads,
+    relations_of,
+)
 from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
     fetch_passages,
     rank_in_memory,
-    read_relation_texts,
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
-    LoadGraph,
     Plan,
     SearchPassages,
 )
@@ -199,18 +202,9 @@ def choose_bridges(question: str, hits: Sequence[RelationHit], limit: int,
                    graph: EntityRelationGraph | None = None,
                    hub_passages: int = DEFAULT_HUB_PASSAGES,
                    fallback_hits: Sequence[RelationHit] = ()) -> list[Bridge]:
-    """At most ``limit`` distinct bridge entities (see :func:`candidate_bridges`), best
-    first.
-
-    Specific entities (named, titles) come before concepts, which are a last resort: a
-    second query about "son" finds passages about sons. Among each, the bridges of the
-    relation ``hits`` come before those of the ``fallback_hits`` (the relations of the
-    entities the question names, see :func:`named_relations`). Then, with the ``graph``,
-    by where they lead (hit order kept within a rank): entities whose relations come from
-    2 to ``hub_passages`` passages (they lead to another passage), then those of one passage
-    (an entity named there only, "Johann Bernoulli's influence", leads nowhere new, unless
-    the second passage names it in other words), then hubs (more passages than
-    ``hub_passages``: "United States" leads everywhere, so nowhere in particular).
+    """At most ``limit`` distinct bridge entities of the hits, best first (see
+    :func:`distinct_bridges` and :func:`rank_bridges`), ranked with the in-memory ``graph``
+    when given.
 
     >>> from llama_index_graphrag_milvus.records import Triplet
     >>> t = Triplet("Leonhard Euler", "was a student of", "Johann Bernoulli")
@@ -218,22 +212,46 @@ def choose_bridges(question: str, hits: Sequence[RelationHit], limit: int,
     >>> [b.name for b in choose_bridges("Who taught Euler?", [hit], 3)]
     ['Johann Bernoulli']
     """
+    bridges = distinct_bridges(question, hits, fallback_hits)
+    spreads = None if graph is None else {
+        entity_id(b.name): Spread(len(graph.entity_passages(entity_id(b.name),
+                                                            hub_passages + 1)),
+                                  graph.leads_elsewhere(entity_id(b.name), b.relation.id))
+        for b in bridges}
+    return rank_bridges(bridges, limit, spreads, hub_passages)
+
+
+def distinct_bridges(question: str, hits: Sequence[RelationHit],
+                     fallback_hits: Sequence[RelationHit] = ()) -> list[Bridge]:
+    """The distinct bridges (see :func:`candidate_bridges`) of the relation ``hits``, then
+    of the ``fallback_hits`` (the relations of the entities the question names, see
+    :func:`~.neighbourhood.relations_of`), in hit order."""
     bridges: dict[str, Bridge] = {}
     for bridge in (*candidate_bridges(question, hits),
                    *candidate_bridges(question, fallback_hits, fallback=True)):
         bridges.setdefault(normalize_name(bridge.name), bridge)
+    return list(bridges.values())
 
+
+def rank_bridges(bridges: Sequence[Bridge], limit: int,
+                 spreads: Mapping[str, Spread] | None = None,
+                 hub_passages: int = DEFAULT_HUB_PASSAGES) -> list[Bridge]:
+    """The ``limit`` best bridges. Specific entities (named, titles) come before concepts,
+    which are a last resort: a second query about "son" finds passages about sons. Among
+    each, the bridges of the relation hits come before the fallback ones. Then, with the
+    ``spreads`` (by entity id, see :func:`~.neighbourhood.bridge_spreads`), by where they
+    lead (hit order kept within a rank): entities whose relations come from 2 to
+    ``hub_passages`` passages (they lead to another passage), then those of one passage (an
+    entity named there only, "Johann Bernoulli's influence", leads nowhere new, unless the
+    second passage names it in other words), then hubs (more passages than
+    ``hub_passages``: "United States" leads everywhere, so nowhere in particular)."""
     def rank(bridge: Bridge) -> tuple[bool, bool, int]:
-        where = 0
-        if graph is not None:
-            entity = entity_id(bridge.name)
-            if len(graph.entity_passages(entity, hub_passages + 1)) > hub_passages:
-                where = 2
-            elif not graph.leads_elsewhere(entity, bridge.relation.id):
-                where = 1
+        spread = spreads.get(entity_id(bridge.name)) if spreads is not None else None
+        where = 0 if spread is None else (2 if spread.passages > hub_passages
+                                          else 0 if spread.elsewhere else 1)
         return bridge.kind not in SPECIFIC_KINDS, bridge.fallback, where
 
-    return sorted(bridges.values(), key=rank)[:limit]  # stable: hit order within a rank
+    return sorted(bridges, key=rank)[:limit]  # stable: hit order within a rank
 
 
 def named_entities(question: str, hits: Sequence[RelationHit]) -> list[str]:
@@ -247,28 +265,6 @@ def named_entities(question: str, hits: Sequence[RelationHit]) -> list[str]:
             if is_named(name, words):
                 named.setdefault(entity_id(name))
     return list(named)
-
-
-def named_relations(graph: EntityRelationGraph, query: QueryContext,
-                    hits: Sequence[RelationHit], limit: int) -> Plan[list[RelationHit]]:
-    """The ``limit`` relations of the entities the question names (found among the hits'
-    endpoints) most similar to the question, other than the hits: "David Morse was born in
-    Walden" for "the place of birth of David Morse", when the relation search's top hits
-    are his other relations. Ranked in the graph (a hub's closest clusters only)."""
-    entities = named_entities(query.text, hits) if limit else []
-    if not entities:
-        return []
-    known = {h.id for h in hits}
-    found = graph.expand(query.vector, entities, [], ExpansionConfig(
-        hops=0, max_candidate_relations=limit + len(known)))
-    extra = [c for c in found if c.id not in known][:limit]
-    texts = yield from read_relation_texts([c.id for c in extra])
-    rows = graph.relation_rows([c.id for c in extra])
-    ends = dict(zip(graph.relation_ids.ids(rows), zip(
-        graph.endpoints[rows].tolist(), graph.endpoint_kinds(rows), strict=True), strict=True))
-    return [RelationHit(c.id, texts[c.id], c.score, graph.entity_ids[ends[c.id][0][0]],
-                        graph.entity_ids[ends[c.id][0][1]], *ends[c.id][1])
-            for c in extra if c.id in texts and c.id in ends]
 
 
 BRIDGE_QUERIES = ("substitute", "append")
@@ -357,17 +353,21 @@ class BridgeRetrieval(RetrievalMethod):
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         hits = yield from search_relations(query, seeds_config)
-        graph = yield from LoadGraph()
-        fallback = yield from named_relations(graph, query, hits, self.named_relations)
-        bridges = choose_bridges(query.text, hits, self.max_bridges, graph, self.hub_passages,
-                                 fallback)
+        # "David Morse was born in Walden" for "the place of birth of David Morse", when the
+        # relation search's best hits are his other relations
+        fallback = yield from relations_of(query, named_entities(query.text, hits),
+                                           self.named_relations, [h.id for h in hits])
+        candidates = distinct_bridges(query.text, hits, fallback)
+        spreads = yield from bridge_spreads(
+            query, [(entity_id(b.name), b.relation) for b in candidates], self.hub_passages + 1)
+        bridges = rank_bridges(candidates, self.max_bridges, spreads, self.hub_passages)
         started = time.perf_counter()
         vectors = (yield from EmbedTexts(tuple(
             second_query(query.text, b, self.bridge_query) for b in bridges))) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
         chosen = yield from self._passages(query, (query.vector, *vectors))
-        return with_own_relations(graph, query, [self._result(ranked, bridges, timings)
-                                                 for ranked in chosen])
+        return (yield from with_own_relations(query, [self._result(ranked, bridges, timings)
+                                                      for ranked in chosen]))
 
     @staticmethod
     def _passages(query: QueryContext, vectors: Sequence[Sequence[float]]

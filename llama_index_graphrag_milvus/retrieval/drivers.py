@@ -37,10 +37,12 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.records import EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
+    EntityPassages,
     GetPassages,
+    GetRelations,
     GetRelationTexts,
     Known,
     LoadCommunities,
@@ -49,6 +51,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadPassages,
     Ner,
     Plan,
+    RelationsAround,
     Request,
     SearchEntities,
     SearchPassages,
@@ -188,12 +191,40 @@ async def _arelation_texts(context: DriverContext, r: GetRelationTexts) -> dict[
     return await context.store.aget_relation_texts(r.ids)
 
 
+def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
+    return context.store.served.relations_around(r.vector, r.entity_ids, r.limit)
+
+
+async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
+    return await context.store.served.arelations_around(r.vector, r.entity_ids, r.limit)
+
+
+def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
+    return context.store.served.relations(r.ids, r.vector)
+
+
+async def _arelations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
+    return await context.store.served.arelations(r.ids, r.vector)
+
+
+def _entity_passages(context: DriverContext, r: EntityPassages) -> dict[str, list[str]]:
+    return context.store.served.entity_passages(r.entity_ids, r.cap)
+
+
+async def _aentity_passages(context: DriverContext, r: EntityPassages
+                            ) -> dict[str, list[str]]:
+    return await context.store.served.aentity_passages(r.entity_ids, r.cap)
+
+
 MILVUS_HANDLERS: Handlers = dict([
     handler(SearchEntities, _search_entities, _asearch_entities),
     handler(SearchRelations, _search_relations, _asearch_relations),
     handler(SearchPassages, _search_passages, _asearch_passages),
     handler(GetPassages, _get_passages, _aget_passages),
     handler(GetRelationTexts, _relation_texts, _arelation_texts),
+    handler(RelationsAround, _around, _aaround),
+    handler(GetRelations, _relations, _arelations),
+    handler(EntityPassages, _entity_passages, _aentity_passages),
 ])
 """Answered by the index's Milvus collections (one request, one Milvus call)."""
 

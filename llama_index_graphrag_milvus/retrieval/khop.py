@@ -12,13 +12,14 @@ from llama_index_graphrag_milvus.graph import ExpansionConfig
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
 from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
     read_relation_texts,
     search_passages,
 )
-from llama_index_graphrag_milvus.retrieval.requests import GetPassages, LoadGraph, Plan, first
-from llama_index_graphrag_milvus.retrieval.seeds import expand, find_seeds
+from llama_index_graphrag_milvus.retrieval.requests import GetPassages, Plan, first
+from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
@@ -45,7 +46,7 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
         pool = select_passages(candidates, query.similarity_top_k)
         nodes = yield from GetPassages(tuple(pool), query.where)
         hits = [(node, None) for node in nodes]
-    texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
+    texts = yield from read_relation_texts(query, attached_relations(hits, pool), seeds)
     return build_results(hits, pool, texts)
 
 
@@ -66,8 +67,7 @@ class KHopRetrieval(RetrievalMethod):
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         seeds, _ = yield from find_seeds(query, seeds_config)
-        graph = yield from LoadGraph()
-        candidates = expand(graph, query, seeds, self.expansion)
+        candidates = yield from expand_pool(query, seeds, self.expansion)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
         return (yield from pool_results(query, seeds, candidates, self.order_by))

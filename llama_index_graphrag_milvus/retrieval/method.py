@@ -11,8 +11,8 @@ A method of your own, given to the retriever as ``passage_scoring``: the passage
 similar to the question, each with the relations of its own triplets::
 
     from llama_index_graphrag_milvus.retrieval import (
-        LoadGraph, Plan, QueryContext, Result, RetrievalMethod, SeedConfig, first,
-        search_passages, with_own_relations)
+        Plan, QueryContext, Result, RetrievalMethod, SeedConfig, first, search_passages,
+        with_own_relations)
 
     class NearestPassages(RetrievalMethod):
         name = "nearest"
@@ -20,14 +20,17 @@ similar to the question, each with the relations of its own triplets::
         def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:
             hits = first((yield from search_passages(query, (query.vector,),
                                                      query.similarity_top_k)))
-            graph = yield from LoadGraph()
-            return with_own_relations(graph, query, [Result(node, score)
-                                                     for node, score in hits])
+            return (yield from with_own_relations(query, [Result(node, score)
+                                                          for node, score in hits]))
 
         def describe(self) -> dict[str, Any]:
             return {"passage_scoring": self.name}
 
     retriever = index.as_retriever(passage_scoring=NearestPassages())
+
+The graph steps (:mod:`.neighbourhood`: the k-hop pool, the relations of entities, the own
+relations of passages) read the graph held in memory or served by Milvus
+(``QueryContext.graph_served``): a method written with them works in both.
 """
 
 from __future__ import annotations
@@ -76,6 +79,10 @@ class QueryContext:
     :func:`~.seeds.plan_relation_search`)."""
     memory_search_max_floats: int = MEMORY_SEARCH_MAX_FLOATS
     """The ``"auto"`` budget of in-memory searches (see :data:`MEMORY_SEARCH_MAX_FLOATS`)."""
+    graph_served: bool = False
+    """The graph is served by Milvus (``GraphRAGIndex(graph="milvus")``): no step reads the
+    in-memory graph or a table of a whole collection; every search runs in Milvus and the
+    graph steps ask :mod:`~llama_index_graphrag_milvus.milvus.served`'s bounded queries."""
 
     def in_memory(self, setting: str, rows: int, dim: int) -> bool:
         """Whether a search with this ``setting`` (``"auto"``, ``"memory"``, ``"milvus"``)
@@ -84,9 +91,12 @@ class QueryContext:
         >>> query = QueryContext("q", [1.0], 5, memory_search_max_floats=100)
         >>> query.in_memory("auto", 10, 10), query.in_memory("auto", 11, 10)
         (True, False)
+        >>> QueryContext("q", [1.0], 5, graph_served=True).in_memory("memory", 1, 1)
+        False
         """
-        return setting == "memory" or (setting == "auto"
-                                       and rows * dim <= self.memory_search_max_floats)
+        return not self.graph_served and (
+            setting == "memory" or (setting == "auto"
+                                    and rows * dim <= self.memory_search_max_floats))
 
 
 @dataclass(frozen=True)

@@ -33,12 +33,14 @@ from llama_index_graphrag_milvus.graph import (
     local_graph,
     personalized_pagerank,
 )
+from llama_index_graphrag_milvus.graph.pagerank import record_graph
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     TIMINGS_KEY,
     CandidateRelation,
 )
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
 from llama_index_graphrag_milvus.retrieval.passages import (
     OWN_RELATIONS_PER_PASSAGE,
     Result,
@@ -48,13 +50,19 @@ from llama_index_graphrag_milvus.retrieval.passages import (
 )
 from llama_index_graphrag_milvus.retrieval.requests import (
     GetPassages,
+    GetRelations,
     LoadGraph,
     Plan,
     SearchPassages,
     first,
 )
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
-from llama_index_graphrag_milvus.retrieval.steps import Seeds, attached_relations, select_passages
+from llama_index_graphrag_milvus.retrieval.steps import (
+    Seeds,
+    attached_relations,
+    own_triplets,
+    select_passages,
+)
 from llama_index_graphrag_milvus.validation import check_number
 
 DEFAULT_PASSAGE_WEIGHT = 0.05
@@ -69,20 +77,15 @@ class PassageMass:
     mass: float
 
 
-def restart_weights(graph: EntityRelationGraph, seeds: Seeds) -> dict[int, float]:
-    """Restart weight of each seed entity (by global row): its best similarity among the
-    entity hits and the relation hits it is an endpoint of (negative similarities count 0)."""
-    weights: dict[int, float] = {}
-
-    def add(rows: np.ndarray, score: float) -> None:
-        for row in rows.tolist():
-            weights[row] = max(weights.get(row, 0.0), max(score, 0.0))
-
-    for hit in seeds.entities:
-        add(graph.entity_ids.lookup([hit.id]), hit.score)
-    for relation in seeds.relations:
-        add(graph.endpoints[graph.relation_rows([relation.id])].ravel().astype(np.int64),
-            relation.score)
+def seed_weights(seeds: Seeds) -> dict[str, float]:
+    """Restart weight of each seed entity (by id): its best similarity among the entity hits
+    and the relation hits it is an end of (negative similarities count 0)."""
+    weights: dict[str, float] = {}
+    ends = [(hit.id, hit.score) for hit in seeds.entities] + [
+        (entity, hit.score) for hit in seeds.relations
+        for entity in (hit.subject_id, hit.object_id) if entity]
+    for entity, score in ends:
+        weights[entity] = max(weights.get(entity, 0.0), max(score, 0.0))
     return weights
 
 
@@ -99,26 +102,58 @@ def rank_passages(graph: EntityRelationGraph, seeds: Seeds,
     known = graph.passage_ids.lookup([pid for pid, _ in similar])
     local = local_graph(graph, relation_rows, known, config.passage_edge_weight)
     outside = [pid for pid, _ in similar if not graph.passage_ids.lookup([pid]).size]
-    size = local.size + len(outside)
-    entity_reset = np.zeros(size)
-    seeds_by_row = restart_weights(graph, seeds)
-    rows = np.fromiter(seeds_by_row, dtype=np.int64, count=len(seeds_by_row))
-    found, nodes = local.entity_nodes(rows)
-    entity_reset[nodes] = np.fromiter(seeds_by_row.values(), dtype=np.float64,
-                                      count=len(seeds_by_row))[found]
-    passage_reset = np.zeros(size)
+    weights = seed_weights(seeds)
+    entity_rows = graph.entity_ids.lookup(weights)
+    found, entity_nodes = local.entity_nodes(entity_rows)
+    entity_mass = [weights[e] for e, hit in zip(graph.entity_ids.ids(entity_rows), found,
+                                                strict=True) if hit]
     similarity = dict(similar)
     known_ids = graph.passage_ids.ids(known)
-    found, nodes = local.passage_nodes(known)
-    passage_reset[nodes] = [max(similarity[pid], 0.0) for pid, hit in
-                            zip(known_ids, found, strict=True) if hit]
-    passage_reset[local.size:] = [max(similarity[pid], 0.0) for pid in outside]
+    found, passage_nodes = local.passage_nodes(known)
+    passage_mass = [max(similarity[pid], 0.0) for pid, hit in zip(known_ids, found, strict=True)
+                    if hit]
+    return _masses(local.adjacency, local.size, entity_nodes, entity_mass, passage_nodes,
+                   passage_mass, [max(similarity[pid], 0.0) for pid in outside],
+                   graph.passage_ids.ids(local.passage_rows) + outside,
+                   local.entity_rows.size, config, passage_weight)
+
+
+def rank_record_passages(relations: Sequence[CandidateRelation], seeds: Seeds,
+                         similar: Sequence[tuple[str, float]], config: PageRankConfig,
+                         passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> list[PassageMass]:
+    """:func:`rank_passages` on the neighbourhood the served graph fetched: ``relations``
+    (the pool, the seed relations and the relations of the ``similar`` passages, with their
+    ends and passages)."""
+    local = record_graph(relations, [pid for pid, _ in similar], config.passage_edge_weight)
+    weights = seed_weights(seeds)
+    entity_node = {e: i for i, e in enumerate(local.entities)}
+    passage_node = {p: len(local.entities) + j for j, p in enumerate(local.passages)}
+    entities = [e for e in weights if e in entity_node]
+    size = len(local.entities) + len(local.passages)
+    return _masses(local.adjacency, size, np.array([entity_node[e] for e in entities], np.int64),
+                   [weights[e] for e in entities],
+                   np.array([passage_node[p] for p, _ in similar], np.int64),
+                   [max(score, 0.0) for _, score in similar], [], local.passages,
+                   len(local.entities), config, passage_weight)
+
+
+def _masses(adjacency: sp.csr_matrix, size: int, entity_nodes: np.ndarray,
+            entity_mass: Sequence[float], passage_nodes: np.ndarray,
+            passage_mass: Sequence[float], outside_mass: Sequence[float],
+            passage_ids: Sequence[str], passages_from: int, config: PageRankConfig,
+            passage_weight: float) -> list[PassageMass]:
+    """PageRank from the seeds' and the similar passages' restart mass; the passages (nodes
+    from ``passages_from`` on, then the ``outside_mass`` ones, unknown to the graph) by mass,
+    best first (ties: node order)."""
+    total = size + len(outside_mass)
+    entity_reset = np.zeros(total)
+    entity_reset[entity_nodes] = entity_mass
+    passage_reset = np.zeros(total)
+    passage_reset[passage_nodes] = passage_mass
+    passage_reset[size:] = outside_mass
     reset = _mix(entity_reset, passage_reset, passage_weight)
-    adjacency = sp.block_diag((local.adjacency, sp.csr_matrix((len(outside),) * 2)),
-                              format="csr")
-    scores = personalized_pagerank(adjacency, reset, config).scores
-    passage_ids = graph.passage_ids.ids(local.passage_rows) + outside
-    masses = scores[local.entity_rows.size:]
+    full = sp.block_diag((adjacency, sp.csr_matrix((len(outside_mass),) * 2)), format="csr")
+    masses = personalized_pagerank(full, reset, config).scores[passages_from:]
     order = np.lexsort((np.arange(masses.size), -masses))
     return [PassageMass(passage_ids[i], float(masses[i])) for i in order.tolist()
             if masses[i] > 0]
@@ -163,13 +198,17 @@ class PageRankRetrieval(RetrievalMethod):
         else:
             seeds, _ = yield from find_seeds(query, seeds_config)
             similar = first(ranked)
-        graph = yield from LoadGraph()
-        candidates = (graph.expand(query.vector, [h.id for h in seeds.entities],
-                                   [h.id for h in seeds.relations], self.expansion)
-                      if graph.num_relations else [])
+        candidates = yield from expand_pool(query, seeds, self.expansion, required=False)
         started = time.perf_counter()
-        ranking = rank_passages(graph, seeds, candidates, similar, self.config,
-                                self.passage_weight)
+        if query.graph_served:
+            relations = yield from self._neighbourhood(query, seeds, candidates, nodes)
+            started = time.perf_counter()
+            ranking = rank_record_passages(relations, seeds, similar, self.config,
+                                           self.passage_weight)
+        else:
+            graph = yield from LoadGraph()
+            ranking = rank_passages(graph, seeds, candidates, similar, self.config,
+                                    self.passage_weight)
         timings = {"ppr": time.perf_counter() - started}
         # filters may drop some: then fetch twice what is needed
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]
@@ -180,16 +219,30 @@ class PageRankRetrieval(RetrievalMethod):
         hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
-        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
+        texts = yield from read_relation_texts(query, attached_relations(hits, pool), seeds)
         own_similarity = dict(similar)
-        return with_own_relations(graph, query, [Result(
+        return (yield from with_own_relations(query, [Result(
             node, score,
             [replace(c, text=texts.get(c.id, c.text))
              for c in pool.get(node.node_id, [])[:OWN_RELATIONS_PER_PASSAGE]],
             metadata={FOUND_BY_KEY: {"query": "ppr", "mass": score,
                                      "similarity": own_similarity.get(node.node_id)},
                       TIMINGS_KEY: dict(timings)})
-            for node, score in hits])
+            for node, score in hits]))
+
+    @staticmethod
+    def _neighbourhood(query: QueryContext, seeds: Seeds,
+                       candidates: Sequence[CandidateRelation], similar: dict[str, BaseNode]
+                       ) -> Plan[list[CandidateRelation]]:
+        """The served graph's neighbourhood: the pool, and the seed relations and the
+        relations of the similar passages (their stored triplets) read by id."""
+        known = {c.id for c in candidates}
+        wanted = tuple(dict.fromkeys(rid for rid in (
+            *(h.id for h in seeds.relations),
+            *(t.id for node in similar.values() for t in own_triplets(node)))
+            if rid not in known))
+        read = (yield from GetRelations(wanted, tuple(query.vector))) if wanted else []
+        return [*candidates, *read]
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "ppr", "ppr_damping": self.config.damping,

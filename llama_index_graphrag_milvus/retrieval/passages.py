@@ -10,9 +10,9 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import FOUND_BY_KEY, MILVUS_MAX_TOP_K, CandidateRelation
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
+from llama_index_graphrag_milvus.retrieval.neighbourhood import own_relation_lists
 from llama_index_graphrag_milvus.retrieval.requests import (
     GetPassages,
     GetRelationTexts,
@@ -22,12 +22,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     SearchPassages,
     first,
 )
-from llama_index_graphrag_milvus.retrieval.steps import (
-    Seeds,
-    as_result,
-    own_relations,
-    own_triplets,
-)
+from llama_index_graphrag_milvus.retrieval.steps import Seeds, as_result
 
 OWN_RELATIONS_PER_PASSAGE = 5
 """A passage found by its own similarity carries its best own relations, at most this many."""
@@ -39,9 +34,9 @@ def rank_in_memory(query: QueryContext, vectors: Sequence[Sequence[float]], limi
     """Per vector, the ``limit`` passages (among ``ids`` when given) most similar to it, as
     ``(id, similarity)``, ranked by the index's passage table; ``None`` when the search
     belongs to Milvus: ``query.passage_search`` is ``"milvus"``, a filter applies (filters
-    are Milvus expressions), or, with ``"auto"``, the passage vectors exceed the query's
-    ``memory_search_max_floats``."""
-    if query.where or query.passage_search == "milvus":
+    are Milvus expressions), the graph is served by Milvus, or, with ``"auto"``, the passage
+    vectors exceed the query's ``memory_search_max_floats``."""
+    if query.where or query.passage_search == "milvus" or query.graph_served:
         return None
     table = yield from LoadPassages(
         None if query.passage_search == "memory" else query.memory_search_max_floats)
@@ -70,14 +65,16 @@ def search_passages(query: QueryContext, vectors: Sequence[Sequence[float]], lim
     return [[(nodes[pid], score) for pid, score in hits if pid in nodes] for hits in ranked]
 
 
-def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None
+def read_relation_texts(query: QueryContext, ids: Sequence[str], seeds: Seeds | None = None
                         ) -> Plan[dict[str, str]]:
-    """Texts of relation ``ids``: those of the relation seeds, then the in-memory graph's,
-    and one Milvus read for the rest (none when the graph holds every text)."""
+    """Texts of relation ``ids``: those of the relation seeds, then the in-memory graph's
+    (not when the graph is served), and one Milvus read for the rest (none when the graph
+    holds every text)."""
     wanted = list(dict.fromkeys(ids))
     texts = {h.id: h.text for h in (seeds.relations if seeds else ()) if h.text}
-    graph = yield from LoadGraph()
-    texts.update(graph.relation_texts(rid for rid in wanted if rid not in texts))
+    if not query.graph_served:
+        graph = yield from LoadGraph()
+        texts.update(graph.relation_texts(rid for rid in wanted if rid not in texts))
     missing = tuple(rid for rid in wanted if rid not in texts)
     if missing:
         texts.update((yield from GetRelationTexts(missing)))
@@ -88,10 +85,9 @@ def by_own_similarity(query: QueryContext, reason: str) -> Plan[list[NodeWithSco
     """Passages ranked by their own similarity to the query (naive vector search, filters
     applied), each with its best own relations: the result when the graph gives nothing."""
     hits = first((yield from search_passages(query, (query.vector,), query.similarity_top_k)))
-    graph = yield from LoadGraph()
-    return with_own_relations(graph, query, [
+    return (yield from with_own_relations(query, [
         Result(node, score, metadata={FOUND_BY_KEY: {"query": reason, "similarity": score}})
-        for node, score in hits])
+        for node, score in hits]))
 
 
 @dataclass(frozen=True)
@@ -105,13 +101,14 @@ class Result:
     metadata: dict[str, Any] | None = None
 
 
-def with_own_relations(graph: EntityRelationGraph, query: QueryContext,
-                       results: Sequence[Result]) -> list[NodeWithScore]:
+def with_own_relations(query: QueryContext, results: Sequence[Result]
+                       ) -> Plan[list[NodeWithScore]]:
     """The results, each with ``first_relations`` then its passage's own best relations
-    (by similarity to the query, at most :data:`OWN_RELATIONS_PER_PASSAGE`)."""
+    (by similarity to the query, at most :data:`OWN_RELATIONS_PER_PASSAGE`; see
+    :func:`~.neighbourhood.own_relation_lists`)."""
     limit = OWN_RELATIONS_PER_PASSAGE + max((len(r.first_relations) for r in results),
                                             default=0)
-    owns = own_candidates(graph, query, [r.node for r in results], limit)
+    owns = yield from own_relation_lists(query, [r.node for r in results], limit)
     nodes = []
     for result, own in zip(results, owns, strict=True):
         taken = {c.id for c in result.first_relations}
@@ -119,26 +116,3 @@ def with_own_relations(graph: EntityRelationGraph, query: QueryContext,
         nodes.append(as_result(result.node, result.score, [*result.first_relations, *kept],
                                **(result.metadata or {})))
     return nodes
-
-
-def own_candidates(graph: EntityRelationGraph, query: QueryContext, nodes: Sequence[BaseNode],
-                   limit: int) -> list[list[CandidateRelation]]:
-    """Each passage's own relations, best first: from the graph (its links and texts in
-    memory, one matrix product for all), or, for a graph built without texts, from the
-    passages' stored triplets."""
-    if graph.texts is None:
-        owns = []
-        for node in nodes:
-            triplet_ids = [t.id for t in own_triplets(node)]
-            scores = graph.relation_scores(triplet_ids, query.vector) if triplet_ids else {}
-            owns.append(own_relations(node, scores, 1, limit))
-        return owns
-    texts = graph.texts
-    return [[CandidateRelation(id=rid, score=similarity, hop=1, text=text,
-                               passage_ids=(node.node_id,))
-             for rid, similarity, text in zip(graph.relation_ids.ids(rows),
-                                              similarities.tolist(), texts.get(rows),
-                                              strict=True)]
-            for node, (rows, similarities) in zip(
-                nodes, graph.own_relations([n.node_id for n in nodes], query.vector, limit),
-                strict=True)]

@@ -30,7 +30,7 @@ import copy
 import hashlib
 import logging
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
@@ -57,13 +57,14 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.khop import pool_results
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
 from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
     read_relation_texts,
     search_passages,
 )
 from llama_index_graphrag_milvus.retrieval.requests import LoadGraph, Plan, first
-from llama_index_graphrag_milvus.retrieval.seeds import expand, find_seeds
+from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
@@ -106,31 +107,54 @@ def choose_subgraph(graph: EntityRelationGraph, seeds: Seeds,
     most similar to the query (``candidates`` come best first, with their similarity).
     """
     started = time.perf_counter()
-    ids = [c.id for c in candidates]
-    rows = graph.relation_rows(ids)
+    rows = graph.relation_rows([c.id for c in candidates])
     row_of = dict(zip(graph.relation_ids.ids(rows), rows.tolist(), strict=True))
     kept = [c for c in candidates if c.id in row_of]
-    global_ends = graph.endpoints[[row_of[c.id] for c in kept]].astype(np.int64).reshape(-1, 2)
+    ends = graph.endpoints[[row_of[c.id] for c in kept]].astype(np.int64).reshape(-1, 2)
+    hits = [(int(row), hit.score) for hit in seeds.entities
+            for row in graph.entity_ids.lookup([hit.id]).tolist()]
+    return _solve_pool(kept, ends, hits, lambda rows: graph.entity_ids.ids(rows), config,
+                       solver, started)
+
+
+def choose_record_subgraph(seeds: Seeds, candidates: Sequence[CandidateRelation],
+                           config: PCSTConfig, solver: Solver | None = None) -> ChosenSubgraph:
+    """:func:`choose_subgraph` on a pool whose relations carry their ends (the served
+    graph's)."""
+    started = time.perf_counter()
+    kept = [c for c in candidates if c.subject_id and c.object_id]
+    ends = np.array([(c.subject_id, c.object_id) for c in kept], dtype=object).reshape(-1, 2)
+    hits = [(hit.id, hit.score) for hit in seeds.entities]
+    return _solve_pool(kept, ends, hits, lambda ids: [str(i) for i in ids], config, solver,
+                       started)
+
+
+def _solve_pool(kept: Sequence[CandidateRelation], global_ends: np.ndarray,
+                hits: Sequence[tuple[Any, float]], names: Callable[[np.ndarray], list[str]],
+                config: PCSTConfig, solver: Solver | None, started: float) -> ChosenSubgraph:
+    """The solve of one pool: ``global_ends`` are the ends of ``kept`` as keys of any
+    sortable kind (graph rows, or entity ids), ``hits`` the entity hits' keys and
+    similarities, ``names`` turns keys into entity ids."""
     nodes, local = np.unique(global_ends, return_inverse=True)
     local = local.reshape(-1, 2)
     node_prizes = np.zeros(nodes.size)
     best: dict[int, float] = {}  # entity position in the problem -> best hit similarity
-    position = {row: i for i, row in enumerate(nodes.tolist())}
-    for hit in seeds.entities:
-        for row in graph.entity_ids.lookup([hit.id]).tolist():
-            if row in position:
-                best[position[row]] = max(best.get(position[row], -np.inf), hit.score)
+    position = {key: i for i, key in enumerate(nodes.tolist())}
+    for key, score in hits:
+        if key in position:
+            best[position[key]] = max(best.get(position[key], -np.inf), score)
     if best:
         node_prizes[list(best)] = rank_prizes(list(best.values()), config.entity_prizes)
     edge_prizes = rank_prizes([c.score for c in kept], config.relation_prizes)
     subgraph = solve(local, node_prizes, edge_prizes, config.edge_cost, solver)
     chosen = [kept[i] for i in subgraph.edges.tolist()]
-    entity_ids = graph.entity_ids.ids(nodes[subgraph.nodes])
-    endpoints = {kept[i].id: (graph.entity_ids[int(global_ends[i, 0])],
-                              graph.entity_ids[int(global_ends[i, 1])])
-                 for i in subgraph.edges.tolist()}
-    return ChosenSubgraph(chosen, endpoints, entity_ids, subgraph.trees,
-                          time.perf_counter() - started)
+    entity_ids = names(nodes[subgraph.nodes])
+    endpoints: dict[str, tuple[str, str]] = {}
+    for i in subgraph.edges.tolist():
+        subject, obj = names(global_ends[i])
+        endpoints[kept[i].id] = (subject, obj)
+    return ChosenSubgraph(chosen, endpoints,
+                          entity_ids, subgraph.trees, time.perf_counter() - started)
 
 
 def describe_subgraph(chosen: ChosenSubgraph, hits: ScoredPassages, seeds: Seeds,
@@ -193,12 +217,14 @@ class PCSTRetrieval(RetrievalMethod):
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         solver = self.solver or load_solver()  # a missing extra is an error, not a fallback
         seeds, _ = yield from find_seeds(query, seeds_config)
-        graph = yield from LoadGraph()
-        candidates = expand(graph, query, seeds, self.expansion) if graph.num_relations else []
+        candidates = yield from expand_pool(query, seeds, self.expansion, required=False)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
+        graph = None if query.graph_served else (yield from LoadGraph())
         try:
-            chosen = choose_subgraph(graph, seeds, candidates, self.config, solver)
+            chosen = (choose_subgraph(graph, seeds, candidates, self.config, solver)
+                      if graph is not None
+                      else choose_record_subgraph(seeds, candidates, self.config, solver))
         except Exception as exc:  # the k-hop answer beats no answer
             logger.warning("the PCST solver failed (%r); returning the k-hop pool's passages",
                            exc)
@@ -215,7 +241,7 @@ class PCSTRetrieval(RetrievalMethod):
         if not hits:
             return (yield from by_own_similarity(
                 query, "question (the filters exclude the subgraph's passages)"))
-        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
+        texts = yield from read_relation_texts(query, attached_relations(hits, pool), seeds)
         subgraph = describe_subgraph(chosen, hits, seeds, texts)
         results = [as_result(node, score, pool[node.node_id], texts,
                              **{FOUND_BY_KEY: {"query": "pcst", "similarity": score},

@@ -17,7 +17,9 @@ Each request class is generic in its answer: ``SearchRelations`` is a
 Requests come in three kinds, by what answers them (see the tables of :mod:`.drivers`):
 the models (:class:`Ner`, :class:`EmbedTexts`), the Milvus collections
 (:class:`SearchEntities`, :class:`SearchRelations`, :class:`SearchPassages`,
-:class:`GetPassages`, :class:`GetRelationTexts`) and the in-memory copies of the index
+:class:`GetPassages`, :class:`GetRelationTexts`, and the served graph's
+:class:`RelationsAround`, :class:`GetRelations`, :class:`EntityPassages`) and the in-memory
+copies of the index
 (:class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`,
 :class:`LoadCommunities`). :class:`Known` is an answer that needs no I/O.
 
@@ -44,7 +46,7 @@ from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
-from llama_index_graphrag_milvus.records import EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
 
 if TYPE_CHECKING:  # the communities import the retrievers
     from llama_index_graphrag_milvus.communities.build import CommunitySet  # noqa: F401
@@ -128,6 +130,35 @@ class GetRelationTexts(Request[dict[str, str]]):
     """Relation texts by id."""
 
     ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RelationsAround(Request[list[CandidateRelation]]):
+    """The served graph: the ``limit`` relations of ``entity_ids`` most similar to
+    ``vector``, best first, with their ends, kinds, passages and texts (one filtered
+    search)."""
+
+    vector: tuple[float, ...]
+    entity_ids: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True)
+class GetRelations(Request[list[CandidateRelation]]):
+    """The served graph: relations by id, scored against ``vector`` (one read by primary
+    key; unknown ids are left out)."""
+
+    ids: tuple[str, ...]
+    vector: tuple[float, ...]
+
+
+@dataclass(frozen=True)
+class EntityPassages(Request[dict[str, list[str]]]):
+    """The served graph: for each entity, the passages its relations come from (those of at
+    most ``cap`` of its relations)."""
+
+    entity_ids: tuple[str, ...]
+    cap: int
 
 
 # ---------------------------------------------------------------------------- in memory

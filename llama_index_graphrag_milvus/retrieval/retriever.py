@@ -287,14 +287,14 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
                 "or from_documents), or point uri/collection_prefix at the ingested store."
             )
 
-    def _context(self, query: str, vector: list[float], query_bundle: QueryBundle
-                 ) -> QueryContext:
+    def _context(self, query: str, vector: list[float], query_bundle: QueryBundle,
+                 graph_mode: str) -> QueryContext:
         vector = check_vector(vector)
         self._index.store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         return QueryContext(query, list(vector), self._similarity_top_k, self._where,
                             self._passage_search, self._index.store.is_lite,
-                            self._memory_budget)
+                            self._memory_budget, graph_mode == "milvus")
 
     def _driver_context(self) -> DriverContext:
         return DriverContext(self._index, self._llm, self._ner_prompt)
@@ -304,16 +304,18 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._check_not_empty()
         vector = (given_vector(query_bundle)
                   or self._index.embed_model.get_query_embedding(query))
-        plan = self._method.plan(self._context(query, vector, query_bundle), self._seeds)
-        return SyncDriver(self._driver_context()).run(plan)
+        context = self._context(query, vector, query_bundle, self._index.graph_mode)
+        return SyncDriver(self._driver_context()).run(self._method.plan(context, self._seeds))
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         self._check_not_empty()
         vector = (given_vector(query_bundle)
                   or await self._index.embed_model.aget_query_embedding(query))
-        plan = self._method.plan(self._context(query, vector, query_bundle), self._seeds)
-        return await AsyncDriver(self._driver_context()).run(plan)
+        context = self._context(query, vector, query_bundle,
+                                await self._index.aget_graph_mode())
+        return await AsyncDriver(self._driver_context()).run(self._method.plan(context,
+                                                                               self._seeds))
 
     def describe(self) -> dict[str, Any]:
         """The retriever's configuration, for logs and benchmark reports."""

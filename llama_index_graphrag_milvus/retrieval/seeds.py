@@ -8,9 +8,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from llama_index_graphrag_milvus.errors import EmptyIndexError
-from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
-from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
@@ -58,7 +56,7 @@ class RelationSearch:
 def plan_relation_search(query: QueryContext, config: SeedConfig) -> Plan[RelationSearch]:
     """Decide where the relation seeds come from; rank them now when it is memory (with
     ``"auto"``: up to the query's ``memory_search_max_floats``, and always on Milvus Lite)."""
-    if config.relation_search == "milvus":
+    if config.relation_search == "milvus" or query.graph_served:
         return RelationSearch(None)
     graph = yield from LoadGraph()
     # the graph holds the relation vectors anyway: the budget only bounds the scan's time,
@@ -92,7 +90,7 @@ def entity_search(query: QueryContext, vectors: Sequence[Sequence[float]],
                   ) -> Plan[Request[list[list[EntityHit]]]]:
     """The request that answers an entity seed search (hits per searched name): the hits
     found in the index's entity table (``Known``), or the Milvus search."""
-    if setting != "milvus":
+    if setting != "milvus" and not query.graph_served:
         graph = yield from LoadGraph()
         if query.in_memory(setting, graph.num_entities, graph.vectors.shape[1]):
             table = yield from LoadEntities()
@@ -118,12 +116,3 @@ def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Request[Any]
     seeds = Seeds(tuple(h for hits in entity_hits for h in hits),
                   tuple(relations.finish(relation_answer)))
     return seeds, tuple(others)
-
-
-def expand(graph: EntityRelationGraph, query: QueryContext, seeds: Seeds,
-           config: ExpansionConfig) -> list[CandidateRelation]:
-    """The bounded k-hop candidate pool of the seeds, best first."""
-    if graph.num_relations == 0:
-        raise EmptyIndexError("the index holds passages but no relations; ingest triplets")
-    return graph.expand(query.vector, [h.id for h in seeds.entities],
-                        [h.id for h in seeds.relations], config)

@@ -20,6 +20,7 @@ from llama_index_graphrag_milvus.communities.build import (
     communities_from_rows,
     community_rows,
 )
+from llama_index_graphrag_milvus.communities.local_search import LocalSearchConfig
 from llama_index_graphrag_milvus.communities.reports import CommunityReporter
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
@@ -511,3 +512,40 @@ def test_one_giant_component_larger_than_the_report_budget(uri: str) -> None:
     for level in range(stats.levels):
         members = [e for r in index.community_reports(level) for e in r.community.entity_ids]
         assert len(members) == len(set(members)) == 60
+
+
+def test_local_search_from_the_served_graph(uri: str) -> None:
+    """With the graph served by Milvus, local search reads its entities' relations by a
+    bounded search and ranks communities by their passages: the passages of the served
+    default method, the reports of the in-memory graph, a table of the selected entities'
+    relations."""
+    index = open_index(uri)
+    index.build_communities()
+    memory = index.as_local_retriever(similarity_top_k=5, max_tokens=2000).retrieve(QUESTION)
+    served = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph="milvus")
+    try:
+        local = served.as_local_retriever(similarity_top_k=5, max_tokens=2000)
+        nodes = local.retrieve(QUESTION)
+
+        def part(found: list[Any], kind: str) -> list[str]:
+            return [n.node.get_content() for n in found
+                    if n.node.metadata[CONTEXT_KIND_KEY] == kind]
+
+        inner = served.as_retriever(similarity_top_k=5).retrieve(QUESTION)
+        assert part(nodes, "passage") == [n.node.get_content() for n in inner][
+            :len(part(nodes, "passage"))]
+        assert part(nodes, "report") == part(memory, "report")
+        # the relation table: relations of the selected entities (the same entity search)
+        vector = served.embed_model.get_query_embedding(QUESTION)
+        [hits] = served.store.search_entities([vector], [QUESTION],
+                                              LocalSearchConfig().entity_top_k, None)
+        selected = {h.id for h in hits}
+        served_relations = [r["id"] for r in nodes[-1].node.metadata["graphrag_relations"]]
+        ends = index.graph.endpoints[index.graph.relation_rows(served_relations)]
+        assert served_relations and all(
+            {index.graph.entity_ids[int(e)] for e in pair} & selected for pair in ends)
+        assert served._cache.peek("graph") is None
+        assert [n.node.get_content() for n in asyncio.run(local.aretrieve(QUESTION))] == [
+            n.node.get_content() for n in nodes]
+    finally:
+        served.close()

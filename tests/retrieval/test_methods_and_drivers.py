@@ -15,7 +15,6 @@ from llama_index_graphrag_milvus.records import FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.retrieval import (
     AsyncDriver,
     DriverContext,
-    LoadGraph,
     Plan,
     QueryContext,
     Request,
@@ -48,10 +47,9 @@ class NearestPassages(RetrievalMethod):
         self.plans += 1
         hits = first((yield from search_passages(query, (query.vector,),
                                                  query.similarity_top_k)))
-        graph = yield from LoadGraph()
-        return with_own_relations(graph, query, [
+        return (yield from with_own_relations(query, [
             Result(node, score, metadata={FOUND_BY_KEY: {"query": self.name}})
-            for node, score in hits])
+            for node, score in hits]))
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": self.name, "plans": self.plans}

@@ -1,0 +1,229 @@
+"""The graph served by Milvus at scale: stateless query workers on synthetic graphs.
+
+For each size (synthetic power-law graphs, see :mod:`.synthetic`, written to one Milvus):
+
+- the build: writing the collections, and the server's index builds;
+- in a fresh worker process (``GraphRAGIndex(graph="milvus")``, as a web worker starts):
+  its resident memory once open (idle), the first query's time, then ``--queries`` rounds
+  of every method side by side (naive RAG, the default second hop, k-hop, PageRank, PCST):
+  p50/p95 per method and its ratio to naive RAG, the Milvus requests per query, and the
+  process's resident memory after them;
+- the Milvus server's disk (its data folder) and resident memory.
+
+Query embedding costs nothing here (:class:`~.scale.HashedRandomEmbedding`), so the times
+are retrieval's; the bridge method's second queries are embedded the same way.
+
+Run (the long run is this command, not a test)::
+
+    python -m benchmarks.served --sizes 1000000 10000000 \\
+        --embedded-server /tmp/milvus-served --out bench_out/served
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import multiprocessing
+import platform
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from benchmarks.scale import (
+    HashedRandomEmbedding,
+    Percentiles,
+    milvus_target,
+    resident_mb,
+    wait_for_indexes,
+    write_to_milvus,
+)
+from benchmarks.synthetic import entity_name, generate
+from llama_index_graphrag_milvus import GraphRAGIndex, __version__
+
+METHODS = {
+    "naive": None,
+    "bridge (default)": {"passage_scoring": "bridge"},
+    "k-hop h1": {"passage_scoring": "passage", "hops": 1},
+    "ppr h1": {"passage_scoring": "ppr", "hops": 1},
+    "pcst h1": {"passage_scoring": "pcst", "hops": 1},
+}
+"""The methods timed side by side, and their retriever arguments (``None``: naive RAG)."""
+CALLS = ("search", "query", "get")
+"""The Milvus client calls counted as requests."""
+
+
+def questions(count: int, entities: int, seed: int = 11) -> list[str]:
+    """Questions that name random entities of the synthetic graph."""
+    rng = np.random.default_rng(seed)
+    return [f"What did the teacher of {entity_name(int(a))} give to {entity_name(int(b))}?"
+            for a, b in rng.integers(0, entities, (count, 2))]
+
+
+def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
+           ) -> dict[str, Any]:
+    """A fresh worker's measurements (the child of :func:`measure_worker`)."""
+    index = GraphRAGIndex(uri=uri, collection_prefix=prefix, consistency_level="Bounded",
+                          embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
+    retrievers = {name: (index.as_naive_retriever(similarity_top_k=5) if METHODS[name] is None
+                         else index.as_retriever(similarity_top_k=5, **METHODS[name] or {}))
+                  for name in methods}
+    counted = {"n": 0}
+    # the graph store's client and the passage vector store's (naive RAG's search)
+    for client in (index.store.client, index.store.passages.client):
+        for call in CALLS:
+            original = getattr(client, call)
+
+            def counting(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                counted["n"] += 1
+                return _original(*args, **kwargs)
+
+            setattr(client, call, counting)
+    idle = resident_mb()["VmRSS"]
+    start = time.perf_counter()
+    retrievers[methods[1]].retrieve(texts[0])
+    first = time.perf_counter() - start
+    times: dict[str, list[float]] = {name: [] for name in methods}
+    requests: dict[str, list[int]] = {name: [] for name in methods}
+    for text in texts[1:]:
+        for name, retriever in retrievers.items():
+            counted["n"] = 0
+            start = time.perf_counter()
+            retriever.retrieve(text)
+            times[name].append(time.perf_counter() - start)
+            requests[name].append(counted["n"])
+    after = resident_mb()
+    naive = Percentiles.of(times["naive"])
+    result: dict[str, Any] = {
+        "graph_mode": index.graph_mode, "idle_rss_mb": idle, "rss_after_mb": after["VmRSS"],
+        "rss_growth_mb": after["VmRSS"] - idle, "peak_rss_mb": after["VmHWM"],
+        "first_query_s": round(first, 3), "queries": len(texts) - 1, "methods": {}}
+    for name in methods:
+        measured = Percentiles.of(times[name])
+        result["methods"][name] = {
+            **measured.__dict__,
+            "ratio_p50": round(measured.p50_ms / naive.p50_ms, 2),
+            "ratio_p95": round(measured.p95_ms / naive.p95_ms, 2),
+            "requests_per_query": round(float(np.mean(requests[name])), 2)}
+    index.close()
+    return result
+
+
+def measure_worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
+                   ) -> dict[str, Any]:
+    """Run :func:`worker` in a new Python process (a worker that starts cold)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        result: dict[str, Any] = pool.apply(worker, (uri, prefix, dim, texts, methods))
+    return result
+
+
+def server_footprint(base_dir: str | None) -> dict[str, Any]:
+    """The embedded server's data on disk and its resident memory (``None`` elsewhere)."""
+    if not base_dir:
+        return {}
+    disk = subprocess.run(["du", "-sm", base_dir], capture_output=True, text=True, check=False)
+    footprint: dict[str, Any] = {"milvus_disk_mb": int(disk.stdout.split()[0])
+                                 if disk.stdout else None}
+    try:
+        pid = Path("/run/milvus/standalone.pid").read_text().strip()
+        status = Path(f"/proc/{pid}/status").read_text()
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        footprint["milvus_rss_mb"] = round(int(fields["VmRSS"].split()[0]) / 1024)
+    except (OSError, KeyError, ValueError):
+        footprint["milvus_rss_mb"] = None
+    return footprint
+
+
+def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | None,
+        dim: int, index_type: str | None, methods: list[str], out: Path) -> dict[str, Any]:
+    results: list[dict[str, Any]] = []
+    with tempfile.TemporaryDirectory() as tmp, \
+            milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
+        for size in sizes:
+            print(f"size {size:,}: generating and writing ({kind})", flush=True)
+            synthetic = generate(size, dim=dim)
+            prefix = f"served_{size}"
+            writer = GraphRAGIndex(uri=target, collection_prefix=prefix,
+                                   consistency_level="Bounded",
+                                   embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
+            if index_type:
+                writer.store.index_type = index_type
+            row: dict[str, Any] = {"relations": size, "entities": synthetic.num_entities,
+                                   "passages": synthetic.num_passages,
+                                   "top_hub_degrees": sorted(
+                                       synthetic.entity_degrees().tolist())[-3:][::-1]}
+            row["write_s"] = round(write_to_milvus(synthetic, writer), 1)
+            row["index_build_wait_s"] = round(wait_for_indexes(writer), 1)
+            row["build_s"] = round(row["write_s"] + row["index_build_wait_s"], 1)
+            writer.close()
+            del synthetic
+            row.update(server_footprint(embedded_server))
+            print(json.dumps(row), flush=True)
+            row["worker"] = measure_worker(target, prefix, dim,
+                                           questions(queries + 1, row["entities"]), methods)
+            print(json.dumps(row), flush=True)
+            results.append(row)
+    report = {"config": {"sizes": sizes, "queries": queries, "dim": dim, "milvus": kind,
+                         "index_type": index_type or "AUTOINDEX", "methods": methods,
+                         "package": __version__, "python": platform.python_version()},
+              "results": results}
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "served.json").write_text(json.dumps(report, indent=2))
+    return report
+
+
+def markdown(report: dict[str, Any]) -> str:
+    methods = report["config"]["methods"]
+    lines = ["| relations | build (s): write + indexes | Milvus disk / RSS (MB) | worker idle "
+             "RSS (MB) | RSS growth over the queries (MB) | first query (s) | "
+             + " | ".join(f"{m} p50 ms (ratio) / p95 ratio / requests" for m in methods) + " |",
+             "|" + "---|" * (6 + len(methods))]
+    for row in report["results"]:
+        worker_row = row["worker"]
+        cells = [f"{row['relations']:,}", f"{row['build_s']} ({row['write_s']} + "
+                 f"{row['index_build_wait_s']})",
+                 f"{row.get('milvus_disk_mb', '-')} / {row.get('milvus_rss_mb', '-')}",
+                 str(worker_row["idle_rss_mb"]), str(worker_row["rss_growth_mb"]),
+                 str(worker_row["first_query_s"])]
+        for name in methods:
+            m = worker_row["methods"][name]
+            cells.append(f"{m['p50_ms']} ({m['ratio_p50']}x) / {m['ratio_p95']}x / "
+                         f"{m['requests_per_query']}")
+        lines.append("| " + " | ".join(cells) + " |")
+    results = report["results"]
+    if len(results) > 1:
+        small, large = results[0]["worker"], results[-1]["worker"]
+        lines.append(f"\nWorker RSS after the queries, {results[-1]['relations']:,} versus "
+                     f"{results[0]['relations']:,} relations: "
+                     f"{large['rss_after_mb'] / small['rss_after_mb']:.2f}x")
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> None:
+    parser = argparse.ArgumentParser(description="The graph served by Milvus at scale: "
+                                                 "stateless workers on synthetic graphs.")
+    parser.add_argument("--sizes", type=int, nargs="+", default=[1_000_000])
+    parser.add_argument("--queries", type=int, default=1000,
+                        help="rounds of every method (after the first query)")
+    parser.add_argument("--dim", type=int, default=64)
+    parser.add_argument("--uri", help="a Milvus server URL (default: a Lite path)")
+    parser.add_argument("--embedded-server", metavar="DIR",
+                        help="start the embedded Milvus server with its data in DIR (wiped)")
+    parser.add_argument("--index-type", help="the vector index of the collections (default: "
+                                             "the store's, AUTOINDEX on a server)")
+    parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--out", type=Path, default=Path("bench_out/served"))
+    args = parser.parse_args(argv)
+    methods = ["naive", *(m for m in args.methods if m != "naive")]
+    report = run(args.sizes, args.queries, args.uri, args.embedded_server, args.dim,
+                 args.index_type, methods, args.out)
+    print()
+    print(markdown(report))
+    print(f"\nJSON: {args.out / 'served.json'}")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,171 @@
+"""The graph served by Milvus: the graph queries a retrieval makes when the index does not
+hold the graph in the process (``GraphRAGIndex(graph="milvus")``).
+
+Every query reads a bounded number of relation rows, whatever the size of the graph:
+
+- :meth:`ServedGraph.relations_around`: one filtered vector search of the relation
+  collection, restricted to the relations of some entities (``subject_id in [...] or
+  object_id in [...]``), the ``limit`` most similar to the query first. A hub with a million
+  relations costs what a small entity costs: Milvus returns its relations closest to the
+  query, not all of them.
+- :meth:`ServedGraph.relations`: relation rows by primary key, scored against the query
+  (the own relations of a passage: the ids of its stored triplets).
+- :meth:`ServedGraph.entity_passages`: the passages an entity's relations come from, at most
+  ``cap`` of them (one filtered query per entity).
+
+On a Milvus server the relation collection has scalar indexes on ``subject_id`` and
+``object_id`` (created with the collection, or on the first open of an older one), so the
+filters are index lookups; Milvus Lite scans every row for a filter, which is slow at scale
+(see the deployment docs).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from llama_index_graphrag_milvus.milvus.filters import in_list, quote
+from llama_index_graphrag_milvus.milvus.rows import search_kwargs
+from llama_index_graphrag_milvus.milvus.schema import milvus_errors
+from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K, CandidateRelation
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+GRAPH_FIELDS = ["text", "subject_id", "object_id", "passage_ids"]
+"""What a served relation is read with (and the kinds of its ends, where recorded)."""
+ENDPOINT_INDEXES = ("subject_id", "object_id")
+"""The relation fields a server indexes for the served graph's filters."""
+
+
+def around_filter(entity_ids: Sequence[str]) -> str:
+    """The relations of ``entity_ids``: either end among them.
+
+    >>> around_filter(["a", "b"])
+    'subject_id in ["a", "b"] or object_id in ["a", "b"]'
+    """
+    return f"{in_list('subject_id', entity_ids)} or {in_list('object_id', entity_ids)}"
+
+
+def to_relation(fields: dict[str, Any], relation_id: str, score: float) -> CandidateRelation:
+    """A served relation row as a candidate relation (hop 0)."""
+    return CandidateRelation(
+        id=relation_id, score=score, hop=0, text=fields.get("text") or "",
+        passage_ids=tuple(fields.get("passage_ids") or ()),
+        subject_id=fields.get("subject_id") or "", object_id=fields.get("object_id") or "",
+        subject_kind=fields.get("subject_kind") or "", object_kind=fields.get("object_kind") or "")
+
+
+def parse_around(result: Any) -> list[CandidateRelation]:
+    """The relations of a filtered search, best first."""
+    return [to_relation(h["entity"], h["id"], float(h["distance"])) for h in result[0]]
+
+
+def scored_rows(rows: Sequence[dict[str, Any]], vector: Sequence[float]
+                ) -> list[CandidateRelation]:
+    """Relation rows read with their vectors, scored by cosine similarity to ``vector``."""
+    if not rows:
+        return []
+    matrix = np.asarray([row["embedding"] for row in rows], np.float32)
+    query = np.asarray(vector, np.float32)
+    norms = np.linalg.norm(matrix, axis=1) * (float(np.linalg.norm(query)) or 1.0)
+    scores = matrix @ query / np.where(norms == 0, 1.0, norms)
+    return [to_relation(row, row["id"], float(score))
+            for row, score in zip(rows, scores.tolist(), strict=True)]
+
+
+class ServedGraph:
+    """The graph queries of one store, blocking and awaitable (each pair builds the same
+    request and parses the same answer; only the client call differs)."""
+
+    def __init__(self, store: MilvusGraphStore) -> None:
+        self.store = store
+
+    @property
+    def fields(self) -> list[str]:
+        return self.store.relation_fields(GRAPH_FIELDS)
+
+    def _around_kwargs(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
+                       ) -> dict[str, Any]:
+        kwargs = search_kwargs(self.store.relation_collection, [vector],
+                               min(limit, MILVUS_MAX_TOP_K), self.fields)
+        return {**kwargs, "filter": around_filter(entity_ids), **self.store.read_options}
+
+    def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
+                         ) -> list[CandidateRelation]:
+        """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first."""
+        if not entity_ids or limit < 1:
+            return []
+        with milvus_errors(f"search {self.store.relation_collection}"):
+            result = self.store.client.search(**self._around_kwargs(vector, entity_ids, limit))
+        return parse_around(result)
+
+    async def arelations_around(self, vector: Sequence[float], entity_ids: Sequence[str],
+                                limit: int) -> list[CandidateRelation]:
+        """Async twin of :meth:`relations_around`."""
+        if not entity_ids or limit < 1:
+            return []
+        with milvus_errors(f"search {self.store.relation_collection}"):
+            result = await self.store.aclient().search(
+                **self._around_kwargs(vector, entity_ids, limit))
+        return parse_around(result)
+
+    def _get_kwargs(self, ids: Sequence[str]) -> dict[str, Any]:
+        return {"collection_name": self.store.relation_collection, "ids": list(ids),
+                "output_fields": [*self.fields, "embedding"], **self.store.read_options}
+
+    def relations(self, ids: Sequence[str], vector: Sequence[float]) -> list[CandidateRelation]:
+        """Relation rows by id (unknown ids left out), scored against ``vector``."""
+        if not ids:
+            return []
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            rows = self.store.client.get(**self._get_kwargs(ids))
+        return scored_rows(rows, vector)
+
+    async def arelations(self, ids: Sequence[str], vector: Sequence[float]
+                         ) -> list[CandidateRelation]:
+        """Async twin of :meth:`relations`."""
+        if not ids:
+            return []
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            rows = await self.store.aclient().get(**self._get_kwargs(ids))
+        return scored_rows(rows, vector)
+
+    def _passages_kwargs(self, entity_id: str, cap: int) -> dict[str, Any]:
+        quoted = quote(entity_id)
+        return {"collection_name": self.store.relation_collection,
+                "filter": f"subject_id == {quoted} or object_id == {quoted}",
+                "output_fields": ["passage_ids"], "limit": min(cap, MILVUS_MAX_TOP_K),
+                **self.store.read_options}
+
+    def entity_passages(self, entity_ids: Sequence[str], cap: int) -> dict[str, list[str]]:
+        """For each entity, the distinct passages its relations come from: those of at most
+        ``cap`` of its relations (one query per entity, at the same time)."""
+        def one(entity_id: str) -> list[str]:
+            with milvus_errors(f"read {self.store.relation_collection}"):
+                rows = self.store.client.query(**self._passages_kwargs(entity_id, cap))
+            return _distinct_passages(rows)
+
+        answers = self.store.concurrently_all([partial(one, e) for e in entity_ids]) \
+            if entity_ids else ()
+        return dict(zip(entity_ids, answers, strict=True))
+
+    async def aentity_passages(self, entity_ids: Sequence[str], cap: int
+                               ) -> dict[str, list[str]]:
+        """Async twin of :meth:`entity_passages`."""
+        async def one(entity_id: str) -> list[str]:
+            with milvus_errors(f"read {self.store.relation_collection}"):
+                rows = await self.store.aclient().query(**self._passages_kwargs(entity_id, cap))
+            return _distinct_passages(rows)
+
+        answers = await asyncio.gather(*(one(e) for e in entity_ids))
+        return dict(zip(entity_ids, answers, strict=True))
+
+
+def _distinct_passages(rows: Sequence[dict[str, Any]]) -> list[str]:
+    return list(dict.fromkeys(p for row in rows for p in row.get("passage_ids") or ()))
+

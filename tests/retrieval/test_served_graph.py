@@ -1,0 +1,201 @@
+"""The graph served by Milvus (``GraphRAGIndex(graph="milvus")``): every method answers what
+it answers with the graph in memory, reads nothing whole, and handles hubs, missing rows and
+bad settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from llama_index.core.schema import NodeWithScore, TextNode
+
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.graph import ExpansionConfig
+from llama_index_graphrag_milvus.index_cache import COPIES, GRAPH_MODE, graph_bytes
+from llama_index_graphrag_milvus.records import RELATIONS_KEY, TRIPLETS_KEY, EntityHit, Triplet
+from llama_index_graphrag_milvus.retrieval import QueryContext, SyncDriver
+from llama_index_graphrag_milvus.retrieval.drivers import DriverContext
+from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool, own_relation_lists
+from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT, Seeds
+from tests.fakes import HashEmbedding
+
+QUESTION = "What did the son of Euler's teacher contribute?"
+METHODS = ["bridge", "passage", "ppr", "pcst"]
+LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+SERVER_ONLY = pytest.mark.parametrize("milvus_uri", ["server"], indirect=True)
+
+
+def summary(nodes: list[NodeWithScore]) -> list[tuple[str, float, list[str]]]:
+    return [(n.node.node_id, round(n.score or 0.0, 6),
+             [r["text"] for r in n.node.metadata.get(RELATIONS_KEY, [])]) for n in nodes]
+
+
+def served(index: GraphRAGIndex) -> GraphRAGIndex:
+    """Another index object on the same collections, its graph served by Milvus."""
+    return GraphRAGIndex(uri=index.store.uri, embed_model=index.embed_model,
+                         collection_prefix=index.store.prefix, graph="milvus")
+
+
+def nothing_whole_was_read(index: GraphRAGIndex) -> bool:
+    return all(index._cache.peek(name) is None for name in COPIES if name != GRAPH_MODE)
+
+
+@pytest.mark.parametrize("method", METHODS)
+def test_every_method_answers_the_same_from_the_served_graph(
+        family_index: GraphRAGIndex, method: str) -> None:
+    memory = family_index.as_retriever(passage_scoring=method, similarity_top_k=3)
+    expected = summary(memory.retrieve(QUESTION))
+    milvus = served(family_index)
+    try:
+        retriever = milvus.as_retriever(passage_scoring=method, similarity_top_k=3)
+        assert milvus.graph_mode == "milvus"
+        assert summary(retriever.retrieve(QUESTION)) == expected
+        assert summary(asyncio.run(retriever.aretrieve(QUESTION))) == expected
+        assert nothing_whole_was_read(milvus)
+    finally:
+        milvus.close()
+
+
+@LITE_ONLY
+def test_served_queries_name_their_requests(family_index: GraphRAGIndex) -> None:
+    """The served k-hop pool: one filtered search per hop plus the seed relations' read."""
+    milvus = served(family_index)
+    try:
+        seen: list[str] = []
+        driver = SyncDriver(DriverContext(milvus, None, DEFAULT_NER_PROMPT))
+        answer = driver.answer
+        driver.answer = lambda request: (seen.append(type(request).__name__),  # type: ignore
+                                         answer(request))[1]
+        vector = milvus.embed_model.get_query_embedding(QUESTION)
+        query = QueryContext(QUESTION, vector, 3, graph_served=True)
+        johann = Triplet("Johann Bernoulli", "x", "y").subject_id
+        pool = driver.run(expand_pool(query, Seeds((), ()), ExpansionConfig(hops=2)))
+        assert pool == [] and seen == ["Together", "RelationsAround", "GetRelations"]
+        seen.clear()
+        pool = driver.run(expand_pool(query, Seeds((EntityHit(johann, "Johann Bernoulli", .9,
+                                                              "q"),), ()),
+                                      ExpansionConfig(hops=2)))
+        assert seen.count("RelationsAround") == 3  # hop 0 (in Together), then 1 and 2
+        assert {c.subject_id for c in pool} | {c.object_id for c in pool} >= {johann}
+        assert all(c.passage_ids and c.subject_id and c.object_id for c in pool)
+        assert pool == sorted(pool, key=lambda c: (-c.score, c.id))
+    finally:
+        milvus.close()
+
+
+@LITE_ONLY
+def test_a_hub_is_read_by_its_relations_most_similar_to_the_query(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    """A hub of 300 relations: hop 0 reads the per-hop budget of them, the most similar
+    first, without reading the others."""
+    towns = [(f"Town {i} lies in Sweden and has {i} bridges.",
+              [(f"Town {i}", "lies in", "Sweden"), (f"Town {i}", "has", f"{i} bridges")])
+             for i in range(300)]
+    index = make_index(towns)
+    milvus = served(index)
+    try:
+        question = "Which town lies in Sweden and has 7 bridges?"
+        vector = milvus.embed_model.get_query_embedding(question)
+        query = QueryContext(question, vector, 3, graph_served=True)
+        sweden = Triplet("a", "b", "Sweden").object_id
+        seeds = Seeds((EntityHit(sweden, "Sweden", 0.9, "q"),), ())
+        config = ExpansionConfig(hops=0, per_hop_max_relations=20)
+        driver = SyncDriver(DriverContext(milvus, None, DEFAULT_NER_PROMPT))
+        pool = driver.run(expand_pool(query, seeds, config))
+        memory = index.graph.expand(vector, [sweden], [], config)
+        assert len(pool) == 20
+        # the 20 relations of the hub most similar to the question, exactly
+        assert [c.id for c in pool] == [c.id for c in sorted(
+            index.graph.expand(vector, [sweden], [], ExpansionConfig(
+                hops=0, per_hop_max_relations=1000, max_candidate_relations=1000,
+                per_hop_max_hub_relations=1000)),
+            key=lambda c: (-c.score, c.id))[:20]]
+        assert len(memory) == 20
+        assert nothing_whole_was_read(milvus)
+    finally:
+        milvus.close()
+
+
+@LITE_ONLY
+def test_relations_gone_from_milvus_are_left_out(family_index: GraphRAGIndex) -> None:
+    """A passage's stored triplet whose relation another writer deleted since (or that was
+    never stored) is no own relation of it."""
+    milvus = served(family_index)
+    try:
+        node = TextNode(text="Euler and nobody.", metadata={TRIPLETS_KEY: [
+            ["Leonhard Euler", "was a student of", "Johann Bernoulli"],
+            ["Nobody", "deleted", "Meanwhile"]]})
+        vector = milvus.embed_model.get_query_embedding(QUESTION)
+        query = QueryContext(QUESTION, vector, 3, graph_served=True)
+        driver = SyncDriver(DriverContext(milvus, None, DEFAULT_NER_PROMPT))
+        [owns] = driver.run(own_relation_lists(query, [node], 5))
+        assert [c.text for c in owns] == ["Leonhard Euler was a student of Johann Bernoulli"]
+    finally:
+        milvus.close()
+
+
+@LITE_ONLY
+def test_auto_serves_the_graph_above_its_budget(family_index: GraphRAGIndex,
+                                                caplog: pytest.LogCaptureFixture) -> None:
+    relations = family_index.store.count(family_index.store.relation_collection)
+    size = graph_bytes(relations, family_index.store.dim or 0)
+    small = GraphRAGIndex(uri=family_index.store.uri, embed_model=family_index.embed_model,
+                          graph_memory_budget=size - 1)
+    large = GraphRAGIndex(uri=family_index.store.uri, embed_model=family_index.embed_model,
+                          graph_memory_budget=size)
+    try:
+        with caplog.at_level(logging.INFO, logger="llama_index_graphrag_milvus.index_cache"):
+            assert small.graph_mode == "milvus" and large.graph_mode == "memory"
+        assert "served by Milvus" in caplog.text and "held in memory" in caplog.text
+        nodes = small.as_retriever().retrieve(QUESTION)
+        assert nodes and nothing_whole_was_read(small)
+        # a write decides again: the graph grew past the budget
+        large.insert_triplets([("Ada met Tom.", [("Ada", "met", "Tom")])])
+        assert large.graph_mode == "milvus"
+    finally:
+        small.close()
+        large.close()
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"graph_memory_budget": 0}, "graph_memory_budget must be an integer >= 1"),
+    ({"graph_memory_budget": -5}, "graph_memory_budget must be an integer >= 1"),
+    ({"graph_memory_budget": 1.5}, "graph_memory_budget must be an integer"),
+    ({"graph": "disk"}, "graph must be one of"),
+])
+@LITE_ONLY
+def test_bad_graph_settings_are_refused(milvus_uri: str, kwargs: dict[str, Any],
+                                        message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(), **kwargs)
+
+
+@SERVER_ONLY
+def test_the_server_indexes_the_relations_ends(family_index: GraphRAGIndex) -> None:
+    store = family_index.store
+    fields = {store.client.describe_index(store.relation_collection, name)["field_name"]
+              for name in store.client.list_indexes(store.relation_collection)}
+    assert {"subject_id", "object_id"} <= fields
+
+
+@SERVER_ONLY
+def test_an_older_server_index_gets_the_ends_indexed_on_open(
+        family_index: GraphRAGIndex) -> None:
+    store = family_index.store
+    for name in store.client.list_indexes(store.relation_collection):
+        if store.client.describe_index(store.relation_collection, name)["field_name"] in (
+                "subject_id", "object_id"):
+            store.client.release_collection(store.relation_collection)
+            store.client.drop_index(store.relation_collection, name)
+    reopened = served(family_index)
+    try:
+        fields = {store.client.describe_index(store.relation_collection, name)["field_name"]
+                  for name in store.client.list_indexes(store.relation_collection)}
+        assert {"subject_id", "object_id"} <= fields
+        assert summary(reopened.as_retriever(similarity_top_k=3).retrieve(QUESTION))
+    finally:
+        reopened.close()
+

@@ -138,7 +138,8 @@ def server_footprint(base_dir: str | None) -> dict[str, Any]:
 
 
 def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | None,
-        dim: int, index_type: str | None, methods: list[str], out: Path) -> dict[str, Any]:
+        dim: int, index_type: str | None, methods: list[str], out: Path,
+        index_params: dict[str, Any] | None = None) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, \
             milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
@@ -151,6 +152,7 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
                                    embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
             if index_type:
                 writer.store.index_type = index_type
+                writer.store.index_params = dict(index_params or {})
             row: dict[str, Any] = {"relations": size, "entities": synthetic.num_entities,
                                    "passages": synthetic.num_passages,
                                    "top_hub_degrees": sorted(
@@ -167,7 +169,8 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
             print(json.dumps(row), flush=True)
             results.append(row)
     report = {"config": {"sizes": sizes, "queries": queries, "dim": dim, "milvus": kind,
-                         "index_type": index_type or "AUTOINDEX", "methods": methods,
+                         "index_type": index_type or "AUTOINDEX",
+                         "index_params": index_params or {}, "methods": methods,
                          "package": __version__, "python": platform.python_version()},
               "results": results}
     out.mkdir(parents=True, exist_ok=True)
@@ -214,12 +217,14 @@ def main(argv: list[str] | None = None) -> None:
                         help="start the embedded Milvus server with its data in DIR (wiped)")
     parser.add_argument("--index-type", help="the vector index of the collections (default: "
                                              "the store's, AUTOINDEX on a server)")
+    parser.add_argument("--index-params", type=json.loads, default=None, metavar="JSON",
+                        help="its build parameters, e.g. '{\"M\": 8, \"efConstruction\": 64}'")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
     parser.add_argument("--out", type=Path, default=Path("bench_out/served"))
     args = parser.parse_args(argv)
     methods = ["naive", *(m for m in args.methods if m != "naive")]
     report = run(args.sizes, args.queries, args.uri, args.embedded_server, args.dim,
-                 args.index_type, methods, args.out)
+                 args.index_type, methods, args.out, args.index_params)
     print()
     print(markdown(report))
     print(f"\nJSON: {args.out / 'served.json'}")

@@ -138,11 +138,12 @@ def milvus_errors(action: str) -> Iterator[None]:
 def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],
                       dim: int, index_type: str, consistency_level: str,
                       properties: Mapping[str, str] | None = None,
-                      scalar_indexes: Sequence[str] = ()) -> None:
+                      scalar_indexes: Sequence[str] = (),
+                      index_params: Mapping[str, Any] | None = None) -> None:
     """Create and load the collection ``name``: ``id`` (a VARCHAR primary key), ``fields``,
-    ``embedding`` (``dim`` floats, cosine index of ``index_type``), the server's default
-    scalar index on each of ``scalar_indexes``, and ``properties``. Raises pymilvus errors
-    (callers wrap them in :func:`milvus_errors`)."""
+    ``embedding`` (``dim`` floats, cosine index of ``index_type`` built with
+    ``index_params``), the server's default scalar index on each of ``scalar_indexes``, and
+    ``properties``. Raises pymilvus errors (callers wrap them in :func:`milvus_errors`)."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX_LENGTH)
     for field, kind, size in fields:
@@ -154,13 +155,14 @@ def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[st
         else:
             schema.add_field(field, kind)
     schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)
-    index_params = client.prepare_index_params()
-    index_params.add_index("embedding", index_type=index_type, metric_type=METRIC)
+    indexes = client.prepare_index_params()
+    indexes.add_index("embedding", index_type=index_type, metric_type=METRIC,
+                      params=dict(index_params or {}))
     for field in scalar_indexes:
-        add_scalar_index(index_params, field)
+        add_scalar_index(indexes, field)
     client.create_collection(name, schema=schema, consistency_level=consistency_level,
                              **({"properties": dict(properties)} if properties else {}))
     # sync=False: Milvus builds the index in the background and load waits for it; the
     # synchronous wait polls every 0.5 s through an RPC Milvus Lite does not implement.
-    client.create_index(name, index_params, sync=False)
+    client.create_index(name, indexes, sync=False)
     client.load_collection(name)

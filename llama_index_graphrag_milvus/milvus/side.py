@@ -52,7 +52,8 @@ class SideCollection:
             return
         with milvus_errors(f"create {self.name}"):
             create_collection(store.client, self.name, self.fields, store.dim,
-                              store.index_type, store.consistency_level)
+                              store.index_type, store.consistency_level,
+                              index_params=store.index_params)
 
     def drop(self) -> None:
         """Drop the collection (no-op when it does not exist)."""

@@ -140,6 +140,10 @@ class MilvusGraphStore:
         """The consistency of every read and search (the collections' own level)."""
         self.is_lite = "://" not in uri
         self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
+        """The vector index of the collections this store creates (Milvus Lite: ``FLAT``)."""
+        self.index_params: dict[str, Any] = {}
+        """Its build parameters (``{"M": 16, "efConstruction": 200}`` for ``HNSW``); none
+        for ``AUTOINDEX``, which Milvus tunes."""
         self.entity_collection = f"{self.prefix}_entities"
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
@@ -255,7 +259,7 @@ class MilvusGraphStore:
                 properties: Mapping[str, str] | None = None,
                 scalar_indexes: Sequence[str] = ()) -> None:
         create_collection(self.client, name, fields, dim, self.index_type,
-                          self.consistency_level, properties, scalar_indexes)
+                          self.consistency_level, properties, scalar_indexes, self.index_params)
 
     def set_properties(self, properties: Mapping[str, str]) -> None:
         """Record ``properties`` on the relation collection (what the index says of itself)."""

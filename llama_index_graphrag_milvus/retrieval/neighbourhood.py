@@ -62,7 +62,8 @@ def _served_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig
     around, seed_relations = yield from Together((
         RelationsAround(vector, tuple(entities), config.per_hop_max_relations),
         GetRelations(tuple(dict.fromkeys(h.id for h in seeds.relations)), vector)))
-    frontier = _best(_distinct([*around, *seed_relations]), config.per_hop_max_relations)
+    frontier = _best(list({c.id: c for c in (*around, *seed_relations)}.values()),
+                     config.per_hop_max_relations)
     kept = list(frontier)
     seen = {c.id for c in frontier}
     expanded = set(entities)
@@ -82,10 +83,6 @@ def _served_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig
         return cap_per_passage(ranked, config.max_relations_per_passage,
                                config.max_candidate_relations)
     return ranked[:config.max_candidate_relations]
-
-
-def _distinct(relations: Iterable[CandidateRelation]) -> list[CandidateRelation]:
-    return list({c.id: c for c in reversed(list(relations))}.values())[::-1]
 
 
 def _best(relations: Sequence[CandidateRelation], limit: int) -> list[CandidateRelation]:

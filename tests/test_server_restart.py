@@ -39,11 +39,14 @@ def proxy(milvus_uri: str) -> Iterator[TcpProxy]:
 
 
 @SERVER_ONLY
-@pytest.mark.parametrize("mode", ["sync", "async"])
+@pytest.mark.parametrize(("mode", "graph"), [("sync", "memory"), ("async", "memory"),
+                                             ("sync", "milvus"), ("async", "milvus")])
 def test_a_query_during_a_restart_fails_clearly_and_the_next_one_succeeds(
-        family_index: GraphRAGIndex, proxy: TcpProxy, mode: str) -> None:
+        family_index: GraphRAGIndex, proxy: TcpProxy, mode: str, graph: str) -> None:
+    """With the graph in memory the query in flight is the read of its passages; with the
+    graph served by Milvus it is its first search."""
     index = GraphRAGIndex(uri=proxy.uri, embed_model=HashEmbedding(dim=64),
-                          milvus_client_kwargs={"timeout": TIMEOUT})
+                          milvus_client_kwargs={"timeout": TIMEOUT}, graph=graph)
     retriever = index.as_retriever()
 
     def run() -> list[str]:
@@ -71,7 +74,7 @@ def test_a_query_during_a_restart_fails_clearly_and_the_next_one_succeeds(
     assert not worker.is_alive(), "the query hangs past the client timeout"
     error = outcome.get("error")
     assert isinstance(error, MilvusStoreError), outcome
-    assert "Milvus failed to read" in str(error)
+    assert f"Milvus failed to {'read' if graph == 'memory' else 'search'}" in str(error)
     assert outcome["seconds"] < 3 * TIMEOUT  # bounded by the client timeout (plus retries)
 
     proxy.start()  # the server is back

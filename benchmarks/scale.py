@@ -246,7 +246,8 @@ def milvus_measurements(synthetic: SyntheticGraph, target: str, kind: str, prefi
     def open_index(consistency: str, embed_model: BaseEmbedding | None = None
                    ) -> GraphRAGIndex:
         return GraphRAGIndex(uri=target, collection_prefix=prefix, consistency_level=consistency,
-                             embed_model=embed_model or HashedRandomEmbedding(dim=dim))
+                             embed_model=embed_model or HashedRandomEmbedding(dim=dim),
+                             graph="memory")
 
     print(f"size {synthetic.num_relations:,}: writing to Milvus ({kind})", flush=True)
     writer = open_index("Bounded")
@@ -286,13 +287,14 @@ def _rebuild_probe(target: str, prefix: str, dim: int) -> dict[str, Any]:
     """The child of :func:`rebuild_in_fresh_process`. The rebuild reads with ``Strong``
     consistency, so that it sees every row just written."""
     index = GraphRAGIndex(uri=target, collection_prefix=prefix, consistency_level="Strong",
-                          embed_model=HashedRandomEmbedding(dim=dim))
+                          embed_model=HashedRandomEmbedding(dim=dim), graph="memory")
     with index:
         index.store.count(index.store.relation_collection)  # connected, collection loaded
         before = resident_mb()["VmRSS"]
         start = time.perf_counter()
-        graph = index.refresh()
+        index.refresh()  # the graph is rebuilt
         seconds = time.perf_counter() - start
+        graph = index.graph
         return {"rebuild_from_milvus_s": round(seconds, 2),
                 "rebuilt_relations": graph.num_relations,
                 "rebuild_rss_before_mb": before,

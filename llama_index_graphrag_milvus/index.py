@@ -444,12 +444,13 @@ class GraphRAGIndex:
         """
         return self._cache.is_stale()
 
-    def refresh(self) -> EntityRelationGraph:
-        """Rebuild the in-memory graph from Milvus (after another process wrote to it);
-        the entity and passage tables and the communities are read again on their next
-        use."""
+    def refresh(self) -> EntityRelationGraph | None:
+        """Forget what was read from Milvus (after another process wrote to it): the entity
+        and passage tables, the communities and ``graph="auto"``'s choice are read again on
+        their next use; the in-memory graph is rebuilt now and returned, or ``None`` when
+        the graph is served by Milvus (nothing to rebuild: served queries read Milvus)."""
         self._cache.drop()
-        return self.graph
+        return self.graph if self.graph_mode == "memory" else None
 
     # ------------------------------------------------------------------ communities
 

@@ -248,7 +248,11 @@ class MilvusGraphStore:
                    for index in self.client.list_indexes(name)}
         missing = [field for field in ENDPOINT_INDEXES if field not in indexed]
         if missing:
-            logger.info("indexing %s of %s for the served graph", ", ".join(missing), name)
+            logger.warning(
+                "%s was created before its relations' ends were indexed: indexing %s for the "
+                "served graph, once (the collection is released and loaded again: other "
+                "processes' queries on it fail meanwhile; open the index once before "
+                "starting workers)", name, ", ".join(missing))
             params = self.client.prepare_index_params()
             for field in missing:
                 add_scalar_index(params, field)

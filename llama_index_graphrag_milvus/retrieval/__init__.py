@@ -10,7 +10,8 @@ Where things are:
   :mod:`.pagerank` (personalized PageRank), :mod:`.pcst` (Steiner tree subgraph),
   :mod:`.khop` (k-hop pool); Microsoft GraphRAG's local search is in
   :mod:`llama_index_graphrag_milvus.communities.local_search`;
-- the steps the methods share: :mod:`.seeds` (entity and relation seeds, expansion),
+- the steps the methods share: :mod:`.seeds` (entity and relation seeds),
+  :mod:`.neighbourhood` (the graph steps, in memory or served by Milvus),
   :mod:`.passages` (passage searches, relation texts, results), :mod:`.steps` (pure);
 - the I/O: :mod:`.requests` (typed requests a plan yields) and :mod:`.drivers` (the one
   table that answers them, sync and async);

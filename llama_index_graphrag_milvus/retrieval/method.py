@@ -4,8 +4,9 @@ A method (k-hop, PageRank, second hop, Steiner tree, or one of yours) decides on
 selects relations and how it ranks passages. The query, its vector, the filters and the seed
 settings come from :class:`~llama_index_graphrag_milvus.retrieval.retriever.
 GraphRAGRetriever`; the steps every method shares are in :mod:`.seeds` (entity and relation
-seeds), :mod:`.passages` (passage searches, relation texts, results) and :mod:`.steps`
-(pure). Its I/O are the requests of :mod:`.requests`, answered by :mod:`.drivers`.
+seeds), :mod:`.neighbourhood` (the graph steps: the k-hop pool, the relations of entities, the
+own relations of passages), :mod:`.passages` (passage searches, relation texts, results) and
+:mod:`.steps` (pure). Its I/O are the requests of :mod:`.requests`, answered by :mod:`.drivers`.
 
 A method of your own, given to the retriever as ``passage_scoring``: the passages most
 similar to the question, each with the relations of its own triplets::

@@ -40,16 +40,9 @@ from llama_index_graphrag_milvus.milvus.columns import (
 )
 from llama_index_graphrag_milvus.milvus.filters import in_list, quote
 from llama_index_graphrag_milvus.milvus.lite import lite_connection, quiet_lite, release_lite
+from llama_index_graphrag_milvus.milvus.queries import QueryPath
 from llama_index_graphrag_milvus.milvus.rows import (
-    GET_CHUNK,
-    RELATION_HIT_FIELDS,
-    chunks,
-    id_filter,
-    parse_entity_hits,
-    parse_passage_hits,
-    parse_relation_hits,
     rows_to_passages,
-    search_kwargs,
 )
 from llama_index_graphrag_milvus.milvus.schema import (
     COMMUNITY_FIELDS,
@@ -70,10 +63,8 @@ from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES, ServedGr
 from llama_index_graphrag_milvus.milvus.side import SideCollection
 from llama_index_graphrag_milvus.records import (
     EntityColumns,
-    EntityHit,
     PassageColumns,
     RelationColumns,
-    RelationHit,
 )
 from llama_index_graphrag_milvus.validation import check_instance
 
@@ -88,7 +79,7 @@ async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
         await client.close()
 
 
-class MilvusGraphStore:
+class MilvusGraphStore(QueryPath):
     """Entities, relations and passages of one graph in Milvus (Lite, server or Zilliz Cloud).
 
     Args:
@@ -558,125 +549,3 @@ class MilvusGraphStore:
         yield from read_columns(self.client, collection, kind, self.count(collection),
                                 self.dim, self.is_lite, self.consistency_level,
                                 reads or self.reads, show_progress)
-
-    def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
-                        top_k: int, threshold: float | None) -> list[list[EntityHit]]:
-        """All entity searches of one query in one batched call: hits per searched name."""
-        if not vectors:
-            return []
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
-        with milvus_errors(f"search {self.entity_collection}"):
-            result = self.client.search(**kwargs, **self.read_options)
-        return parse_entity_hits(result, names, threshold)
-
-    async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
-                               top_k: int, threshold: float | None) -> list[list[EntityHit]]:
-        """Async twin of :meth:`search_entities`."""
-        if not vectors:
-            return []
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
-        with milvus_errors(f"search {self.entity_collection}"):
-            result = await self.aclient().search(**kwargs, **self.read_options)
-        return parse_entity_hits(result, names, threshold)
-
-    def search_relations(self, vector: Sequence[float], top_k: int,
-                         threshold: float | None) -> list[RelationHit]:
-        """The relations most similar to the query vector."""
-        kwargs = search_kwargs(self.relation_collection, [vector], top_k,
-                                self.relation_fields(RELATION_HIT_FIELDS))
-        with milvus_errors(f"search {self.relation_collection}"):
-            result = self.client.search(**kwargs, **self.read_options)
-        return parse_relation_hits(result, threshold)
-
-    async def asearch_relations(self, vector: Sequence[float], top_k: int,
-                                threshold: float | None) -> list[RelationHit]:
-        """Async twin of :meth:`search_relations`."""
-        kwargs = search_kwargs(self.relation_collection, [vector], top_k,
-                                self.relation_fields(RELATION_HIT_FIELDS))
-        with milvus_errors(f"search {self.relation_collection}"):
-            result = await self.aclient().search(**kwargs, **self.read_options)
-        return parse_relation_hits(result, threshold)
-
-    def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
-        """Relation texts by id, in one call."""
-        if not ids:
-            return {}
-        with milvus_errors(f"read {self.relation_collection}"):
-            rows = self.client.get(collection_name=self.relation_collection, **self.read_options,
-                                   ids=list(ids),
-                                   output_fields=["text"])
-        return {row["id"]: row["text"] for row in rows}
-
-    async def aget_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
-        """Async twin of :meth:`get_relation_texts`."""
-        if not ids:
-            return {}
-        with milvus_errors(f"read {self.relation_collection}"):
-            rows = await self.aclient().get(collection_name=self.relation_collection,
-                                             **self.read_options, ids=list(ids),
-                                             output_fields=["text"])
-        return {row["id"]: row["text"] for row in rows}
-
-    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
-                        where: str = "") -> list[tuple[BaseNode, float]]:
-        """The ``limit`` passages among ``ids`` (and matching ``where``, a filter expression
-        on metadata) most similar to ``vector``, best first."""
-        if not ids:
-            return []
-        return self.search_passage_lists([vector], limit, ids, where)[0]
-
-    def search_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
-                             ids: Sequence[str] | None = None, where: str = ""
-                             ) -> list[list[tuple[BaseNode, float]]]:
-        """One batched search: for each vector, the ``limit`` most similar passages (among
-        ``ids`` when given, matching ``where``), best first."""
-        kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
-        if kwargs is None:
-            return [[] for _ in vectors]
-        with milvus_errors(f"search {self.passage_collection}"):
-            result = self.client.search(**kwargs, **self.read_options)
-        return parse_passage_hits(result)
-
-    async def asearch_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
-                                    ids: Sequence[str] | None = None, where: str = ""
-                                    ) -> list[list[tuple[BaseNode, float]]]:
-        """Async twin of :meth:`search_passage_lists`."""
-        kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
-        if kwargs is None:
-            return [[] for _ in vectors]
-        with milvus_errors(f"search {self.passage_collection}"):
-            result = await self.aclient().search(**kwargs, **self.read_options)
-        return parse_passage_hits(result)
-
-    def _passagesearch_kwargs(self, vectors: Sequence[Sequence[float]], limit: int,
-                               ids: Sequence[str] | None, where: str
-                               ) -> dict[str, Any] | None:
-        """The search request, or ``None`` when it cannot match anything."""
-        if not vectors or (ids is not None and not ids):
-            return None
-        kwargs = search_kwargs(self.passage_collection, vectors, limit, PASSAGE_FIELDS, ids,
-                                where)
-        if ids is None and where:
-            kwargs["filter"] = where
-        return kwargs
-
-    def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
-        """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
-        ids are left out."""
-        rows: list[dict[str, Any]] = []
-        with milvus_errors(f"read {self.passage_collection}"):
-            for chunk in chunks(ids, GET_CHUNK):
-                rows += self.client.query(collection_name=self.passage_collection,
-                                          **self.read_options, filter=id_filter(chunk, where),
-                                          output_fields=["id", *PASSAGE_FIELDS])
-        return rows_to_passages(rows, ids)
-
-    async def aget_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
-        """Async twin of :meth:`get_passages`."""
-        rows: list[dict[str, Any]] = []
-        with milvus_errors(f"read {self.passage_collection}"):
-            for chunk in chunks(ids, GET_CHUNK):
-                rows += await self.aclient().query(
-                    collection_name=self.passage_collection, **self.read_options,
-                    filter=id_filter(chunk, where), output_fields=["id", *PASSAGE_FIELDS])
-        return rows_to_passages(rows, ids)

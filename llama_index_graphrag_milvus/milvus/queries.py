@@ -1,0 +1,170 @@
+"""The searches and reads of the query path: entity, relation and passage searches, relation
+texts and passages by id, sync and async (each pair builds the same request and parses the
+same answer with :mod:`.rows`; only the client call differs).
+
+A mixin of :class:`~llama_index_graphrag_milvus.milvus.store.MilvusGraphStore`, apart from its
+set-up, writes and whole-collection reads.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from llama_index.core.schema import BaseNode
+from pymilvus import AsyncMilvusClient, MilvusClient
+
+from llama_index_graphrag_milvus.milvus.rows import (
+    GET_CHUNK,
+    RELATION_HIT_FIELDS,
+    chunks,
+    id_filter,
+    parse_entity_hits,
+    parse_passage_hits,
+    parse_relation_hits,
+    rows_to_passages,
+    search_kwargs,
+)
+from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS, milvus_errors
+from llama_index_graphrag_milvus.records import EntityHit, RelationHit
+
+
+class QueryPath:
+    """The query-path methods of a store (see the module docstring)."""
+
+    entity_collection: str
+    relation_collection: str
+    passage_collection: str
+    read_options: dict[str, Any]
+
+    @property
+    def client(self) -> MilvusClient:
+        raise NotImplementedError
+
+    def aclient(self) -> AsyncMilvusClient:
+        raise NotImplementedError
+
+    def relation_fields(self, fields: Sequence[str]) -> list[str]:
+        raise NotImplementedError
+
+    def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
+                        top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+        """All entity searches of one query in one batched call: hits per searched name."""
+        if not vectors:
+            return []
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        with milvus_errors(f"search {self.entity_collection}"):
+            result = self.client.search(**kwargs, **self.read_options)
+        return parse_entity_hits(result, names, threshold)
+
+    async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
+                               top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+        """Async twin of :meth:`search_entities`."""
+        if not vectors:
+            return []
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        with milvus_errors(f"search {self.entity_collection}"):
+            result = await self.aclient().search(**kwargs, **self.read_options)
+        return parse_entity_hits(result, names, threshold)
+
+    def search_relations(self, vector: Sequence[float], top_k: int,
+                         threshold: float | None) -> list[RelationHit]:
+        """The relations most similar to the query vector."""
+        kwargs = search_kwargs(self.relation_collection, [vector], top_k,
+                                self.relation_fields(RELATION_HIT_FIELDS))
+        with milvus_errors(f"search {self.relation_collection}"):
+            result = self.client.search(**kwargs, **self.read_options)
+        return parse_relation_hits(result, threshold)
+
+    async def asearch_relations(self, vector: Sequence[float], top_k: int,
+                                threshold: float | None) -> list[RelationHit]:
+        """Async twin of :meth:`search_relations`."""
+        kwargs = search_kwargs(self.relation_collection, [vector], top_k,
+                                self.relation_fields(RELATION_HIT_FIELDS))
+        with milvus_errors(f"search {self.relation_collection}"):
+            result = await self.aclient().search(**kwargs, **self.read_options)
+        return parse_relation_hits(result, threshold)
+
+    def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Relation texts by id, in one call."""
+        if not ids:
+            return {}
+        with milvus_errors(f"read {self.relation_collection}"):
+            rows = self.client.get(collection_name=self.relation_collection, **self.read_options,
+                                   ids=list(ids),
+                                   output_fields=["text"])
+        return {row["id"]: row["text"] for row in rows}
+
+    async def aget_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
+        """Async twin of :meth:`get_relation_texts`."""
+        if not ids:
+            return {}
+        with milvus_errors(f"read {self.relation_collection}"):
+            rows = await self.aclient().get(collection_name=self.relation_collection,
+                                             **self.read_options, ids=list(ids),
+                                             output_fields=["text"])
+        return {row["id"]: row["text"] for row in rows}
+
+    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
+                        where: str = "") -> list[tuple[BaseNode, float]]:
+        """The ``limit`` passages among ``ids`` (and matching ``where``, a filter expression
+        on metadata) most similar to ``vector``, best first."""
+        if not ids:
+            return []
+        return self.search_passage_lists([vector], limit, ids, where)[0]
+
+    def search_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
+                             ids: Sequence[str] | None = None, where: str = ""
+                             ) -> list[list[tuple[BaseNode, float]]]:
+        """One batched search: for each vector, the ``limit`` most similar passages (among
+        ``ids`` when given, matching ``where``), best first."""
+        kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
+        if kwargs is None:
+            return [[] for _ in vectors]
+        with milvus_errors(f"search {self.passage_collection}"):
+            result = self.client.search(**kwargs, **self.read_options)
+        return parse_passage_hits(result)
+
+    async def asearch_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
+                                    ids: Sequence[str] | None = None, where: str = ""
+                                    ) -> list[list[tuple[BaseNode, float]]]:
+        """Async twin of :meth:`search_passage_lists`."""
+        kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
+        if kwargs is None:
+            return [[] for _ in vectors]
+        with milvus_errors(f"search {self.passage_collection}"):
+            result = await self.aclient().search(**kwargs, **self.read_options)
+        return parse_passage_hits(result)
+
+    def _passagesearch_kwargs(self, vectors: Sequence[Sequence[float]], limit: int,
+                               ids: Sequence[str] | None, where: str
+                               ) -> dict[str, Any] | None:
+        """The search request, or ``None`` when it cannot match anything."""
+        if not vectors or (ids is not None and not ids):
+            return None
+        kwargs = search_kwargs(self.passage_collection, vectors, limit, PASSAGE_FIELDS, ids,
+                                where)
+        if ids is None and where:
+            kwargs["filter"] = where
+        return kwargs
+
+    def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
+        """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
+        ids are left out."""
+        rows: list[dict[str, Any]] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(ids, GET_CHUNK):
+                rows += self.client.query(collection_name=self.passage_collection,
+                                          **self.read_options, filter=id_filter(chunk, where),
+                                          output_fields=["id", *PASSAGE_FIELDS])
+        return rows_to_passages(rows, ids)
+
+    async def aget_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
+        """Async twin of :meth:`get_passages`."""
+        rows: list[dict[str, Any]] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(ids, GET_CHUNK):
+                rows += await self.aclient().query(
+                    collection_name=self.passage_collection, **self.read_options,
+                    filter=id_filter(chunk, where), output_fields=["id", *PASSAGE_FIELDS])
+        return rows_to_passages(rows, ids)

@@ -245,6 +245,8 @@ class LocalSearchRetrieval(RetrievalMethod):
                      for rid in relation_ids if rid in texts]
         ranked = rank_communities(graph, communities, located, self.config.level)
         reports = [(communities.reports[cid], matches) for cid, matches in ranked]
+        if query.trace:
+            query.trace.on_local_context(entities, relations, reports)
         return pack_context(passages, entities, relations, reports, self.config, self._tokens,
                             communities.descriptions)
 

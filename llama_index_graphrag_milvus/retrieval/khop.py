@@ -68,6 +68,8 @@ class KHopRetrieval(RetrievalMethod):
         seeds, _ = yield from find_seeds(query, seeds_config)
         graph = yield from LoadGraph()
         candidates = expand(graph, query, seeds, self.expansion)
+        if query.trace:
+            query.trace.on_seeds(seeds, candidates)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
         return (yield from pool_results(query, seeds, candidates, self.order_by))

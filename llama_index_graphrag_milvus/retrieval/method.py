@@ -33,8 +33,8 @@ similar to the question, each with the relations of its own triplets::
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
@@ -45,6 +45,9 @@ from llama_index_graphrag_milvus.validation import (
     check_int,
     check_optional_number,
 )
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.explain.trace import Trace
 
 SEED_SEARCHES = ("auto", "memory", "milvus")
 """Where the entity and relation seeds and the passages are searched (``entity_search``,
@@ -76,6 +79,9 @@ class QueryContext:
     :func:`~.seeds.plan_relation_search`)."""
     memory_search_max_floats: int = MEMORY_SEARCH_MAX_FLOATS
     """The ``"auto"`` budget of in-memory searches (see :data:`MEMORY_SEARCH_MAX_FLOATS`)."""
+    trace: Trace | None = field(default=None, compare=False, repr=False)
+    """Collects the path under :meth:`~.retriever.GraphRAGRetriever.explain`; ``None`` (nothing
+    collected) for ``retrieve``. Methods report to it with ``if query.trace: ...`` lines."""
 
     def in_memory(self, setting: str, rows: int, dim: int) -> bool:
         """Whether a search with this ``setting`` (``"auto"``, ``"memory"``, ``"milvus"``)

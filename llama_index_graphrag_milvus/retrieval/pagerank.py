@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -57,6 +57,9 @@ from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import Seeds, attached_relations, select_passages
 from llama_index_graphrag_milvus.validation import check_number
 
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.explain.trace import Trace
+
 DEFAULT_PASSAGE_WEIGHT = 0.05
 """Share of the restart mass on the passages most similar to the query (HippoRAG 2)."""
 
@@ -89,10 +92,12 @@ def restart_weights(graph: EntityRelationGraph, seeds: Seeds) -> dict[int, float
 def rank_passages(graph: EntityRelationGraph, seeds: Seeds,
                   candidates: Sequence[CandidateRelation],
                   similar: Sequence[tuple[str, float]], config: PageRankConfig,
-                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> list[PassageMass]:
+                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT, trace: Trace | None = None
+                  ) -> list[PassageMass]:
     """Passages by PageRank mass, best first (pure: the in-memory graph only).
 
-    ``similar`` are the passages most similar to the query, ``(id, similarity)``.
+    ``similar`` are the passages most similar to the query, ``(id, similarity)``; a
+    ``trace`` (under ``explain``) gets the entities' masses too.
     """
     relation_rows = graph.relation_rows([c.id for c in candidates]
                                         + [h.id for h in seeds.relations])
@@ -117,6 +122,8 @@ def rank_passages(graph: EntityRelationGraph, seeds: Seeds,
     adjacency = sp.block_diag((local.adjacency, sp.csr_matrix((len(outside),) * 2)),
                               format="csr")
     scores = personalized_pagerank(adjacency, reset, config).scores
+    if trace:
+        trace.on_pagerank(graph.entity_ids.ids(local.entity_rows), scores[:local.entity_rows.size])
     passage_ids = graph.passage_ids.ids(local.passage_rows) + outside
     masses = scores[local.entity_rows.size:]
     order = np.lexsort((np.arange(masses.size), -masses))
@@ -167,9 +174,11 @@ class PageRankRetrieval(RetrievalMethod):
         candidates = (graph.expand(query.vector, [h.id for h in seeds.entities],
                                    [h.id for h in seeds.relations], self.expansion)
                       if graph.num_relations else [])
+        if query.trace:
+            query.trace.on_seeds(seeds, candidates)
         started = time.perf_counter()
         ranking = rank_passages(graph, seeds, candidates, similar, self.config,
-                                self.passage_weight)
+                                self.passage_weight, query.trace)
         timings = {"ppr": time.perf_counter() - started}
         # filters may drop some: then fetch twice what is needed
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]

@@ -195,6 +195,8 @@ class PCSTRetrieval(RetrievalMethod):
         seeds, _ = yield from find_seeds(query, seeds_config)
         graph = yield from LoadGraph()
         candidates = expand(graph, query, seeds, self.expansion) if graph.num_relations else []
+        if query.trace:
+            query.trace.on_seeds(seeds, candidates)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
         try:
@@ -203,6 +205,8 @@ class PCSTRetrieval(RetrievalMethod):
             logger.warning("the PCST solver failed (%r); returning the k-hop pool's passages",
                            exc)
             return (yield from pool_results(query, seeds, candidates))
+        if query.trace:
+            query.trace.on_subgraph(chosen)
         if not chosen.relations:
             logger.warning("the PCST subgraph holds no relation (no prize in the "
                            "neighbourhood, or only a lone entity); returning the k-hop "

@@ -66,11 +66,11 @@
 
   function graphStyle() {
     var style = [
-      { selector: "node", style: { "label": "data(label)", "font-size": 11, "color": "#1d2330",
+      { selector: "node", style: { "label": "data(label)", "font-size": 13, "color": "#1d2330",
         "text-valign": "bottom", "text-margin-y": 3, "width": 18, "height": 18,
         "background-color": "#c3cad6", "border-width": 1, "border-color": "#7d8799",
         "text-wrap": "wrap", "text-max-width": 120 } },
-      { selector: "edge", style: { "label": "data(label)", "font-size": 9, "color": "#4a5468",
+      { selector: "edge", style: { "label": "data(label)", "font-size": 11, "color": "#4a5468",
         "curve-style": "bezier", "target-arrow-shape": "triangle", "width": 1.5,
         "line-color": EDGE_COLORS.pool, "target-arrow-color": EDGE_COLORS.pool,
         "text-rotation": "autorotate", "text-background-color": "#fbfcfe",
@@ -92,10 +92,13 @@
     return style;
   }
 
+  /* A force-directed layout (Cytoscape's cose) from a circle: the same graph is drawn the
+   * same way each time. */
   function layout(cy) {
-    cy.layout({ name: "cose", animate: false, randomize: false, padding: 24,
-                nodeRepulsion: function () { return 9000; },
-                idealEdgeLength: function () { return 90; } }).run();
+    cy.layout({ name: "circle", animate: false }).run();
+    cy.layout({ name: "cose", animate: false, randomize: false, padding: 30, fit: true,
+                nodeRepulsion: function () { return 60000; }, nodeOverlap: 20,
+                idealEdgeLength: function () { return 70; }, numIter: 1500 }).run();
   }
 
   /* A Cytoscape graph in `container` for a GraphView ({nodes, edges}); `onEntity(id, name,
@@ -103,7 +106,7 @@
   function drawGraph(container, view, onEntity, detail) {
     var elements = (view.nodes || []).map(nodeElement).concat((view.edges || []).map(edgeElement));
     var cy = root.cytoscape({ container: container, elements: elements, style: graphStyle(),
-                              wheelSensitivity: 0.3, minZoom: 0.2, maxZoom: 3 });
+                              minZoom: 0.1, maxZoom: 1.4 });
     layout(cy);
     cy.on("tap", "node", function (event) {
       var node = event.target;

@@ -25,8 +25,8 @@ from typing import Any
 
 from llama_index_graphrag_milvus.explain.records import Explanation
 
-ASSETS = "llama_index_graphrag_milvus.explain.assets"
-"""The package holding the vendored and own assets."""
+ASSETS = "llama_index_graphrag_milvus.explain"
+"""The package whose ``assets/`` folder holds the vendored and own assets."""
 FRAME_HEIGHT = 1100
 """Height in pixels of the inline Jupyter frame."""
 
@@ -37,7 +37,7 @@ _START = ("GraphRAGExplain.render(document.getElementById('explanation'), "
 @cache
 def asset(name: str) -> str:
     """The text of one asset file (``cytoscape.min.js``, ``explain.js``, ``explain.css``)."""
-    return resources.files(ASSETS).joinpath(name).read_text(encoding="utf-8")
+    return resources.files(ASSETS).joinpath("assets").joinpath(name).read_text(encoding="utf-8")
 
 
 def script_json(value: Any) -> str:

@@ -44,13 +44,15 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 
 ASSETS: dict[str, tuple[str, str]] = {
-    "cytoscape.min.js": ("llama_index_graphrag_milvus.explain.assets", "text/javascript"),
-    "explain.js": ("llama_index_graphrag_milvus.explain.assets", "text/javascript"),
-    "explain.css": ("llama_index_graphrag_milvus.explain.assets", "text/css"),
-    "explorer.js": ("llama_index_graphrag_milvus.explore.assets", "text/javascript"),
-    "explorer.css": ("llama_index_graphrag_milvus.explore.assets", "text/css"),
+    "cytoscape.min.js": ("llama_index_graphrag_milvus.explain", "text/javascript"),
+    "explain.js": ("llama_index_graphrag_milvus.explain", "text/javascript"),
+    "explain.css": ("llama_index_graphrag_milvus.explain", "text/css"),
+    "explorer.js": ("llama_index_graphrag_milvus.explore", "text/javascript"),
+    "explorer.css": ("llama_index_graphrag_milvus.explore", "text/css"),
+    "explorer.html": ("llama_index_graphrag_milvus.explore", "text/html; charset=utf-8"),
 }
-"""The files ``/assets/`` serves: name to (package, content type). Nothing else is served."""
+"""The files the app serves, from the ``assets/`` folder of a package: name to (package,
+content type). Nothing else is served."""
 
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 """``Host`` names the app answers when it is bound to a loopback address."""
@@ -91,7 +93,7 @@ def _asset(name: str) -> Response:
     if found is None:
         return JSONResponse({"error": f"no asset {name!r}"}, status_code=404)
     package, media_type = found
-    body = resources.files(package).joinpath(name).read_bytes()
+    body = resources.files(package).joinpath("assets").joinpath(name).read_bytes()
     return Response(body, media_type=media_type)
 
 
@@ -135,13 +137,8 @@ def create_app(index_or_data: Any, loopback_only: bool = True) -> Starlette:
                 return JSONResponse({"error": str(exc)}, status_code=500)
         return endpoint
 
-    def page(request: Request) -> Response:
-        body = resources.files("llama_index_graphrag_milvus.explore.assets").joinpath(
-            "explorer.html").read_bytes()
-        return Response(body, media_type="text/html; charset=utf-8")
-
     routes = [
-        Route("/", page, methods=["GET"]),
+        Route("/", lambda r: _asset("explorer.html"), methods=["GET"]),
         Route("/assets/{name}", lambda r: _asset(r.path_params["name"]), methods=["GET"]),
         Route("/api/summary", api(lambda r: data.summary()), methods=["GET"]),
         Route("/api/entities", api(lambda r: data.search_entities(

@@ -18,7 +18,7 @@ from llama_index_graphrag_milvus.explore import serve
 from tests.browser import BrowserUnavailable, find_or_install, new_driver, quit_driver
 from tests.explain_data import DANIEL, HOSTILE, QUESTION, SCRIPT, build
 
-pytestmark = [pytest.mark.milvus, pytest.mark.browser]
+pytestmark = [pytest.mark.milvus, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 
 WAIT = 60.0
 """Seconds a condition may take (a loaded machine runs the suite on two workers)."""

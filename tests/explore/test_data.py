@@ -136,3 +136,27 @@ def test_a_missing_web_framework_says_how_to_install_it(monkeypatch: pytest.Monk
     monkeypatch.setitem(sys.modules, "uvicorn", None)
     with pytest.raises(MissingDependencyError, match=r"\[explorer\]"):
         require_web()
+
+
+def test_communities_and_local_search_once_built(tmp_path: object) -> None:
+    from pathlib import Path
+
+    from tests.explain_data import build
+
+    index = build(Path(str(tmp_path)) / "communities.db")
+    try:
+        index.build_communities()
+        data = ExplorerData(index)
+        summary = data.summary()
+        assert "local" in summary["methods"] and summary["counts"]["communities"] >= 1
+        page = data.communities(level=0)
+        assert page["built"] and page["total"] == len(page["reports"]) >= 1
+        ratings = [r["rating"] for r in page["reports"]]
+        assert ratings == sorted(ratings, reverse=True)
+        assert all(r["entities"] and r["title"] for r in page["reports"])
+        with pytest.raises(InvalidInputError, match="level"):
+            data.communities(level=99)
+        answer = data.ask(QUESTION, "local", 3)
+        assert answer["method"] == "local" and answer["reports"]
+    finally:
+        index.close()

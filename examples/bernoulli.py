@@ -11,6 +11,9 @@ top 2 passages next to the graph pipeline's top 2.
 - It then prints the prize-collecting Steiner tree subgraph (G-Retriever, passage_scoring=
   "pcst", with G-Retriever's 3 prized relations) beside the size of the k-hop pool: the
   small connected context an LLM would read instead of every relation around the seeds.
+- It writes the explanation of the second hop (seeds, bridges, second queries, the lists
+  and how they were interleaved, naive RAG's list beside, the graph drawn) as an HTML page
+  next to the Lite file and prints where to open it.
 - With OPENAI_API_KEY set, OpenAI also reranks the relations and writes the answer.
 
 Run:  python examples/bernoulli.py [--uri ./bernoulli.db]
@@ -21,6 +24,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+from pathlib import Path
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -143,6 +147,18 @@ def show_subgraph(index: GraphRAGIndex, llm: Any) -> None:
     print("  " + subgraph["text"].replace("\n", "\n  "))
 
 
+def explanation_path(uri: str) -> Path:
+    """Where the explanation page goes: next to a Milvus Lite file, else here."""
+    folder = Path(uri).resolve().parent if "://" not in uri else Path.cwd()
+    return folder / "bernoulli_explanation.html"
+
+
+def show_explanation(retriever: Any, uri: str) -> None:
+    """The second hop's path for the question, as a page to open in a browser (offline)."""
+    path = retriever.explain(QUESTION).save_html(explanation_path(uri))
+    print(f"\nWhy these passages: open {path.as_uri()}")
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--uri", default="./bernoulli.db", help="Milvus Lite path or server URL")
@@ -180,6 +196,7 @@ def main() -> None:
     print(f"  (graph candidates handed to the reranker: {candidates})")
 
     show_subgraph(index, llm)
+    show_explanation(retriever, args.uri)
 
     if llm is not None:
         answer = index.as_query_engine(llm=llm, top_n=2).query(QUESTION)

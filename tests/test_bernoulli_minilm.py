@@ -106,4 +106,7 @@ def test_quick_start_example_runs_offline(tmp_path: Path) -> None:
     assert 1 <= int(relations) < int(pool)  # a smaller context than the k-hop pool
     assert "node_id,node_attr" in subgraph and "src,edge_attr,dst" in subgraph
     assert "was a student of" in subgraph  # the relation that joins Euler to his teacher
+    page = tmp_path / "bernoulli_explanation.html"  # next to the Lite file, and said so
+    assert f"Why these passages: open {page.as_uri()}" in done.stdout
+    assert "Johann Bernoulli" in page.read_text(encoding="utf-8")
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr

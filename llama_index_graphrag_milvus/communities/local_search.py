@@ -280,6 +280,8 @@ class LocalSearchRetrieval(RetrievalMethod):
         else:
             relations, ranked = yield from self._in_memory(query, communities, entities)
         reports = [(communities.reports[cid], matches) for cid, matches in ranked]
+        if query.trace:
+            query.trace.on_local_context(entities, relations, reports)
         return pack_context(passages, entities, relations, reports, self.config, self._tokens,
                             communities.descriptions)
 

@@ -87,23 +87,36 @@ class QueryPath:
 
     def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Relation texts by id, in one call."""
-        if not ids:
-            return {}
-        with milvus_errors(f"read {self.relation_collection}"):
-            rows = self.client.get(collection_name=self.relation_collection, **self.read_options,
-                                   ids=list(ids),
-                                   output_fields=["text"])
-        return {row["id"]: row["text"] for row in rows}
+        return self._field_by_id(self.relation_collection, ids, "text")
 
     async def aget_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Async twin of :meth:`get_relation_texts`."""
+        return await self._afield_by_id(self.relation_collection, ids, "text")
+
+    def get_entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """Entity names by id, in one call (ids not stored are left out)."""
+        return self._field_by_id(self.entity_collection, ids, "name")
+
+    async def aget_entity_names(self, ids: Sequence[str]) -> dict[str, str]:
+        """Async twin of :meth:`get_entity_names`."""
+        return await self._afield_by_id(self.entity_collection, ids, "name")
+
+    def _field_by_id(self, collection: str, ids: Sequence[str], field: str) -> dict[str, str]:
         if not ids:
             return {}
-        with milvus_errors(f"read {self.relation_collection}"):
-            rows = await self.aclient().get(collection_name=self.relation_collection,
-                                             **self.read_options, ids=list(ids),
-                                             output_fields=["text"])
-        return {row["id"]: row["text"] for row in rows}
+        with milvus_errors(f"read {collection}"):
+            rows = self.client.get(collection_name=collection, **self.read_options,
+                                   ids=list(ids), output_fields=[field])
+        return {row["id"]: row[field] for row in rows}
+
+    async def _afield_by_id(self, collection: str, ids: Sequence[str], field: str
+                            ) -> dict[str, str]:
+        if not ids:
+            return {}
+        with milvus_errors(f"read {collection}"):
+            rows = await self.aclient().get(collection_name=collection, **self.read_options,
+                                             ids=list(ids), output_fields=[field])
+        return {row["id"]: row[field] for row in rows}
 
     def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
                         where: str = "") -> list[tuple[BaseNode, float]]:

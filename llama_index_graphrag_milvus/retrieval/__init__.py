@@ -44,6 +44,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
+    GetEntityNames,
     GetPassages,
     GetRelationTexts,
     LoadGraph,
@@ -70,6 +71,7 @@ __all__ = [
     "BridgeRetrieval",
     "DriverContext",
     "EmbedTexts",
+    "GetEntityNames",
     "GetPassages",
     "GetRelationTexts",
     "GraphRAGRetriever",

@@ -353,6 +353,8 @@ class BridgeRetrieval(RetrievalMethod):
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         hits = yield from search_relations(query, seeds_config)
+        if query.trace:
+            query.trace.on_relation_hits(hits)
         # "David Morse was born in Walden" for "the place of birth of David Morse", when the
         # relation search's best hits are his other relations
         fallback = yield from relations_of(query, named_entities(query.text, hits),
@@ -362,8 +364,10 @@ class BridgeRetrieval(RetrievalMethod):
             query, [(entity_id(b.name), b.relation) for b in candidates], self.hub_passages + 1)
         bridges = rank_bridges(candidates, self.max_bridges, spreads, self.hub_passages)
         started = time.perf_counter()
-        vectors = (yield from EmbedTexts(tuple(
-            second_query(query.text, b, self.bridge_query) for b in bridges))) if bridges else []
+        queries = tuple(second_query(query.text, b, self.bridge_query) for b in bridges)
+        if query.trace:
+            query.trace.on_bridges(bridges, queries)
+        vectors = (yield from EmbedTexts(queries)) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
         chosen = yield from self._passages(query, (query.vector, *vectors))
         return (yield from with_own_relations(query, [self._result(ranked, bridges, timings)
@@ -379,7 +383,11 @@ class BridgeRetrieval(RetrievalMethod):
         if ranked is None:
             lists = yield from SearchPassages(tuple(list(v) for v in vectors), limit, None,
                                               query.where)
+            if query.trace:
+                query.trace.on_lists(lists)
             return interleave(lists, limit)
+        if query.trace:
+            query.trace.on_lists(ranked)
         chosen = interleave(ranked, limit, str)
         nodes = yield from fetch_passages([r.node for r in chosen])
         return [Ranked(nodes[r.node], r.similarity, r.source, r.round)

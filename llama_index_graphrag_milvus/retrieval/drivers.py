@@ -41,6 +41,7 @@ from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, Re
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
     EntityPassages,
+    GetEntityNames,
     GetPassages,
     GetRelations,
     GetRelationTexts,
@@ -191,6 +192,14 @@ async def _arelation_texts(context: DriverContext, r: GetRelationTexts) -> dict[
     return await context.store.aget_relation_texts(r.ids)
 
 
+def _entity_names(context: DriverContext, r: GetEntityNames) -> dict[str, str]:
+    return context.store.get_entity_names(r.ids)
+
+
+async def _aentity_names(context: DriverContext, r: GetEntityNames) -> dict[str, str]:
+    return await context.store.aget_entity_names(r.ids)
+
+
 def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
     return context.store.served.relations_around(r.vector, r.entity_ids, r.limit)
 
@@ -222,6 +231,7 @@ MILVUS_HANDLERS: Handlers = dict([
     handler(SearchPassages, _search_passages, _asearch_passages),
     handler(GetPassages, _get_passages, _aget_passages),
     handler(GetRelationTexts, _relation_texts, _arelation_texts),
+    handler(GetEntityNames, _entity_names, _aentity_names),
     handler(RelationsAround, _around, _aaround),
     handler(GetRelations, _relations, _arelations),
     handler(EntityPassages, _entity_passages, _aentity_passages),

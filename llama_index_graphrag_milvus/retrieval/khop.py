@@ -68,6 +68,8 @@ class KHopRetrieval(RetrievalMethod):
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         seeds, _ = yield from find_seeds(query, seeds_config)
         candidates = yield from expand_pool(query, seeds, self.expansion)
+        if query.trace:
+            query.trace.on_seeds(seeds, candidates)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
         return (yield from pool_results(query, seeds, candidates, self.order_by))

@@ -37,8 +37,8 @@ relations of passages) read the graph held in memory or served by Milvus
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
-from typing import Any, ClassVar
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
@@ -49,6 +49,9 @@ from llama_index_graphrag_milvus.validation import (
     check_int,
     check_optional_number,
 )
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.explain.trace import Trace
 
 SEED_SEARCHES = ("auto", "memory", "milvus")
 """Where the entity and relation seeds and the passages are searched (``entity_search``,
@@ -84,6 +87,9 @@ class QueryContext:
     """The graph is served by Milvus (``GraphRAGIndex(graph="milvus")``): no step reads the
     in-memory graph or a table of a whole collection; every search runs in Milvus and the
     graph steps ask :mod:`~llama_index_graphrag_milvus.milvus.served`'s bounded queries."""
+    trace: Trace | None = field(default=None, compare=False, repr=False)
+    """Collects the path under :meth:`~.retriever.GraphRAGRetriever.explain`; ``None`` (nothing
+    collected) for ``retrieve``. Methods report to it with ``if query.trace: ...`` lines."""
 
     def in_memory(self, setting: str, rows: int, dim: int) -> bool:
         """Whether a search with this ``setting`` (``"auto"``, ``"memory"``, ``"milvus"``)

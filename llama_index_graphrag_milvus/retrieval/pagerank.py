@@ -20,7 +20,7 @@ from __future__ import annotations
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import scipy.sparse as sp
@@ -65,6 +65,9 @@ from llama_index_graphrag_milvus.retrieval.steps import (
 )
 from llama_index_graphrag_milvus.validation import check_number
 
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.explain.trace import Trace
+
 DEFAULT_PASSAGE_WEIGHT = 0.05
 """Share of the restart mass on the passages most similar to the query (HippoRAG 2)."""
 
@@ -92,10 +95,12 @@ def seed_weights(seeds: Seeds) -> dict[str, float]:
 def rank_passages(graph: EntityRelationGraph, seeds: Seeds,
                   candidates: Sequence[CandidateRelation],
                   similar: Sequence[tuple[str, float]], config: PageRankConfig,
-                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> list[PassageMass]:
+                  passage_weight: float = DEFAULT_PASSAGE_WEIGHT, trace: Trace | None = None
+                  ) -> list[PassageMass]:
     """Passages by PageRank mass, best first (pure: the in-memory graph only).
 
-    ``similar`` are the passages most similar to the query, ``(id, similarity)``.
+    ``similar`` are the passages most similar to the query, ``(id, similarity)``; a
+    ``trace`` (under ``explain``) gets the entities' masses too.
     """
     relation_rows = graph.relation_rows([c.id for c in candidates]
                                         + [h.id for h in seeds.relations])
@@ -115,12 +120,13 @@ def rank_passages(graph: EntityRelationGraph, seeds: Seeds,
     return _masses(local.adjacency, local.size, entity_nodes, entity_mass, passage_nodes,
                    passage_mass, [max(similarity[pid], 0.0) for pid in outside],
                    graph.passage_ids.ids(local.passage_rows) + outside,
-                   local.entity_rows.size, config, passage_weight)
+                   graph.entity_ids.ids(local.entity_rows), config, passage_weight, trace)
 
 
 def rank_record_passages(relations: Sequence[CandidateRelation], seeds: Seeds,
                          similar: Sequence[tuple[str, float]], config: PageRankConfig,
-                         passage_weight: float = DEFAULT_PASSAGE_WEIGHT) -> list[PassageMass]:
+                         passage_weight: float = DEFAULT_PASSAGE_WEIGHT,
+                         trace: Trace | None = None) -> list[PassageMass]:
     """:func:`rank_passages` on the neighbourhood the served graph fetched: ``relations``
     (the pool, the seed relations and the relations of the ``similar`` passages, with their
     ends and passages)."""
@@ -134,16 +140,16 @@ def rank_record_passages(relations: Sequence[CandidateRelation], seeds: Seeds,
                    [weights[e] for e in entities],
                    np.array([passage_node[p] for p, _ in similar], np.int64),
                    [max(score, 0.0) for _, score in similar], [], local.passages,
-                   len(local.entities), config, passage_weight)
+                   local.entities, config, passage_weight, trace)
 
 
 def _masses(adjacency: sp.csr_matrix, size: int, entity_nodes: np.ndarray,
             entity_mass: Sequence[float], passage_nodes: np.ndarray,
             passage_mass: Sequence[float], outside_mass: Sequence[float],
-            passage_ids: Sequence[str], passages_from: int, config: PageRankConfig,
-            passage_weight: float) -> list[PassageMass]:
+            passage_ids: Sequence[str], entity_ids: Sequence[str], config: PageRankConfig,
+            passage_weight: float, trace: Trace | None) -> list[PassageMass]:
     """PageRank from the seeds' and the similar passages' restart mass; the passages (nodes
-    from ``passages_from`` on, then the ``outside_mass`` ones, unknown to the graph) by mass,
+    after the ``entity_ids``' nodes, then the ``outside_mass`` ones, unknown to the graph) by mass,
     best first (ties: node order)."""
     total = size + len(outside_mass)
     entity_reset = np.zeros(total)
@@ -153,7 +159,10 @@ def _masses(adjacency: sp.csr_matrix, size: int, entity_nodes: np.ndarray,
     passage_reset[size:] = outside_mass
     reset = _mix(entity_reset, passage_reset, passage_weight)
     full = sp.block_diag((adjacency, sp.csr_matrix((len(outside_mass),) * 2)), format="csr")
-    masses = personalized_pagerank(full, reset, config).scores[passages_from:]
+    scores = personalized_pagerank(full, reset, config).scores
+    if trace:
+        trace.on_pagerank(entity_ids, scores[:len(entity_ids)])
+    masses = scores[len(entity_ids):]
     order = np.lexsort((np.arange(masses.size), -masses))
     return [PassageMass(passage_ids[i], float(masses[i])) for i in order.tolist()
             if masses[i] > 0]
@@ -199,16 +208,18 @@ class PageRankRetrieval(RetrievalMethod):
             seeds, _ = yield from find_seeds(query, seeds_config)
             similar = first(ranked)
         candidates = yield from expand_pool(query, seeds, self.expansion, required=False)
+        if query.trace:
+            query.trace.on_seeds(seeds, candidates)
         started = time.perf_counter()
         if query.graph_served:
             relations = yield from self._neighbourhood(query, seeds, candidates, nodes)
             started = time.perf_counter()
             ranking = rank_record_passages(relations, seeds, similar, self.config,
-                                           self.passage_weight)
+                                           self.passage_weight, query.trace)
         else:
             graph = yield from LoadGraph()
             ranking = rank_passages(graph, seeds, candidates, similar, self.config,
-                                    self.passage_weight)
+                                    self.passage_weight, query.trace)
         timings = {"ppr": time.perf_counter() - started}
         # filters may drop some: then fetch twice what is needed
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]

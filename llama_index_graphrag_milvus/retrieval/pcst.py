@@ -218,6 +218,8 @@ class PCSTRetrieval(RetrievalMethod):
         solver = self.solver or load_solver()  # a missing extra is an error, not a fallback
         seeds, _ = yield from find_seeds(query, seeds_config)
         candidates = yield from expand_pool(query, seeds, self.expansion, required=False)
+        if query.trace:
+            query.trace.on_seeds(seeds, candidates)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
         graph = None if query.graph_served else (yield from LoadGraph())
@@ -229,6 +231,8 @@ class PCSTRetrieval(RetrievalMethod):
             logger.warning("the PCST solver failed (%r); returning the k-hop pool's passages",
                            exc)
             return (yield from pool_results(query, seeds, candidates))
+        if query.trace:
+            query.trace.on_subgraph(chosen)
         if not chosen.relations:
             logger.warning("the PCST subgraph holds no relation (no prize in the "
                            "neighbourhood, or only a lone entity); returning the k-hop "

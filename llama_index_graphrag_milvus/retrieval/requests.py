@@ -17,7 +17,7 @@ Each request class is generic in its answer: ``SearchRelations`` is a
 Requests come in three kinds, by what answers them (see the tables of :mod:`.drivers`):
 the models (:class:`Ner`, :class:`EmbedTexts`), the Milvus collections
 (:class:`SearchEntities`, :class:`SearchRelations`, :class:`SearchPassages`,
-:class:`GetPassages`, :class:`GetRelationTexts`, and the served graph's
+:class:`GetPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`, and the served graph's
 :class:`RelationsAround`, :class:`GetRelations`, :class:`EntityPassages`) and the in-memory
 copies of the index
 (:class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`,
@@ -128,6 +128,13 @@ class GetPassages(Request[list[BaseNode]]):
 @dataclass(frozen=True)
 class GetRelationTexts(Request[dict[str, str]]):
     """Relation texts by id."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class GetEntityNames(Request[dict[str, str]]):
+    """Entity names by id (ids not stored are left out)."""
 
     ids: tuple[str, ...]
 

@@ -57,6 +57,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
 from llama_index_graphrag_milvus.validation import check_choice, check_instance, check_int
 
 if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.explain import Explanation, Trace
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
 PASSAGE_SCORINGS = ("bridge", "ppr", "pcst", "passage", "relation")
@@ -288,13 +289,13 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             )
 
     def _context(self, query: str, vector: list[float], query_bundle: QueryBundle,
-                 graph_mode: str) -> QueryContext:
+                 graph_mode: str, trace: Trace | None = None) -> QueryContext:
         vector = check_vector(vector)
         self._index.store.check_dimension(len(vector), "the embedding model")
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         return QueryContext(query, list(vector), self._similarity_top_k, self._where,
                             self._passage_search, self._index.store.is_lite,
-                            self._memory_budget, graph_mode == "milvus")
+                            self._memory_budget, graph_mode == "milvus", trace)
 
     def _driver_context(self) -> DriverContext:
         return DriverContext(self._index, self._llm, self._ner_prompt)
@@ -316,6 +317,27 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
                                 await self._index.aget_graph_mode())
         return await AsyncDriver(self._driver_context()).run(self._method.plan(context,
                                                                                self._seeds))
+
+    def explain(self, query: str | QueryBundle) -> Explanation:
+        """Retrieve for ``query`` and say why: the seeds, bridges, lists, pool, PageRank
+        entities, subgraph or reports the method went through, the passages it returns
+        (the same as :meth:`retrieve`'s) with the reason for each, and naive RAG's list beside
+        them. See :mod:`llama_index_graphrag_milvus.explain`.
+
+        Example::
+
+            explanation = retriever.explain("What did the son of Euler's teacher make?")
+            explanation.save_html("why.html")
+        """
+        from llama_index_graphrag_milvus.explain.run import explain
+
+        return explain(self, query)
+
+    async def aexplain(self, query: str | QueryBundle) -> Explanation:
+        """Async twin of :meth:`explain`."""
+        from llama_index_graphrag_milvus.explain.run import aexplain
+
+        return await aexplain(self, query)
 
     def describe(self) -> dict[str, Any]:
         """The retriever's configuration, for logs and benchmark reports."""

@@ -1,0 +1,106 @@
+"""``python -m llama_index_graphrag_milvus.explore``: the explorer on an existing index.
+
+Exit codes: 0 after Ctrl-C, 2 for what the command line must change (a wrong ``--uri`` or
+prefix, an embedding model that does not load or does not fit, a port in use, the
+``[explorer]`` extra missing), with one line on stderr that says what to do.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+
+from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
+
+USAGE_ERROR = 2
+"""Exit code of a command line to change."""
+
+
+def load_embed_model(spec: str) -> BaseEmbedding:
+    """The embedding model of ``module:callable`` (called when callable), e.g.
+    ``mymodels:embed_model`` for ``def embed_model(): return HuggingFaceEmbedding(...)``."""
+    module_name, sep, attribute = spec.partition(":")
+    if not sep or not module_name or not attribute:
+        raise InvalidInputError(f"--embed-model takes MODULE:CALLABLE, got {spec!r}")
+    try:
+        target: Any = importlib.import_module(module_name)
+        for part in attribute.split("."):
+            target = getattr(target, part)
+    except (ImportError, AttributeError) as exc:
+        raise InvalidInputError(f"--embed-model {spec}: cannot load it ({exc}); name a module "
+                                "on the Python path and a function in it") from exc
+    model = target if isinstance(target, BaseEmbedding) else target()
+    if not isinstance(model, BaseEmbedding):
+        raise InvalidInputError(f"--embed-model {spec} gave a {type(model).__name__}, not a "
+                                "LlamaIndex embedding model (BaseEmbedding)")
+    return model
+
+
+def check_uri(uri: str) -> None:
+    """A Milvus Lite path must exist: the explorer opens an index, it never creates one."""
+    if "://" not in uri and not Path(uri).exists():
+        raise InvalidInputError(f"--uri {uri}: no Milvus Lite index there (the path does not "
+                                "exist); give the path an index was built at, or a server "
+                                "URL such as http://localhost:19530")
+
+
+def parser() -> argparse.ArgumentParser:
+    result = argparse.ArgumentParser(
+        prog="python -m llama_index_graphrag_milvus.explore",
+        description="Explore a Graph RAG index in the browser: counts, entities and their "
+                    "neighbourhoods, questions explained beside naive RAG, communities, "
+                    "passages. Read-only.")
+    result.add_argument("--uri", required=True,
+                        help="Milvus Lite path (./graphrag.db) or server URL")
+    result.add_argument("--collection-prefix", default="graphrag",
+                        help="the index's collection prefix (default %(default)s)")
+    result.add_argument("--token", default="", help="server or Zilliz Cloud credentials")
+    result.add_argument("--embed-model", required=True, metavar="MODULE:CALLABLE",
+                        help="a function returning the LlamaIndex embedding model the index "
+                             "was built with")
+    result.add_argument("--host", default="127.0.0.1",
+                        help="address to listen on (default %(default)s: this machine only)")
+    result.add_argument("--port", type=int, default=8765, help="default %(default)s; 0: any")
+    return result
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the explorer until Ctrl-C; see the module docstring for the exit codes."""
+    args = parser().parse_args(argv)
+    from llama_index_graphrag_milvus.explore.server import require_web, serve
+    from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+    index = None
+    try:
+        require_web()
+        check_uri(args.uri)
+        embed_model = load_embed_model(args.embed_model)
+        index = GraphRAGIndex(uri=args.uri, token=args.token,
+                              collection_prefix=args.collection_prefix,
+                              embed_model=embed_model)
+        if index.store.dim is None:
+            raise InvalidInputError(
+                f"no index with --collection-prefix {args.collection_prefix!r} at {args.uri}; "
+                f"collections there: {sorted(index.store.client.list_collections())}")
+        server = serve(index, host=args.host, port=args.port)
+    except GraphRAGError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        if index is not None:
+            index.close()
+        return USAGE_ERROR
+    print(f"Explorer of {args.uri} ({args.collection_prefix}): open {server.url}  "
+          "(Ctrl-C stops it)", flush=True)
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.stop()
+        index.close()
+    return 0

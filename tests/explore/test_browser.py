@@ -1,0 +1,211 @@
+"""The explorer and the explanation page in a real browser (headless Chromium, Selenium).
+
+One explorer and one Chromium for the module, on the Bernoulli family with hostile passages
+(:mod:`tests.explain_data`). Every wait is on a condition of the page (WebDriverWait), never
+a sleep. Chromium and chromedriver are found or installed by :mod:`tests.browser`; when they
+cannot be, these tests fail with the command that installs them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from llama_index_graphrag_milvus.explore import serve
+from tests.browser import BrowserUnavailable, find_or_install, new_driver, quit_driver
+from tests.explain_data import DANIEL, HOSTILE, QUESTION, SCRIPT, build
+
+pytestmark = [pytest.mark.milvus, pytest.mark.browser, pytest.mark.xdist_group("browser")]
+
+WAIT = 60.0
+"""Seconds a condition may take (a loaded machine runs the suite on two workers)."""
+GRAPH = "document.querySelector('#explanation .gr-graph').graphragCy"
+"""The Cytoscape core of the explanation's graph, in the explorer's page."""
+
+
+@pytest.fixture(scope="module")
+def explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    index = build(tmp_path_factory.mktemp("browser") / "family.db")
+    with serve(index, port=0) as server:
+        yield server.url
+    index.close()
+
+
+@pytest.fixture(scope="module")
+def driver() -> Iterator[Any]:
+    try:
+        browser = new_driver(find_or_install(), 1280, 1100)
+    except BrowserUnavailable as exc:
+        pytest.fail(str(exc), pytrace=False)
+    yield browser
+    quit_driver(browser)
+
+
+def wait(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:
+    from selenium.webdriver.support.ui import WebDriverWait
+
+    return WebDriverWait(driver, WAIT).until(condition, message=f"waiting for {what}")
+
+
+def js(driver: Any, script: str) -> Any:
+    return driver.execute_script(script)
+
+
+def open_explorer(driver: Any, url: str) -> None:
+    driver.get(url)
+    wait(driver, lambda d: js(d, "return document.body.dataset.ready === '1'"),
+         "the summary")
+
+
+def ask(driver: Any, question: str, method: str = "bridge", top_k: int = 5) -> None:
+    from selenium.webdriver.common.by import By
+    from selenium.webdriver.support.ui import Select
+
+    box = driver.find_element(By.ID, "question")
+    box.clear()
+    box.send_keys(question)
+    Select(driver.find_element(By.ID, "method")).select_by_value(method)
+    top = driver.find_element(By.ID, "top-k")
+    top.clear()
+    top.send_keys(str(top_k))
+    driver.find_element(By.ID, "ask-button").click()
+    wait(driver, lambda d: js(d, f"var g = document.querySelector('#explanation .gr-graph');"
+                                 f" return !!(g && g.graphragCy && document.querySelectorAll("
+                                 f"'#explanation .gr-passage').length >= {top_k})"),
+         "the explanation")
+
+
+def click_node(driver: Any, container: str, name: str) -> None:
+    """A real mouse click on the entity ``name`` drawn in the graph ``container``."""
+    from selenium.webdriver.common.action_chains import ActionChains
+    from selenium.webdriver.common.by import By
+
+    element = driver.find_element(By.CSS_SELECTOR, container)
+    x, y, width, height = driver.execute_script(
+        "var name = arguments[1]; var node = arguments[0].graphragCy.nodes().toArray()"
+        ".find(function (n) { return n.data('name') === name; });"
+        " var p = node.renderedPosition();"
+        " return [p.x, p.y, arguments[0].clientWidth, arguments[0].clientHeight];",
+        element, name)
+    ActionChains(driver).move_to_element_with_offset(
+        element, int(x - width / 2), int(y - height / 2)).click().perform()
+
+
+def drawn(driver: Any, graph: str) -> tuple[set[str], set[tuple[str, str, str]]]:
+    names, edges = js(driver, f"var cy = {graph}; return [cy.nodes().map(function (n) {{"
+                              " return n.data('name'); }), cy.edges().map(function (e) {"
+                              " return [e.source().data('name'), e.data('label'),"
+                              " e.target().data('name')]; })];")
+    return set(names), {tuple(e) for e in edges}
+
+
+def test_the_bernoulli_question_draws_its_path(driver: Any, explorer: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_explorer(driver, explorer)
+    ask(driver, QUESTION)
+    names, edges = drawn(driver, GRAPH)
+    assert {"Leonhard Euler", "Johann Bernoulli", "Daniel Bernoulli", "Basel"} <= names
+    assert {("Leonhard Euler", "was a student of", "Johann Bernoulli"),
+            ("Daniel Bernoulli", "was a child of", "Johann Bernoulli"),
+            ("Leonhard Euler", "was born in", "Basel")} <= edges
+    roles = js(driver, f"var cy = {GRAPH}; var r = {{}}; cy.nodes().forEach(function (n) {{"
+                       " r[n.data('name')] = n.data('roles'); }); return r;")
+    assert "bridge" in roles["Johann Bernoulli"] and "seed" in roles["Leonhard Euler"]
+    assert "found" in roles["Daniel Bernoulli"]
+    cards = driver.find_elements(By.CSS_SELECTOR, "[data-list=graph] .gr-passage")
+    [daniel] = [c for c in cards if DANIEL in c.text]
+    assert daniel.get_attribute("data-found-by") == "bridge"
+    assert daniel.get_attribute("data-bridge") == "Johann Bernoulli"
+    assert "bridge: Johann Bernoulli" in daniel.text
+    naive = driver.find_elements(By.CSS_SELECTOR, "[data-list=naive] .gr-passage")
+    assert len(naive) == 5 and DANIEL in naive[3].text  # naive RAG ranks it 4th
+
+
+def test_clicking_an_entity_expands_it(driver: Any, explorer: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_explorer(driver, explorer)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=entities]").click()
+    driver.find_element(By.ID, "entity-query").send_keys("daniel")
+    driver.find_element(By.CSS_SELECTOR, "#entity-form button").click()
+    wait(driver, lambda d: d.find_elements(By.CSS_SELECTOR, "#entity-hits button"),
+         "the search hits")
+    driver.find_element(By.CSS_SELECTOR, "#entity-hits button").click()
+    graph = "document.getElementById('neighbourhood').graphragCy"
+    wait(driver, lambda d: js(d, f"return {graph}.nodes().length") == 3, "Daniel's neighbours")
+    assert drawn(driver, graph)[0] == {"Daniel Bernoulli", "Johann Bernoulli", "fluid dynamics"}
+    click_node(driver, "#neighbourhood", "fluid dynamics")
+    wait(driver, lambda d: js(d, f"return {graph}.nodes().length") == 4, "the expansion")
+    edges = drawn(driver, graph)[1]
+    assert ("fluid dynamics", "explains", "the lift of aircraft wings") in edges
+    click_node(driver, "#neighbourhood", "Johann Bernoulli")
+    wait(driver, lambda d: js(d, f"return {graph}.nodes().length") == 5, "Johann's neighbours")
+    assert "Leonhard Euler" in drawn(driver, graph)[0]
+    # the explanation's graph expands on click too
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=ask]").click()
+    ask(driver, QUESTION, top_k=1)
+    before = js(driver, f"return {GRAPH}.nodes().length")
+    click_node(driver, "#explanation .gr-graph", "Daniel Bernoulli")
+    wait(driver, lambda d: js(d, f"return {GRAPH}.nodes().length") > before,
+         "the explanation's expansion")
+    assert "fluid dynamics" in drawn(driver, GRAPH)[0]
+
+
+def assert_inert(driver: Any, container: str) -> str:
+    """The hostile texts are shown as text, and nothing of them ran or became an element."""
+    assert js(driver, "return typeof window.__graphragPwned") == "undefined"
+    found = js(driver, f"var c = document.querySelector('{container}'); return ["
+                       "c.querySelectorAll('script, img, a, iframe').length, c.textContent];")
+    assert found[0] == 0
+    return found[1]
+
+
+def test_hostile_passages_render_as_text_and_run_nothing(driver: Any, explorer: str) -> None:
+    from selenium.webdriver.common.by import By
+
+    open_explorer(driver, explorer)
+    ask(driver, QUESTION, top_k=6)
+    text = assert_inert(driver, "#explanation")
+    for hostile in HOSTILE:
+        assert hostile in text
+    names = drawn(driver, GRAPH)[0]
+    assert SCRIPT in names  # an entity named with markup is a label, drawn on the canvas
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=passages]").click()
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#passages .gr-passage")) == 6,
+         "the passages")
+    text = assert_inert(driver, "#passages")
+    assert all(hostile in text for hostile in HOSTILE)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=entities]").click()
+    driver.find_element(By.ID, "entity-query").send_keys("graphragPwned")
+    driver.find_element(By.CSS_SELECTOR, "#entity-form button").click()
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#entity-hits button")) == 3,
+         "the hostile entities")
+    assert_inert(driver, "#entity-hits")
+    assert js(driver, "return document.querySelectorAll('script').length") == 3  # the page's
+
+
+def test_the_saved_explanation_page_works_offline(driver: Any, tmp_path: Path,
+                                                  explorer: str) -> None:
+    page = tmp_path / "why.html"
+    build_and_save(tmp_path, page)
+    driver.get(page.as_uri())
+    wait(driver, lambda d: js(d, "var g = document.querySelector('.gr-graph');"
+                                 " return !!(g && g.graphragCy)"), "the page's graph")
+    edges = drawn(driver, "document.querySelector('.gr-graph').graphragCy")[1]
+    assert ("Leonhard Euler", "was a student of", "Johann Bernoulli") in edges
+    text = assert_inert(driver, "#explanation")
+    assert all(hostile in text for hostile in HOSTILE[:2])
+    errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
+    assert errors == []  # no script refused by the policy, nothing fetched
+
+
+def build_and_save(tmp_path: Path, page: Path) -> None:
+    index = build(tmp_path / "saved.db")
+    try:
+        index.as_retriever(similarity_top_k=5).explain(QUESTION).save_html(page)
+    finally:
+        index.close()

@@ -1,0 +1,36 @@
+"""``python -m benchmarks.served`` on a small synthetic graph in Milvus Lite."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from benchmarks.served import METHODS, main, questions
+
+pytestmark = pytest.mark.milvus  # the command writes a Milvus Lite file
+
+
+def test_questions_name_entities_of_the_graph() -> None:
+    asked = questions(5, 100)
+    assert len(asked) == 5 and asked == questions(5, 100)
+    assert all(q.startswith("What did the teacher of ") for q in asked)
+
+
+def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,
+                                                                  capsys) -> None:
+    main(["--sizes", "600", "--queries", "3", "--out", str(tmp_path)])
+    report = json.loads((tmp_path / "served.json").read_text())
+    [row] = report["results"]
+    worker = row["worker"]
+    assert row["relations"] == 600 and row["build_s"] >= row["write_s"] > 0
+    assert worker["graph_mode"] == "milvus" and worker["queries"] == 3
+    assert worker["first_query_s"] > 0 and worker["rss_after_mb"] >= worker["idle_rss_mb"] > 0
+    assert set(worker["methods"]) == set(METHODS)
+    assert worker["methods"]["naive"]["ratio_p50"] == 1.0
+    for name, measured in worker["methods"].items():
+        # naive RAG is one passage search; every graph method asks Milvus more than once
+        assert (measured["requests_per_query"] == 1.0) == (name == "naive")
+    printed = capsys.readouterr().out
+    assert "| 600 |" in printed and "served.json" in printed

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import inspect
 import logging
 from collections.abc import Iterable, Sequence
@@ -39,27 +38,17 @@ from llama_index_graphrag_milvus.index_cache import (
     GRAPH,
     IndexCache,
 )
-from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete_document
 from llama_index_graphrag_milvus.ingestion.documents import (
-    ExtractionOptions,
-    aextract_documents,
-    extract_documents,
     split_options,
 )
 from llama_index_graphrag_milvus.ingestion.identity import (
-    EmbedModelRecord,
-    IndexSettings,
     bind_settings,
     check_identity_keys,
 )
+from llama_index_graphrag_milvus.ingestion.maintenance import DocumentMaintenance
 from llama_index_graphrag_milvus.ingestion.plan import (
-    IngestionPlan,
     PassageInput,
-    plan_from_nodes,
-    plan_ingestion,
 )
-from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
-from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
@@ -73,7 +62,7 @@ DEFAULT_GRAPH_MEMORY_BUDGET = 1 << 30
 """``graph="auto"`` holds the graph in memory up to this many bytes (1 GiB)."""
 
 if TYPE_CHECKING:
-    from typing import Unpack
+    pass
 
 logger = logging.getLogger(__name__)
 
@@ -87,7 +76,7 @@ _RETRIEVER_ARGUMENTS = frozenset(
 """What ``GraphRAGRetriever`` takes besides the index and the LLM."""
 
 
-class GraphRAGIndex:
+class GraphRAGIndex(DocumentMaintenance):
     """A knowledge graph of entities, relations and passages in three Milvus collections.
 
     Open an existing index with the constructor (the graph is rebuilt from Milvus: no side
@@ -238,154 +227,6 @@ class GraphRAGIndex:
         index = cls(**constructor)
         index.insert_documents(documents, **options)
         return index
-
-    # ------------------------------------------------------------------ ingestion
-    # Each write has an async twin. Both build the same plan (pure); the async twin extracts
-    # through the extractor's async API and runs the embeddings and the Milvus writes in a
-    # worker thread, so the event loop is never blocked.
-
-    def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
-                        ) -> IngestionStats:
-        """Upsert passages with their triplets; see :meth:`from_triplets`."""
-        return self._write(plan_ingestion(data, self.passage_identity_keys))
-
-    async def ainsert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
-                               ) -> IngestionStats:
-        """Async twin of :meth:`insert_triplets`."""
-        return await self._awrite(plan_ingestion(data, self.passage_identity_keys))
-
-    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> IngestionStats:
-        """Upsert nodes whose triplets are in metadata (LlamaIndex's ``insert_nodes``).
-
-        Read from ``metadata["graphrag_triplets"]`` (written by ``TripletExtractor``) or
-        from the ``nodes``/``relations`` keys written by core's path extractors. A node with
-        no triplets is stored as a passage (searchable by naive RAG) with no relations.
-        ``insert_kwargs`` are refused (core's indexes pass them to their storage).
-        """
-        self._no_extra("insert_nodes", insert_kwargs)
-        return self._write(plan_from_nodes(nodes, self.passage_identity_keys))
-
-    async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any
-                            ) -> IngestionStats:
-        """Async twin of :meth:`insert_nodes`."""
-        self._no_extra("ainsert_nodes", insert_kwargs)
-        return await self._awrite(plan_from_nodes(nodes, self.passage_identity_keys))
-
-    def insert_documents(self, documents: Sequence[Document],
-                         **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
-        """Split, extract and upsert documents; ``extraction``: ``llm``,
-        ``transformations``, ``kg_extractor``, ``extraction_cache``,
-        ``extraction_workers`` (see :meth:`from_documents`). Give documents stable ids
-        (``Document(doc_id=...)``, ``SimpleDirectoryReader(filename_as_id=True)``): passage
-        ids include them, so the same document ingested twice is an upsert, and
-        :meth:`delete_ref_doc` finds it."""
-        return self.insert_nodes(extract_documents(documents, extraction, self.show_progress))
-
-    async def ainsert_documents(self, documents: Sequence[Document],
-                                **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
-        """Async twin of :meth:`insert_documents` (the extractor's ``acall``: the LLM's
-        async API)."""
-        nodes = await aextract_documents(documents, extraction, self.show_progress)
-        return await self.ainsert_nodes(nodes)
-
-    def insert(self, document: Document, **extraction: Unpack[ExtractionOptions]
-               ) -> IngestionStats:
-        """Upsert one document (LlamaIndex's ``insert``); options as for
-        :meth:`insert_documents`."""
-        return self.insert_documents([document], **extraction)
-
-    async def ainsert(self, document: Document, **extraction: Unpack[ExtractionOptions]
-                      ) -> IngestionStats:
-        """Async twin of :meth:`insert`."""
-        return await self.ainsert_documents([document], **extraction)
-
-    def update_ref_doc(self, document: Document, *, filters: MetadataFilters | None = None,
-                       **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
-        """Replace what ``document.doc_id`` contributed with the document's new content
-        (LlamaIndex's ``update_ref_doc``; :meth:`update` is the same method).
-
-        Extraction runs first; then the old passages (those matching ``filters``, when
-        given: see :meth:`delete_ref_doc`), the relations only they supported and the
-        entities left with no relation are deleted, and the new content is written.
-        ``extraction`` as for :meth:`insert_documents`.
-        """
-        where = self._delete_scope(document.doc_id, filters)
-        nodes = extract_documents([document], extraction, self.show_progress)
-        self._delete(document.doc_id, where)
-        return self.insert_nodes(nodes)
-
-    async def aupdate_ref_doc(self, document: Document, *,
-                              filters: MetadataFilters | None = None,
-                              **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
-        """Async twin of :meth:`update_ref_doc`."""
-        where = self._delete_scope(document.doc_id, filters)
-        nodes = await aextract_documents([document], extraction, self.show_progress)
-        await asyncio.to_thread(self._delete, document.doc_id, where)
-        return await self.ainsert_nodes(nodes)
-
-    update = update_ref_doc
-    """The name of :meth:`update_ref_doc` in 0.1.0 (kept as an alias)."""
-
-    def delete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
-                       delete_from_docstore: bool = False) -> DeletionStats:
-        """Delete a source document's passages, the relations only they supported (shared
-        relations just lose those passages) and the entities left with no relation
-        (LlamaIndex's ``delete_ref_doc``; :meth:`delete` is the same method).
-
-        A document id names the document in every tenant: ``delete_ref_doc("handbook.md")``
-        removes each tenant's copy. Pass ``filters`` (on passage metadata, as for
-        retrieval) to delete only the matching passages of the document.
-        ``delete_from_docstore`` is accepted for core's signature and changes nothing: the
-        index has no docstore, Milvus holds everything.
-
-        Example::
-
-            index.delete_ref_doc("handbook.md", filters=MetadataFilters(
-                filters=[MetadataFilter(key="tenant_id", value="acme")]))
-        """
-        return self._delete(ref_doc_id, self._delete_scope(ref_doc_id, filters))
-
-    async def adelete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
-                              delete_from_docstore: bool = False) -> DeletionStats:
-        """Async twin of :meth:`delete_ref_doc`."""
-        where = self._delete_scope(ref_doc_id, filters)
-        return await asyncio.to_thread(self._delete, ref_doc_id, where)
-
-    delete = delete_ref_doc
-    """The name of :meth:`delete_ref_doc` in 0.1.0 (kept as an alias)."""
-
-    @staticmethod
-    def _delete_scope(ref_doc_id: str, filters: MetadataFilters | None) -> str:
-        """The metadata expression a delete is restricted to; checks the arguments."""
-        if not isinstance(ref_doc_id, str) or not ref_doc_id:
-            raise InvalidInputError(
-                f"ref_doc_id must be a non-empty string (the id of the source document, as "
-                f"node.ref_doc_id gives it), got {ref_doc_id!r}")
-        return to_milvus_expression(filters) if filters is not None else ""  # checks them
-
-    @staticmethod
-    def _no_extra(method: str, kwargs: dict[str, Any]) -> None:
-        if kwargs:
-            raise InvalidInputError(
-                f"{method} takes no other arguments, got {sorted(kwargs)}: this index keeps "
-                "everything in Milvus (no docstore or storage context to configure).")
-
-    def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
-        stats = delete_document(self.store, ref_doc_id, where)
-        self._cache.drop()
-        return stats
-
-    def _write(self, plan: IngestionPlan) -> IngestionStats:
-        properties = None
-        if self.store.dim is None:  # this write creates the collections: record the settings
-            properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
-                                       self.passage_identity_keys).to_properties()
-        stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
-        self._cache.drop()
-        return stats
-
-    async def _awrite(self, plan: IngestionPlan) -> IngestionStats:
-        return await asyncio.to_thread(self._write, plan)
 
     # ------------------------------------------------------------------ the in-memory copies
 

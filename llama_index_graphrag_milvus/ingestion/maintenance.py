@@ -1,0 +1,200 @@
+"""Document maintenance of :class:`~llama_index_graphrag_milvus.index.GraphRAGIndex`, with
+LlamaIndex's names: ``insert`` / ``insert_nodes`` (and ``insert_documents``,
+``insert_triplets``), ``update_ref_doc``, ``delete_ref_doc``, each with an async twin.
+
+Each write and its async twin build the same plan (pure, :mod:`.plan`); the async twin
+extracts through the extractor's async API and runs the embeddings and the Milvus writes in a
+worker thread, so the event loop is never blocked. Every write drops the index's in-memory
+copies (:class:`~llama_index_graphrag_milvus.index_cache.IndexCache`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.schema import BaseNode, Document
+from llama_index.core.vector_stores import MetadataFilters
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.index_cache import IndexCache
+from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete_document
+from llama_index_graphrag_milvus.ingestion.documents import (
+    ExtractionOptions,
+    aextract_documents,
+    extract_documents,
+)
+from llama_index_graphrag_milvus.ingestion.identity import EmbedModelRecord, IndexSettings
+from llama_index_graphrag_milvus.ingestion.plan import (
+    IngestionPlan,
+    PassageInput,
+    plan_from_nodes,
+    plan_ingestion,
+)
+from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+if TYPE_CHECKING:
+    from typing import Unpack
+
+
+class DocumentMaintenance:
+    """The writes of an index (see the module docstring); a base of ``GraphRAGIndex``."""
+
+    store: MilvusGraphStore
+    embed_model: BaseEmbedding
+    show_progress: bool
+    passage_identity_keys: tuple[str, ...] | str
+    _cache: IndexCache
+
+    # ------------------------------------------------------------------ ingestion
+    # Each write has an async twin. Both build the same plan (pure); the async twin extracts
+    # through the extractor's async API and runs the embeddings and the Milvus writes in a
+    # worker thread, so the event loop is never blocked.
+
+    def insert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
+                        ) -> IngestionStats:
+        """Upsert passages with their triplets; see :meth:`from_triplets`."""
+        return self._write(plan_ingestion(data, self.passage_identity_keys))
+
+    async def ainsert_triplets(self, data: Iterable[tuple[PassageInput, Iterable[Any]]]
+                               ) -> IngestionStats:
+        """Async twin of :meth:`insert_triplets`."""
+        return await self._awrite(plan_ingestion(data, self.passage_identity_keys))
+
+    def insert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any) -> IngestionStats:
+        """Upsert nodes whose triplets are in metadata (LlamaIndex's ``insert_nodes``).
+
+        Read from ``metadata["graphrag_triplets"]`` (written by ``TripletExtractor``) or
+        from the ``nodes``/``relations`` keys written by core's path extractors. A node with
+        no triplets is stored as a passage (searchable by naive RAG) with no relations.
+        ``insert_kwargs`` are refused (core's indexes pass them to their storage).
+        """
+        self._no_extra("insert_nodes", insert_kwargs)
+        return self._write(plan_from_nodes(nodes, self.passage_identity_keys))
+
+    async def ainsert_nodes(self, nodes: Sequence[BaseNode], **insert_kwargs: Any
+                            ) -> IngestionStats:
+        """Async twin of :meth:`insert_nodes`."""
+        self._no_extra("ainsert_nodes", insert_kwargs)
+        return await self._awrite(plan_from_nodes(nodes, self.passage_identity_keys))
+
+    def insert_documents(self, documents: Sequence[Document],
+                         **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Split, extract and upsert documents; ``extraction``: ``llm``,
+        ``transformations``, ``kg_extractor``, ``extraction_cache``,
+        ``extraction_workers`` (see :meth:`from_documents`). Give documents stable ids
+        (``Document(doc_id=...)``, ``SimpleDirectoryReader(filename_as_id=True)``): passage
+        ids include them, so the same document ingested twice is an upsert, and
+        :meth:`delete_ref_doc` finds it."""
+        return self.insert_nodes(extract_documents(documents, extraction, self.show_progress))
+
+    async def ainsert_documents(self, documents: Sequence[Document],
+                                **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Async twin of :meth:`insert_documents` (the extractor's ``acall``: the LLM's
+        async API)."""
+        nodes = await aextract_documents(documents, extraction, self.show_progress)
+        return await self.ainsert_nodes(nodes)
+
+    def insert(self, document: Document, **extraction: Unpack[ExtractionOptions]
+               ) -> IngestionStats:
+        """Upsert one document (LlamaIndex's ``insert``); options as for
+        :meth:`insert_documents`."""
+        return self.insert_documents([document], **extraction)
+
+    async def ainsert(self, document: Document, **extraction: Unpack[ExtractionOptions]
+                      ) -> IngestionStats:
+        """Async twin of :meth:`insert`."""
+        return await self.ainsert_documents([document], **extraction)
+
+    def update_ref_doc(self, document: Document, *, filters: MetadataFilters | None = None,
+                       **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Replace what ``document.doc_id`` contributed with the document's new content
+        (LlamaIndex's ``update_ref_doc``; :meth:`update` is the same method).
+
+        Extraction runs first; then the old passages (those matching ``filters``, when
+        given: see :meth:`delete_ref_doc`), the relations only they supported and the
+        entities left with no relation are deleted, and the new content is written.
+        ``extraction`` as for :meth:`insert_documents`.
+        """
+        where = self._delete_scope(document.doc_id, filters)
+        nodes = extract_documents([document], extraction, self.show_progress)
+        self._delete(document.doc_id, where)
+        return self.insert_nodes(nodes)
+
+    async def aupdate_ref_doc(self, document: Document, *,
+                              filters: MetadataFilters | None = None,
+                              **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
+        """Async twin of :meth:`update_ref_doc`."""
+        where = self._delete_scope(document.doc_id, filters)
+        nodes = await aextract_documents([document], extraction, self.show_progress)
+        await asyncio.to_thread(self._delete, document.doc_id, where)
+        return await self.ainsert_nodes(nodes)
+
+    update = update_ref_doc
+    """The name of :meth:`update_ref_doc` in 0.1.0 (kept as an alias)."""
+
+    def delete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
+                       delete_from_docstore: bool = False) -> DeletionStats:
+        """Delete a source document's passages, the relations only they supported (shared
+        relations just lose those passages) and the entities left with no relation
+        (LlamaIndex's ``delete_ref_doc``; :meth:`delete` is the same method).
+
+        A document id names the document in every tenant: ``delete_ref_doc("handbook.md")``
+        removes each tenant's copy. Pass ``filters`` (on passage metadata, as for
+        retrieval) to delete only the matching passages of the document.
+        ``delete_from_docstore`` is accepted for core's signature and changes nothing: the
+        index has no docstore, Milvus holds everything.
+
+        Example::
+
+            index.delete_ref_doc("handbook.md", filters=MetadataFilters(
+                filters=[MetadataFilter(key="tenant_id", value="acme")]))
+        """
+        return self._delete(ref_doc_id, self._delete_scope(ref_doc_id, filters))
+
+    async def adelete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
+                              delete_from_docstore: bool = False) -> DeletionStats:
+        """Async twin of :meth:`delete_ref_doc`."""
+        where = self._delete_scope(ref_doc_id, filters)
+        return await asyncio.to_thread(self._delete, ref_doc_id, where)
+
+    delete = delete_ref_doc
+    """The name of :meth:`delete_ref_doc` in 0.1.0 (kept as an alias)."""
+
+    @staticmethod
+    def _delete_scope(ref_doc_id: str, filters: MetadataFilters | None) -> str:
+        """The metadata expression a delete is restricted to; checks the arguments."""
+        if not isinstance(ref_doc_id, str) or not ref_doc_id:
+            raise InvalidInputError(
+                f"ref_doc_id must be a non-empty string (the id of the source document, as "
+                f"node.ref_doc_id gives it), got {ref_doc_id!r}")
+        return to_milvus_expression(filters) if filters is not None else ""  # checks them
+
+    @staticmethod
+    def _no_extra(method: str, kwargs: dict[str, Any]) -> None:
+        if kwargs:
+            raise InvalidInputError(
+                f"{method} takes no other arguments, got {sorted(kwargs)}: this index keeps "
+                "everything in Milvus (no docstore or storage context to configure).")
+
+    def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
+        stats = delete_document(self.store, ref_doc_id, where)
+        self._cache.drop()
+        return stats
+
+    def _write(self, plan: IngestionPlan) -> IngestionStats:
+        properties = None
+        if self.store.dim is None:  # this write creates the collections: record the settings
+            properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
+                                       self.passage_identity_keys).to_properties()
+        stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
+        self._cache.drop()
+        return stats
+
+    async def _awrite(self, plan: IngestionPlan) -> IngestionStats:
+        return await asyncio.to_thread(self._write, plan)
+

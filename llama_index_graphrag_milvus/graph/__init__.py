@@ -1,6 +1,7 @@
 """Graph algorithms over the in-memory graph: pure numpy/scipy, no Milvus, no LlamaIndex.
 
-- :mod:`.entity_relation`: the entity-relation-passage graph and its bounded k-hop expansion;
+- :mod:`.entity_relation`: the entity-relation-passage graph and its bounded k-hop expansion
+  (:mod:`.hubs`: the clusters of hub entities' relations it probes);
 - :mod:`.tables` and :mod:`.seeds`: packed texts, exact nearest rows, the entity table
   (the seed searches in memory);
 - :mod:`.pagerank`: personalized PageRank on a local entity-passage neighbourhood;
@@ -12,9 +13,9 @@ from llama_index_graphrag_milvus.graph.entity_relation import (
     DEFAULT_HUB_DEGREE,
     EntityRelationGraph,
     ExpansionConfig,
-    HubIndex,
     IdTable,
 )
+from llama_index_graphrag_milvus.graph.hubs import HubIndex
 from llama_index_graphrag_milvus.graph.leiden import (
     Cluster,
     CommunityHierarchy,

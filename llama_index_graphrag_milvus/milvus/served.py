@@ -3,11 +3,13 @@ hold the graph in the process (``GraphRAGIndex(graph="milvus")``).
 
 Every query reads a bounded number of relation rows, whatever the size of the graph:
 
-- :meth:`ServedGraph.relations_around`: one filtered vector search of the relation
-  collection, restricted to the relations of some entities (``subject_id in [...] or
-  object_id in [...]``), the ``limit`` most similar to the query first. A hub with a million
-  relations costs what a small entity costs: Milvus returns its relations closest to the
-  query, not all of them.
+- :meth:`ServedGraph.relations_around`: the relations of some entities (``subject_id in
+  [...] or object_id in [...]``), the ``limit`` most similar to the query first. One filtered
+  query reads them with their vectors, at most ``exact_bytes`` of vectors, and ranks them
+  exactly in the process; only when the entities have more relations than that (a hub among
+  them) does a filtered vector search follow, so that a hub with a million relations costs
+  what a small entity costs. (A vector index's search with a filter that keeps a few rows
+  among millions misses most of them: measured by ``benchmarks.graph_options``.)
 - :meth:`ServedGraph.relations`: relation rows by primary key, scored against the query
   (the own relations of a passage: the ids of its stored triplets).
 - :meth:`ServedGraph.entity_passages`: the passages an entity's relations come from, at most
@@ -36,6 +38,9 @@ from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K, CandidateRelat
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
+AROUND_EXACT_BYTES = 1 << 20
+"""The vectors :meth:`ServedGraph.relations_around` reads to rank an entity set's relations
+exactly (1 MiB: 4,096 relations of 64 dimensions, 682 of 384, at least ``limit``)."""
 GRAPH_FIELDS = ["text", "subject_id", "object_id", "passage_ids"]
 """What a served relation is read with (and the kinds of its ends, where recorded)."""
 ENDPOINT_INDEXES = ("subject_id", "object_id")
@@ -65,6 +70,15 @@ def parse_around(result: Any) -> list[CandidateRelation]:
     return [to_relation(h["entity"], h["id"], float(h["distance"])) for h in result[0]]
 
 
+def exact_around(rows: Sequence[dict[str, Any]], cap: int, vector: Sequence[float], limit: int
+                 ) -> list[CandidateRelation] | None:
+    """The ``limit`` relations most similar to ``vector`` among ``rows``, exactly, best first
+    (ties by id); ``None`` when the read stopped at ``cap`` rows (there may be more)."""
+    if len(rows) >= cap:
+        return None
+    return sorted(scored_rows(rows, vector), key=lambda c: (-c.score, c.id))[:limit]
+
+
 def scored_rows(rows: Sequence[dict[str, Any]], vector: Sequence[float]
                 ) -> list[CandidateRelation]:
     """Relation rows read with their vectors, scored by cosine similarity to ``vector``."""
@@ -82,12 +96,23 @@ class ServedGraph:
     """The graph queries of one store, blocking and awaitable (each pair builds the same
     request and parses the same answer; only the client call differs)."""
 
-    def __init__(self, store: MilvusGraphStore) -> None:
+    def __init__(self, store: MilvusGraphStore, exact_bytes: int = AROUND_EXACT_BYTES) -> None:
         self.store = store
+        self.exact_bytes = exact_bytes
 
     @property
     def fields(self) -> list[str]:
         return self.store.relation_fields(GRAPH_FIELDS)
+
+    def _around_cap(self, limit: int) -> int:
+        """Rows read to rank exactly: ``exact_bytes`` of vectors, at least ``limit``."""
+        per_row = 4 * (self.store.dim or 1)
+        return min(MILVUS_MAX_TOP_K, max(limit, self.exact_bytes // per_row))
+
+    def _around_query_kwargs(self, entity_ids: Sequence[str], cap: int) -> dict[str, Any]:
+        return {"collection_name": self.store.relation_collection,
+                "filter": around_filter(entity_ids), "output_fields": [*self.fields, "embedding"],
+                "limit": cap, **self.store.read_options}
 
     def _around_kwargs(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                        ) -> dict[str, Any]:
@@ -97,9 +122,16 @@ class ServedGraph:
 
     def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                          ) -> list[CandidateRelation]:
-        """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first."""
+        """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first:
+        ranked exactly from one filtered query, or (a hub among them) by a filtered search."""
         if not entity_ids or limit < 1:
             return []
+        cap = self._around_cap(limit)
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            rows = self.store.client.query(**self._around_query_kwargs(entity_ids, cap))
+        exact = exact_around(rows, cap, vector, limit)
+        if exact is not None:
+            return exact
         with milvus_errors(f"search {self.store.relation_collection}"):
             result = self.store.client.search(**self._around_kwargs(vector, entity_ids, limit))
         return parse_around(result)
@@ -109,6 +141,12 @@ class ServedGraph:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
+        cap = self._around_cap(limit)
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            rows = await self.store.aclient().query(**self._around_query_kwargs(entity_ids, cap))
+        exact = exact_around(rows, cap, vector, limit)
+        if exact is not None:
+            return exact
         with milvus_errors(f"search {self.store.relation_collection}"):
             result = await self.store.aclient().search(
                 **self._around_kwargs(vector, entity_ids, limit))

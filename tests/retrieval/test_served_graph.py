@@ -15,6 +15,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.graph import ExpansionConfig
 from llama_index_graphrag_milvus.index_cache import COPIES, GRAPH_MODE, graph_bytes
+from llama_index_graphrag_milvus.milvus.served import ServedGraph
 from llama_index_graphrag_milvus.records import RELATIONS_KEY, TRIPLETS_KEY, EntityHit, Triplet
 from llama_index_graphrag_milvus.retrieval import QueryContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext
@@ -117,6 +118,48 @@ def test_a_hub_is_read_by_its_relations_most_similar_to_the_query(
         assert nothing_whole_was_read(milvus)
     finally:
         milvus.close()
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite", "server"], indirect=True)
+def test_an_entity_sets_relations_are_ranked_exactly_and_a_hub_is_searched(
+        make_index: Callable[..., GraphRAGIndex], milvus_uri: str) -> None:
+    """Below the exact read's budget one filtered query gives the entity's relations ranked
+    exactly (a vector index's filtered search can miss the few rows a filter keeps); at the
+    budget (a hub) the filtered search follows, sync and async alike."""
+    towns = [(f"Town {i} lies in Sweden and has {i} bridges.",
+              [(f"Town {i}", "lies in", "Sweden"), (f"Town {i}", "has", f"{i} bridges")])
+             for i in range(60)]
+    index = make_index(towns)
+    try:
+        vector = index.embed_model.get_query_embedding("Which town has 7 bridges?")
+        sweden = Triplet("a", "b", "Sweden").object_id
+        everything = ServedGraph(index.store).relations_around(vector, [sweden], 1000)
+        assert len(everything) == 60 and all(sweden == c.object_id for c in everything)
+        best = everything[:10]
+        assert [c.id for c in best] == [c.id for c in sorted(
+            everything, key=lambda c: (-c.score, c.id))][:10]
+        for graph, calls in ((ServedGraph(index.store), ["query"]),
+                             (ServedGraph(index.store, exact_bytes=1), ["query", "search"])):
+            made: list[str] = []
+            for name in ("query", "search"):
+                spied = getattr(index.store.client, name)
+                setattr(index.store.client, name,
+                        lambda *a, _f=spied, _n=name, _m=made, **k: (_m.append(_n), _f(*a, **k))[1])
+            try:
+                found = graph.relations_around(vector, [sweden], 10)
+            finally:
+                for name in ("query", "search"):
+                    delattr(index.store.client, name)
+            assert made == calls
+            # the search breaks ties its own way: the same similarities, in order
+            assert [round(c.score, 5) for c in found] == [round(c.score, 5) for c in best]
+            if calls == ["query"]:
+                assert [c.id for c in found] == [c.id for c in best]
+            again = asyncio.run(graph.arelations_around(vector, [sweden], 10))
+            assert [round(c.score, 5) for c in again] == [round(c.score, 5) for c in best]
+        assert ServedGraph(index.store).relations_around(vector, [], 10) == []
+    finally:
+        index.close()
 
 
 @LITE_ONLY

@@ -5,7 +5,7 @@ Every query reads a bounded number of relation rows, whatever the size of the gr
 
 - :meth:`ServedGraph.relations_around`: the relations of some entities (``subject_id in
   [...] or object_id in [...]``), the ``limit`` most similar to the query first. One filtered
-  query reads them with their vectors, at most ``exact_bytes`` of vectors, and ranks them
+  query reads them with their vectors (at most ``exact_bytes`` of vectors) and ranks them
   exactly in the process; only when the entities have more relations than that (a hub among
   them) does a filtered vector search follow, so that a hub with a million relations costs
   what a small entity costs. (A vector index's search with a filter that keeps a few rows
@@ -38,9 +38,10 @@ from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K, CandidateRelat
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
-AROUND_EXACT_BYTES = 1 << 20
+AROUND_EXACT_BYTES = 1 << 18
 """The vectors :meth:`ServedGraph.relations_around` reads to rank an entity set's relations
-exactly (1 MiB: 4,096 relations of 64 dimensions, 682 of 384, at least ``limit``)."""
+exactly (256 KiB: 1,024 relations of 64 dimensions; at least ``limit + 1`` relations, so an
+entity set with at most ``limit`` relations is always read whole)."""
 GRAPH_FIELDS = ["text", "subject_id", "object_id", "passage_ids"]
 """What a served relation is read with (and the kinds of its ends, where recorded)."""
 ENDPOINT_INDEXES = ("subject_id", "object_id")
@@ -105,9 +106,9 @@ class ServedGraph:
         return self.store.relation_fields(GRAPH_FIELDS)
 
     def _around_cap(self, limit: int) -> int:
-        """Rows read to rank exactly: ``exact_bytes`` of vectors, at least ``limit``."""
+        """Rows read to rank exactly: ``exact_bytes`` of vectors, at least ``limit + 1``."""
         per_row = 4 * (self.store.dim or 1)
-        return min(MILVUS_MAX_TOP_K, max(limit, self.exact_bytes // per_row))
+        return min(MILVUS_MAX_TOP_K, max(limit + 1, self.exact_bytes // per_row))
 
     def _around_query_kwargs(self, entity_ids: Sequence[str], cap: int) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection,

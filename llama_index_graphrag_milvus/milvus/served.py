@@ -9,7 +9,8 @@ Every query reads a bounded number of relation rows, whatever the size of the gr
   exactly in the process; only when the entities have more relations than that (a hub among
   them) does a filtered vector search follow, so that a hub with a million relations costs
   what a small entity costs. (A vector index's search with a filter that keeps a few rows
-  among millions misses most of them: measured by ``benchmarks.graph_options``.)
+  among millions misses most of them: measured by ``benchmarks.graph_options``.) With a FLAT
+  index (Milvus Lite's) the filtered search is exact, and it is the one request.
 - :meth:`ServedGraph.relations`: relation rows by primary key, scored against the query
   (the own relations of a passage: the ids of its stored triplets).
 - :meth:`ServedGraph.entity_passages`: the passages an entity's relations come from, at most
@@ -105,6 +106,12 @@ class ServedGraph:
     def fields(self) -> list[str]:
         return self.store.relation_fields(GRAPH_FIELDS)
 
+    @property
+    def _query_first(self) -> bool:
+        """Whether to read the relations before searching: not with a FLAT index (Milvus
+        Lite's), whose filtered search is exact already (and, on Lite, faster than a query)."""
+        return self.store.index_type != "FLAT"
+
     def _around_cap(self, limit: int) -> int:
         """Rows read to rank exactly: ``exact_bytes`` of vectors, at least ``limit + 1``."""
         per_row = 4 * (self.store.dim or 1)
@@ -127,12 +134,13 @@ class ServedGraph:
         ranked exactly from one filtered query, or (a hub among them) by a filtered search."""
         if not entity_ids or limit < 1:
             return []
-        cap = self._around_cap(limit)
-        with milvus_errors(f"read {self.store.relation_collection}"):
-            rows = self.store.client.query(**self._around_query_kwargs(entity_ids, cap))
-        exact = exact_around(rows, cap, vector, limit)
-        if exact is not None:
-            return exact
+        if self._query_first:
+            cap = self._around_cap(limit)
+            with milvus_errors(f"read {self.store.relation_collection}"):
+                rows = self.store.client.query(**self._around_query_kwargs(entity_ids, cap))
+            exact = exact_around(rows, cap, vector, limit)
+            if exact is not None:
+                return exact
         with milvus_errors(f"search {self.store.relation_collection}"):
             result = self.store.client.search(**self._around_kwargs(vector, entity_ids, limit))
         return parse_around(result)
@@ -142,12 +150,14 @@ class ServedGraph:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
-        cap = self._around_cap(limit)
-        with milvus_errors(f"read {self.store.relation_collection}"):
-            rows = await self.store.aclient().query(**self._around_query_kwargs(entity_ids, cap))
-        exact = exact_around(rows, cap, vector, limit)
-        if exact is not None:
-            return exact
+        if self._query_first:
+            cap = self._around_cap(limit)
+            with milvus_errors(f"read {self.store.relation_collection}"):
+                rows = await self.store.aclient().query(
+                    **self._around_query_kwargs(entity_ids, cap))
+            exact = exact_around(rows, cap, vector, limit)
+            if exact is not None:
+                return exact
         with milvus_errors(f"search {self.store.relation_collection}"):
             result = await self.store.aclient().search(
                 **self._around_kwargs(vector, entity_ids, limit))

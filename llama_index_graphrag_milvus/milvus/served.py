@@ -4,13 +4,14 @@ hold the graph in the process (``GraphRAGIndex(graph="milvus")``).
 Every query reads a bounded number of relation rows, whatever the size of the graph:
 
 - :meth:`ServedGraph.relations_around`: the relations of some entities (``subject_id in
-  [...] or object_id in [...]``), the ``limit`` most similar to the query first. One filtered
-  query reads them with their vectors (at most ``exact_bytes`` of vectors) and ranks them
-  exactly in the process; only when the entities have more relations than that (a hub among
-  them) does a filtered vector search follow, so that a hub with a million relations costs
-  what a small entity costs. (A vector index's search with a filter that keeps a few rows
-  among millions misses most of them: measured by ``benchmarks.graph_options``.) With a FLAT
-  index (Milvus Lite's) the filtered search is exact, and it is the one request.
+  [...] or object_id in [...]``), the ``limit`` most similar to the query first. A filtered
+  query reads them with their vectors (at most ``exact_bytes`` of vectors) and they are ranked
+  exactly in the process; a filtered vector search runs at the same time, and its hits are
+  the answer only when the entities have more relations than that (a hub among them), so
+  that a hub with a million relations costs what a small entity costs. (A vector index's
+  search with a filter that keeps a few rows among millions misses most of them: measured by
+  ``benchmarks.graph_options``.) With a FLAT index (Milvus Lite's) the filtered search is
+  exact, and it is the one request.
 - :meth:`ServedGraph.relations`: relation rows by primary key, scored against the query
   (the own relations of a passage: the ids of its stored triplets).
 - :meth:`ServedGraph.entity_passages`: the passages an entity's relations come from, at most
@@ -81,6 +82,13 @@ def exact_around(rows: Sequence[dict[str, Any]], cap: int, vector: Sequence[floa
     return sorted(scored_rows(rows, vector), key=lambda c: (-c.score, c.id))[:limit]
 
 
+def choose_around(rows: Sequence[dict[str, Any]], result: Any, cap: int,
+                  vector: Sequence[float], limit: int) -> list[CandidateRelation]:
+    """The query's rows ranked exactly when it read them all, else the search's hits."""
+    exact = exact_around(rows, cap, vector, limit)
+    return exact if exact is not None else parse_around(result)
+
+
 def scored_rows(rows: Sequence[dict[str, Any]], vector: Sequence[float]
                 ) -> list[CandidateRelation]:
     """Relation rows read with their vectors, scored by cosine similarity to ``vector``."""
@@ -131,37 +139,49 @@ class ServedGraph:
     def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                          ) -> list[CandidateRelation]:
         """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first:
-        ranked exactly from one filtered query, or (a hub among them) by a filtered search."""
+        the filtered query and the filtered search at the same time, the query's rows ranked
+        exactly unless a hub is among the entities (then the search's)."""
         if not entity_ids or limit < 1:
             return []
-        if self._query_first:
-            cap = self._around_cap(limit)
-            with milvus_errors(f"read {self.store.relation_collection}"):
-                rows = self.store.client.query(**self._around_query_kwargs(entity_ids, cap))
-            exact = exact_around(rows, cap, vector, limit)
-            if exact is not None:
-                return exact
-        with milvus_errors(f"search {self.store.relation_collection}"):
-            result = self.store.client.search(**self._around_kwargs(vector, entity_ids, limit))
-        return parse_around(result)
+        search = partial(self._search_around, vector, entity_ids, limit)
+        if not self._query_first:
+            return parse_around(search())
+        cap = self._around_cap(limit)
+        rows, result = self.store.concurrently_all(
+            [partial(self._query_around, entity_ids, cap), search])
+        return choose_around(rows, result, cap, vector, limit)
 
     async def arelations_around(self, vector: Sequence[float], entity_ids: Sequence[str],
                                 limit: int) -> list[CandidateRelation]:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
-        if self._query_first:
-            cap = self._around_cap(limit)
-            with milvus_errors(f"read {self.store.relation_collection}"):
-                rows = await self.store.aclient().query(
-                    **self._around_query_kwargs(entity_ids, cap))
-            exact = exact_around(rows, cap, vector, limit)
-            if exact is not None:
-                return exact
+        search = self._asearch_around(vector, entity_ids, limit)
+        if not self._query_first:
+            return parse_around(await search)
+        cap = self._around_cap(limit)
+        rows, result = await asyncio.gather(self._aquery_around(entity_ids, cap), search)
+        return choose_around(rows, result, cap, vector, limit)
+
+    def _query_around(self, entity_ids: Sequence[str], cap: int) -> list[dict[str, Any]]:
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            return self.store.client.query(**self._around_query_kwargs(entity_ids, cap))
+
+    async def _aquery_around(self, entity_ids: Sequence[str], cap: int
+                             ) -> list[dict[str, Any]]:
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            return await self.store.aclient().query(**self._around_query_kwargs(entity_ids, cap))
+
+    def _search_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
+                       ) -> Any:
         with milvus_errors(f"search {self.store.relation_collection}"):
-            result = await self.store.aclient().search(
+            return self.store.client.search(**self._around_kwargs(vector, entity_ids, limit))
+
+    async def _asearch_around(self, vector: Sequence[float], entity_ids: Sequence[str],
+                              limit: int) -> Any:
+        with milvus_errors(f"search {self.store.relation_collection}"):
+            return await self.store.aclient().search(
                 **self._around_kwargs(vector, entity_ids, limit))
-        return parse_around(result)
 
     def _get_kwargs(self, ids: Sequence[str]) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection, "ids": list(ids),

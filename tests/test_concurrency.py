@@ -114,3 +114,33 @@ def test_a_write_that_ends_during_a_build_is_not_hidden_by_it(
     monkeypatch.undo()
     assert size(index) == before + 1  # the write is seen: the stale copy was not kept
     index.close()
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+def test_calls_sent_together_from_the_stores_workers_never_wait_for_the_pool(
+        family_index: GraphRAGIndex) -> None:
+    """A request of a ``Together`` that sends calls together itself (the served graph's
+    ``RelationsAround``) runs in one of the store's worker threads. When every worker holds
+    such a request, the inner calls must not wait for a free worker: they run in the worker
+    that sent them. A barrier fills the pool first; nothing sleeps."""
+    store = family_index.store
+    workers = store._pool._max_workers
+    filled = threading.Barrier(workers, timeout=20)
+    seen: list[str] = []
+
+    def inner(name: str) -> str:
+        seen.append(threading.current_thread().name)
+        return name
+
+    def outer(number: int) -> tuple[str, ...]:
+        filled.wait()  # every worker now runs an outer call
+        return store.concurrently_all([lambda: inner(f"{number}a"), lambda: inner(f"{number}b")])
+
+    answers: list[Any] = []
+    caller = threading.Thread(target=lambda: answers.append(store.concurrently_all(
+        [lambda n=n: outer(n) for n in range(workers)] + [lambda: ("last",)])), daemon=True)
+    caller.start()
+    caller.join(timeout=60)
+    assert not caller.is_alive(), "the store's workers waited for each other"
+    assert answers == [(*((f"{n}a", f"{n}b") for n in range(workers)), ("last",))]
+    assert all(name.startswith("graphrag-milvus") for name in seen)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -70,6 +71,8 @@ from llama_index_graphrag_milvus.validation import check_instance
 
 logger = logging.getLogger(__name__)
 
+WORKER_PREFIX = "graphrag-milvus"
+"""The names of a store's worker threads (see :meth:`MilvusGraphStore.concurrently_all`)."""
 _A = TypeVar("_A")
 _B = TypeVar("_B")
 
@@ -152,7 +155,7 @@ class MilvusGraphStore(QueryPath):
             self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
         self._async_clients: dict[int, AsyncMilvusClient] = {}
         # threads start on first use; a shared pool bounds them however many threads query
-        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix="graphrag-milvus")
+        self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKER_PREFIX)
         self._passages: MilvusVectorStore | None = None
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
@@ -378,9 +381,12 @@ class MilvusGraphStore(QueryPath):
 
     def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
         """Run blocking Milvus calls at the same time: all but the last in the store's
-        worker threads, the last in this thread; answers in order."""
-        if len(calls) == 1:
-            return (calls[0](),)
+        worker threads, the last in this thread; answers in order. Called from one of those
+        worker threads (a request of a :class:`~..retrieval.requests.Together` that sends
+        several calls itself), it runs them one after the other: a worker that waited for the
+        pool could wait for ever once every worker waits."""
+        if len(calls) == 1 or threading.current_thread().name.startswith(WORKER_PREFIX):
+            return tuple(call() for call in calls)
         futures = [self._worker.submit(call) for call in calls[:-1]]
         try:
             last = calls[-1]()

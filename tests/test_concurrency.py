@@ -121,8 +121,8 @@ def test_calls_sent_together_from_the_stores_workers_never_wait_for_the_pool(
         family_index: GraphRAGIndex) -> None:
     """A request of a ``Together`` that sends calls together itself (the served graph's
     ``RelationsAround``) runs in one of the store's worker threads. When every worker holds
-    such a request, the inner calls must not wait for a free worker: they run in the worker
-    that sent them. A barrier fills the pool first; nothing sleeps."""
+    such a request, the inner calls must not wait for a free worker: they run in a second
+    pool (and the worker that sent them). A barrier fills the pool first; nothing sleeps."""
     store = family_index.store
     workers = store._pool._max_workers
     filled = threading.Barrier(workers, timeout=20)
@@ -144,3 +144,4 @@ def test_calls_sent_together_from_the_stores_workers_never_wait_for_the_pool(
     assert not caller.is_alive(), "the store's workers waited for each other"
     assert answers == [(*((f"{n}a", f"{n}b") for n in range(workers)), ("last",))]
     assert all(name.startswith("graphrag-milvus") for name in seen)
+    assert any(name.startswith("graphrag-milvus-inner") for name in seen)

@@ -156,6 +156,8 @@ class MilvusGraphStore(QueryPath):
         self._async_clients: dict[int, AsyncMilvusClient] = {}
         # threads start on first use; a shared pool bounds them however many threads query
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKER_PREFIX)
+        self._inner_pool = ThreadPoolExecutor(max_workers=4,
+                                              thread_name_prefix=f"{WORKER_PREFIX}-inner")
         self._passages: MilvusVectorStore | None = None
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
@@ -360,6 +362,7 @@ class MilvusGraphStore(QueryPath):
                 self._pool.submit(asyncio.run, _close_async_clients(async_clients)).result()
         finally:
             self._pool.shutdown(wait=True)
+            self._inner_pool.shutdown(wait=True)
             if self.is_lite:
                 release_lite(self)
 
@@ -383,11 +386,15 @@ class MilvusGraphStore(QueryPath):
         """Run blocking Milvus calls at the same time: all but the last in the store's
         worker threads, the last in this thread; answers in order. Called from one of those
         worker threads (a request of a :class:`~..retrieval.requests.Together` that sends
-        several calls itself), it runs them one after the other: a worker that waited for the
-        pool could wait for ever once every worker waits."""
-        if len(calls) == 1 or threading.current_thread().name.startswith(WORKER_PREFIX):
+        several calls itself, as ``RelationsAround`` does), it uses a second pool whose calls
+        send nothing further: a worker that waited for its own pool could wait for ever once
+        every worker waits."""
+        thread = threading.current_thread().name
+        if len(calls) == 1 or thread.startswith(f"{WORKER_PREFIX}-inner"):
             return tuple(call() for call in calls)
-        futures = [self._worker.submit(call) for call in calls[:-1]]
+        pool = self._inner_pool if thread.startswith(WORKER_PREFIX) else self._worker
+        self._check_open()
+        futures = [pool.submit(call) for call in calls[:-1]]
         try:
             last = calls[-1]()
         finally:

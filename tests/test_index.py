@@ -327,6 +327,26 @@ def test_query_on_an_empty_index(milvus_uri: str) -> None:
         index.as_retriever().retrieve("Euler")
 
 
+@pytest.mark.parametrize("graph", ["milvus", "memory"])
+def test_a_worker_opened_before_the_first_ingestion_answers_once_it_exists(
+        milvus_uri: str, make_index: MakeIndex, graph: str) -> None:
+    """A query worker may start before the ingestion job has created the collections: it
+    says the index is empty until then, and answers from its next query on."""
+    worker = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(), graph=graph,
+                           collection_prefix=f"late_{graph}")
+    try:
+        with pytest.raises(EmptyIndexError, match="ingest passages first"):
+            worker.as_retriever().retrieve("Euler")
+        writer = make_index(collection_prefix=f"late_{graph}")  # another index object
+        question = "What did the son of Euler's teacher contribute?"
+        expected = [n.node.node_id for n in writer.as_retriever().retrieve(question)]
+        assert worker.store.dim is None  # nothing opened yet
+        assert [n.node.node_id for n in worker.as_retriever().retrieve(question)] == expected
+        assert worker.store.dim == writer.store.dim and worker.graph_mode == graph
+    finally:
+        worker.close()
+
+
 @LITE_ONLY
 def test_query_on_passages_without_relations(make_index: MakeIndex) -> None:
     index = make_index([("Only a passage.", [])])

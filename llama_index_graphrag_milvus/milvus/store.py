@@ -159,6 +159,7 @@ class MilvusGraphStore(QueryPath):
         self._inner_pool = ThreadPoolExecutor(max_workers=4,
                                               thread_name_prefix=f"{WORKER_PREFIX}-inner")
         self._passages: MilvusVectorStore | None = None
+        self._open_lock = threading.Lock()
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
         self.served = ServedGraph(self)
@@ -215,6 +216,23 @@ class MilvusGraphStore(QueryPath):
                     **self._client_kwargs,
                 )
             self.client.load_collection(self.passage_collection)
+
+    def open_if_created(self) -> bool:
+        """Whether the collections exist, opening them when another process created them
+        after this store was opened (a query worker started before the first ingestion).
+
+        >>> store.open_if_created()  # doctest: +SKIP
+        True
+        """
+        if self.dim is not None:
+            return True
+        with self._open_lock:
+            if self.dim is None:
+                dim = self._read_dim()
+                if dim is not None:
+                    self._open(dim)
+                    self.dim = dim
+        return self.dim is not None
 
     def create(self, dim: int, properties: Mapping[str, str] | None = None) -> None:
         """Create the three collections for vectors of ``dim`` (no-op when they exist);

@@ -281,7 +281,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
     # ------------------------------------------------------------------ the shared steps
 
     def _check_not_empty(self) -> None:
-        if self._index.store.dim is None:
+        if not self._index.store.open_if_created():
             raise EmptyIndexError(
                 f"no graph under collection_prefix={self._index.store.prefix!r} at "
                 f"{self._index.store.uri!r}: ingest passages first (GraphRAGIndex.from_triplets "

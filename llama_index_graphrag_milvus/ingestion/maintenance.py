@@ -188,7 +188,7 @@ class DocumentMaintenance:
 
     def _write(self, plan: IngestionPlan) -> IngestionStats:
         properties = None
-        if self.store.dim is None:  # this write creates the collections: record the settings
+        if not self.store.open_if_created():  # this write creates them: record the settings
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)

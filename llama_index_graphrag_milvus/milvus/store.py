@@ -221,8 +221,10 @@ class MilvusGraphStore(QueryPath):
         """Whether the collections exist, opening them when another process created them
         after this store was opened (a query worker started before the first ingestion).
 
-        >>> store.open_if_created()  # doctest: +SKIP
-        True
+        Example::
+
+            if not index.store.open_if_created():
+                print("nothing ingested yet")
         """
         if self.dim is not None:
             return True

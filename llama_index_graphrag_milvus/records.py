@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -364,6 +364,13 @@ class CandidateRelation:
     def as_metadata(self) -> dict[str, object]:
         """The JSON-safe form stored in passage node metadata."""
         return {"id": self.id, "text": self.text, "score": round(self.score, 6), "hop": self.hop}
+
+
+def best_relations(relations: Iterable[CandidateRelation], limit: int
+                   ) -> list[CandidateRelation]:
+    """The ``limit`` most similar relations, best first (ties by id, as the in-memory graph's
+    row order breaks them)."""
+    return sorted(relations, key=lambda c: (-c.score, c.id))[:limit]
 
 
 class GraphPassageNode(TextNode):

@@ -35,7 +35,11 @@ import numpy as np
 from llama_index_graphrag_milvus.milvus.filters import in_list, quote
 from llama_index_graphrag_milvus.milvus.rows import search_kwargs
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
-from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K, CandidateRelation
+from llama_index_graphrag_milvus.records import (
+    MILVUS_MAX_TOP_K,
+    CandidateRelation,
+    best_relations,
+)
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -79,7 +83,7 @@ def exact_around(rows: Sequence[dict[str, Any]], cap: int, vector: Sequence[floa
     (ties by id); ``None`` when the read stopped at ``cap`` rows (there may be more)."""
     if len(rows) >= cap:
         return None
-    return sorted(scored_rows(rows, vector), key=lambda c: (-c.score, c.id))[:limit]
+    return best_relations(scored_rows(rows, vector), limit)
 
 
 def choose_around(rows: Sequence[dict[str, Any]], result: Any, cap: int,

@@ -24,7 +24,7 @@ from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
-from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit, best_relations
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.requests import (
     EntityPassages,
@@ -62,7 +62,7 @@ def _served_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig
     around, seed_relations = yield from Together((
         RelationsAround(vector, tuple(entities), config.per_hop_max_relations),
         GetRelations(tuple(dict.fromkeys(h.id for h in seeds.relations)), vector)))
-    frontier = _best(list({c.id: c for c in (*around, *seed_relations)}.values()),
+    frontier = best_relations(list({c.id: c for c in (*around, *seed_relations)}.values()),
                      config.per_hop_max_relations)
     kept = list(frontier)
     seen = {c.id for c in frontier}
@@ -78,17 +78,11 @@ def _served_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig
         frontier = frontier[:config.per_hop_max_relations]
         seen.update(c.id for c in frontier)
         kept += frontier
-    ranked = _best(kept, len(kept))
+    ranked = best_relations(kept, len(kept))
     if config.max_relations_per_passage is not None:
         return cap_per_passage(ranked, config.max_relations_per_passage,
                                config.max_candidate_relations)
     return ranked[:config.max_candidate_relations]
-
-
-def _best(relations: Sequence[CandidateRelation], limit: int) -> list[CandidateRelation]:
-    """The ``limit`` most similar relations, best first (ties: by id, as the graph's row
-    order breaks them)."""
-    return sorted(relations, key=lambda c: (-c.score, c.id))[:limit]
 
 
 def next_entities(relations: Sequence[CandidateRelation], expanded: set[str], limit: int

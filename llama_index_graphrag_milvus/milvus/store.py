@@ -167,10 +167,10 @@ class MilvusGraphStore(QueryPath):
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
+        self.dim: int | None = None
+        """The vectors' dimension; ``None`` until the collections exist."""
         try:
-            self.dim: int | None = self._read_dim()
-            if self.dim is not None:
-                self._open(self.dim)
+            self.open_if_created()
         except BaseException:
             self.close()  # release a Milvus Lite file this failed open would keep held
             raise
@@ -343,11 +343,6 @@ class MilvusGraphStore(QueryPath):
         self._check_open()
         return self._client
 
-    @property
-    def _worker(self) -> ThreadPoolExecutor:
-        self._check_open()
-        return self._pool
-
     def close(self) -> None:
         """Close every Milvus client of the store (its own, sync and async, and those of the
         passage vector store) and stop its worker threads. Idempotent; afterwards any use
@@ -412,7 +407,7 @@ class MilvusGraphStore(QueryPath):
         thread = threading.current_thread().name
         if len(calls) == 1 or thread.startswith(f"{WORKER_PREFIX}-inner"):
             return tuple(call() for call in calls)
-        pool = self._inner_pool if thread.startswith(WORKER_PREFIX) else self._worker
+        pool = self._inner_pool if thread.startswith(WORKER_PREFIX) else self._pool
         self._check_open()
         futures = [pool.submit(call) for call in calls[:-1]]
         try:

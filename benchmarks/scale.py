@@ -51,11 +51,10 @@ from llama_index_graphrag_milvus.graph import (
     ExpansionConfig,
 )
 from llama_index_graphrag_milvus.graph.pcst import PCSTConfig
-from llama_index_graphrag_milvus.graph.seeds import EntityTable
+from llama_index_graphrag_milvus.graph.tables import EntityTable
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, EntityColumns, EntityHit
-from llama_index_graphrag_milvus.retrieval import DEFAULT_SIMILARITY_TOP_K
 from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
-from llama_index_graphrag_milvus.retrieval.steps import Seeds
+from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_SIMILARITY_TOP_K, Seeds
 
 
 class HashedRandomEmbedding(BaseEmbedding):
@@ -171,7 +170,7 @@ def expansion_latency(graph: EntityRelationGraph, synthetic: SyntheticGraph, hop
             seeds = Seeds(tuple(EntityHit(e, e, 1.0 - 0.1 * i, "query")
                                 for i, e in enumerate(entities)), ())
             start = time.perf_counter()
-            chosen = choose_subgraph(graph, seeds, candidates, PCSTConfig())
+            chosen = choose_subgraph(seeds, candidates, PCSTConfig())
             solves.append(time.perf_counter() - start)
             sizes.append(len(chosen.relations))
     finally:

@@ -9,9 +9,14 @@ importable from its module; the folders name the pipeline's stages:
 - :mod:`.ingestion`: triplets and passages written to Milvus, documents deleted;
 - :mod:`.milvus`: the collections (the only folder that imports pymilvus);
 - :mod:`.graph`: the in-memory graph and its algorithms (pure numpy and scipy);
-- :mod:`.retrieval`: the retrieval methods, one module each, and what they share;
+- :mod:`.retrieval`: the retrieval methods, one module each and each an object that owns
+  its settings (:class:`BridgeRetrieval`, :class:`PageRankRetrieval`,
+  :class:`PCSTRetrieval`, :class:`KHopRetrieval`), and what they share; where the graph
+  lives (in memory, or served by Milvus) is its :mod:`~.retrieval.sources`' business;
 - :mod:`.rerank`: the LLM relation reranker;
 - :mod:`.communities`: Microsoft GraphRAG's communities, reports, local and global search;
+- :mod:`.explain`: why a retrieval returned what it returned, as a record and an HTML page;
+- :mod:`.explore`: a local web app to browse an index and compare methods with naive RAG;
 - :mod:`.index`: :class:`GraphRAGIndex`, which ties them together.
 
 >>> from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
@@ -47,11 +52,18 @@ from llama_index_graphrag_milvus.extraction import (
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion import DeletionStats, IngestionStats
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
-from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval import (
+    BridgeRetrieval,
+    GraphRAGRetriever,
+    KHopRetrieval,
+    PageRankRetrieval,
+    PCSTRetrieval,
+)
 
 __version__ = "0.1.0"
 
 __all__ = [
+    "BridgeRetrieval",
     "CommunitiesNotBuiltError",
     "CommunityBuildStats",
     "CommunityReporter",
@@ -67,9 +79,12 @@ __all__ = [
     "GraphRelationRerank",
     "IngestionStats",
     "InvalidInputError",
+    "KHopRetrieval",
     "LocalSearchRetriever",
     "MilvusStoreError",
     "MissingDependencyError",
+    "PCSTRetrieval",
+    "PageRankRetrieval",
     "SpacyTripletExtractor",
     "TripletExtractor",
     "__version__",

@@ -65,3 +65,11 @@ class CommunitiesNotBuiltError(GraphRAGError):
     Run ``index.build_communities()`` (with ``pip install
     "llama-index-graphrag-milvus[communities]"``); an interrupted build is simply run again.
     """
+
+
+class SolverError(GraphRAGError, RuntimeError):
+    """Raised when an external solver fails on a problem the package built (the PCST
+    solver, ``pcst_fast``); the solver's error is chained as ``__cause__``. The Steiner tree
+    method catches it and returns the k-hop pool's passages instead, with a warning and a
+    note in the explanation.
+    """

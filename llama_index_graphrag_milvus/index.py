@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
@@ -31,11 +31,9 @@ from llama_index_graphrag_milvus.communities.reports import (
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
-from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
+from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
 from llama_index_graphrag_milvus.index_cache import (
     COMMUNITIES,
-    ENTITIES,
-    GRAPH,
     IndexCache,
 )
 from llama_index_graphrag_milvus.ingestion.documents import (
@@ -52,17 +50,17 @@ from llama_index_graphrag_milvus.ingestion.plan import (
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
-from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever, RetrievalMethod
+from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
-from llama_index_graphrag_milvus.validation import check_choice, check_int
+from llama_index_graphrag_milvus.retrieval.settings import GraphMode
+from llama_index_graphrag_milvus.validation import check_int
 
-GRAPH_SETTINGS = ("auto", "memory", "milvus")
-"""Where queries read the graph (the ``graph`` argument of :class:`GraphRAGIndex`)."""
+GRAPH_SETTINGS = tuple(mode.value for mode in GraphMode)
+"""Where queries read the graph (the ``graph`` argument of :class:`GraphRAGIndex`, a
+:class:`~llama_index_graphrag_milvus.retrieval.settings.GraphMode`)."""
 DEFAULT_GRAPH_MEMORY_BUDGET = 1 << 30
 """``graph="auto"`` holds the graph in memory up to this many bytes (1 GiB)."""
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 
@@ -71,9 +69,11 @@ _ENGINE_ARGUMENTS = frozenset(
     if name not in ("retriever", "llm", "kwargs"))
 """What ``RetrieverQueryEngine.from_args`` takes besides the retriever and the LLM."""
 _RETRIEVER_ARGUMENTS = frozenset(
-    name for name in inspect.signature(GraphRAGRetriever.__init__).parameters
-    if name not in ("self", "index", "llm"))
-"""What ``GraphRAGRetriever`` takes besides the index and the LLM."""
+    name for name, parameter in inspect.signature(GraphRAGRetriever.__init__).parameters.items()
+    if name not in ("self", "index", "llm") and parameter.kind is not parameter.VAR_KEYWORD
+) | frozenset(KEYWORD_SETTINGS)
+"""What ``GraphRAGRetriever`` takes besides the index and the LLM (the deprecated keyword
+settings of the methods included)."""
 
 
 class GraphRAGIndex(DocumentMaintenance):
@@ -150,13 +150,13 @@ class GraphRAGIndex(DocumentMaintenance):
         hub_degree: int = DEFAULT_HUB_DEGREE,
         passage_identity_keys: Sequence[str] | str | None = None,
         allow_embed_model_change: bool = False,
-        graph: str = "auto",
+        graph: GraphMode | str = GraphMode.AUTO,
         graph_memory_budget: int = DEFAULT_GRAPH_MEMORY_BUDGET,
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
         check_int("hub_degree", hub_degree)
-        self.graph_setting: str = check_choice("graph", graph, GRAPH_SETTINGS)
+        self.graph_setting: GraphMode = GraphMode.of("graph", graph)
         self.graph_memory_budget = check_int(
             "graph_memory_budget", graph_memory_budget,
             hint="the bytes the in-memory graph may take with graph='auto'; "
@@ -173,7 +173,7 @@ class GraphRAGIndex(DocumentMaintenance):
         except BaseException:
             self.store.close()  # a refused open must not keep a Milvus Lite file held
             raise
-        self._cache = IndexCache(self.store, hub_degree, show_progress)
+        self.cache = IndexCache(self.store, hub_degree, show_progress)
 
     # ------------------------------------------------------------------ building
 
@@ -231,45 +231,47 @@ class GraphRAGIndex(DocumentMaintenance):
     # ------------------------------------------------------------------ the in-memory copies
 
     @property
-    def graph_mode(self) -> str:
-        """Where queries read the graph now: ``"memory"`` or ``"milvus"`` (the ``graph``
-        setting, or ``"auto"``'s choice)."""
-        return self._cache.graph_mode(self.graph_setting, self.graph_memory_budget)
+    def graph_mode(self) -> GraphMode:
+        """Where queries read the graph now: ``GraphMode.MEMORY`` or ``GraphMode.MILVUS``
+        (equal to ``"memory"`` and ``"milvus"``: the ``graph`` setting, or ``"auto"``'s
+        choice)."""
+        return GraphMode(self.cache.graph_mode(self.graph_setting, self.graph_memory_budget))
 
-    async def aget_graph_mode(self) -> str:
+    async def aget_graph_mode(self) -> GraphMode:
         """:attr:`graph_mode` without blocking the event loop for ``"auto"``'s count."""
-        return await self._cache.agraph_mode(self.graph_setting, self.graph_memory_budget)
+        return GraphMode(await self.cache.agraph_mode(self.graph_setting,
+                                                      self.graph_memory_budget))
 
     @property
     def graph(self) -> EntityRelationGraph:
         """The in-memory graph, built from the relation collection on first use (also with
         ``graph="milvus"``, for the tools that need the whole graph)."""
-        return self._cache.graph()
+        return self.cache.graph()
 
     async def aget_graph(self) -> EntityRelationGraph:
         """:attr:`graph` without blocking the event loop when it has to be built."""
-        return await self._cache.aget(GRAPH, self._cache.graph)
+        return await self.cache.aget_graph()
 
     @property
     def entity_table(self) -> EntityTable:
         """Every entity's id, name and vector, read from the entity collection on first use
         (entity seed searches in memory; see ``entity_search`` of :meth:`as_retriever`)."""
-        return self._cache.entity_table()
+        return self.cache.entity_table()
 
     async def aget_entity_table(self) -> EntityTable:
         """:attr:`entity_table` without blocking the event loop when it has to be read."""
-        return await self._cache.aget(ENTITIES, self._cache.entity_table)
+        return await self.cache.aget_entity_table()
 
     def passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """Every passage's id and vector, read from the passage collection on first use
         (passage searches in memory; see ``passage_search`` of :meth:`as_retriever`);
         ``None`` when ``passages * dim`` is above ``max_floats`` (one count query decides,
         and is remembered until the next write or :meth:`refresh`)."""
-        return self._cache.passage_table(max_floats)
+        return self.cache.passage_table(max_floats)
 
     async def aget_passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """:meth:`passage_table` without blocking the event loop when it has to be read."""
-        return await self._cache.apassage_table(max_floats)
+        return await self.cache.apassage_table(max_floats)
 
     def is_stale(self) -> bool:
         """Whether the relation, entity or passage collection now holds another number of
@@ -283,14 +285,14 @@ class GraphRAGIndex(DocumentMaintenance):
             if index.is_stale():  # e.g. before each batch of questions, in a reader process
                 index.refresh()
         """
-        return self._cache.is_stale()
+        return self.cache.is_stale()
 
     def refresh(self) -> EntityRelationGraph | None:
         """Forget what was read from Milvus (after another process wrote to it): the entity
         and passage tables, the communities and ``graph="auto"``'s choice are read again on
         their next use; the in-memory graph is rebuilt now and returned, or ``None`` when
         the graph is served by Milvus (nothing to rebuild: served queries read Milvus)."""
-        self._cache.drop()
+        self.cache.drop()
         return self.graph if self.graph_mode == "memory" else None
 
     # ------------------------------------------------------------------ communities
@@ -337,7 +339,7 @@ class GraphRAGIndex(DocumentMaintenance):
         """
         chosen = choose_reporter(llm, reporter, max_input_tokens, report_workers)
         config = LeidenConfig(max_cluster_size, seed, resolution)
-        self._cache.drop(COMMUNITIES)
+        self.cache.drop(COMMUNITIES)
         return build_communities(self.store, self.graph, self.embed_model, chosen, config,
                                  self.show_progress)
 
@@ -346,7 +348,7 @@ class GraphRAGIndex(DocumentMaintenance):
         ``{prefix}_communities`` and ``{prefix}_descriptions`` collections); the graph is
         untouched. The next :meth:`build_communities` starts from scratch (no cached
         report or summary)."""
-        self._cache.drop(COMMUNITIES)
+        self.cache.drop(COMMUNITIES)
         self.store.communities.drop()
         self.store.descriptions.drop()
 
@@ -355,11 +357,11 @@ class GraphRAGIndex(DocumentMaintenance):
         """The communities and reports, read from Milvus on first use; raises
         :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when
         :meth:`build_communities` has not run (or did not finish)."""
-        return self._cache.communities()
+        return self.cache.communities()
 
     async def aget_communities(self) -> CommunitySet:
         """:attr:`communities` without blocking the event loop when they are read."""
-        return await self._cache.aget(COMMUNITIES, self._cache.communities)
+        return await self.cache.aget_communities()
 
     def community_reports(self, level: int | None = None) -> list[CommunityReport]:
         """The reports covering the graph at ``level`` (0: the most general communities;
@@ -369,9 +371,18 @@ class GraphRAGIndex(DocumentMaintenance):
 
     # ------------------------------------------------------------------ query side
 
-    def as_retriever(self, **kwargs: Any) -> GraphRAGRetriever:
-        """A :class:`GraphRAGRetriever` over this index; kwargs are its arguments."""
-        return GraphRAGRetriever(self, **kwargs)
+    def as_retriever(self, method: RetrievalMethod | str | None = None, **kwargs: Any
+                     ) -> GraphRAGRetriever:
+        """A :class:`GraphRAGRetriever` over this index running ``method`` (an object that
+        owns its settings, or a built-in's name; default the bridge method); kwargs are the
+        retriever's other arguments.
+
+        Example::
+
+            retriever = index.as_retriever(method=PageRankRetrieval(hops=2),
+                                           similarity_top_k=10)
+        """
+        return GraphRAGRetriever(self, method=method, **kwargs)
 
     def as_local_retriever(self, **kwargs: Any) -> LocalSearchRetriever:
         """Microsoft GraphRAG's local search: a :class:`LocalSearchRetriever` (passages,
@@ -473,7 +484,7 @@ class GraphRAGIndex(DocumentMaintenance):
             # here the file is free for another process
         """
         self.store.close()
-        self._cache.drop()
+        self.cache.drop()
 
     async def aclose(self) -> None:
         """Async twin of :meth:`close`.
@@ -484,7 +495,7 @@ class GraphRAGIndex(DocumentMaintenance):
                 nodes = await index.as_retriever().aretrieve("Who taught Euler?")
         """
         await self.store.aclose()
-        self._cache.drop()
+        self.cache.drop()
 
     def __enter__(self) -> GraphRAGIndex:
         return self

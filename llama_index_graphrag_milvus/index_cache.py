@@ -23,7 +23,7 @@ from typing import Any, TypeVar
 
 from llama_index_graphrag_milvus.communities.build import CommunitySet, load_communities
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
+from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 T = TypeVar("T")
@@ -33,10 +33,10 @@ logger = logging.getLogger(__name__)
 GRAPH = "graph"
 ENTITIES = "entities"
 PASSAGES = "passages"
-PASSAGES_TOO_LARGE = "passages_too_large"
+PASSAGE_COUNT = "passage_count"
 COMMUNITIES = "communities"
 GRAPH_MODE = "graph_mode"
-COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGES_TOO_LARGE, COMMUNITIES, GRAPH_MODE)
+COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGE_COUNT, COMMUNITIES, GRAPH_MODE)
 """The names of the copies an index keeps."""
 
 
@@ -125,31 +125,51 @@ class IndexCache:
             self.store.read_relations(show_progress=self.show_progress),
             dim=self.store.dim or 0, hub_degree=self.hub_degree))
 
+    async def aget_graph(self) -> EntityRelationGraph:
+        """:meth:`graph` without blocking the event loop when it has to be built."""
+        return await self.aget(GRAPH, self.graph)
+
     def entity_table(self) -> EntityTable:
         """Every entity's id, name and vector."""
         return self.get(ENTITIES, lambda: EntityTable.from_columns(
             self.store.read_entities(show_progress=self.show_progress),
             dim=self.store.dim or 0))
 
+    async def aget_entity_table(self) -> EntityTable:
+        """:meth:`entity_table` without blocking the event loop when it has to be read."""
+        return await self.aget(ENTITIES, self.entity_table)
+
     def passage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """Every passage's id and vector; ``None`` when ``passages * dim`` is above
-        ``max_floats`` (one count query decides, remembered until the next drop)."""
-        table: PassageTable | None = self.peek(PASSAGES)
-        if table is not None:
-            return table
-        dim = self.store.dim or 0
-        if max_floats is not None and self.get(PASSAGES_TOO_LARGE, lambda: (
-                self.store.count(self.store.passage_collection) * dim > max_floats) or None):
+        ``max_floats``: the budget is the caller's (each retriever has its own), the
+        passage count is the index's (one count query, remembered until the next drop)."""
+        if self._too_large(max_floats, self.passage_count):
             return None
+        dim = self.store.dim or 0
         return self.get(PASSAGES, lambda: PassageTable.from_columns(
             self.store.read_passage_vectors(show_progress=self.show_progress), dim))
 
     async def apassage_table(self, max_floats: int | None = None) -> PassageTable | None:
         """:meth:`passage_table` without blocking the event loop when it has to be read."""
         table: PassageTable | None = self.peek(PASSAGES)
-        if table is not None or (max_floats is not None and self.peek(PASSAGES_TOO_LARGE)):
-            return table  # known: no thread hop per query
+        known: int | None = self.peek(PASSAGE_COUNT)
+        if table is not None or known is not None:  # no thread hop per query
+            count = len(table) if table is not None else known
+            if self._too_large(max_floats, lambda: count or 0):
+                return None
+            if table is not None:
+                return table
         return await asyncio.to_thread(self.passage_table, max_floats)
+
+    def passage_count(self) -> int:
+        """The passages the table holds or would hold (a count query, remembered)."""
+        table: PassageTable | None = self.peek(PASSAGES)
+        if table is not None:
+            return len(table)
+        return self.get(PASSAGE_COUNT, lambda: self.store.count(self.store.passage_collection))
+
+    def _too_large(self, max_floats: int | None, count: Callable[[], int]) -> bool:
+        return max_floats is not None and count() * (self.store.dim or 0) > max_floats
 
     def graph_mode(self, setting: str, budget: int) -> str:
         """Where the graph is read from: ``setting`` when it is ``"memory"`` or
@@ -183,6 +203,10 @@ class IndexCache:
         """The communities and reports; warns when they were built on another number of
         relations than the collection holds now."""
         return self.get(COMMUNITIES, self._load_communities)
+
+    async def aget_communities(self) -> CommunitySet:
+        """:meth:`communities` without blocking the event loop when they are read."""
+        return await self.aget(COMMUNITIES, self.communities)
 
     def _load_communities(self) -> CommunitySet:
         communities = load_communities(self.store)

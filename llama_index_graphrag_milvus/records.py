@@ -342,6 +342,16 @@ class RelationHit:
 
 
 @dataclass(frozen=True)
+class PassageHit:
+    """A passage ranked by similarity to a query vector: its node when the ranking read it
+    (a Milvus search), else ``None`` (a ranking in memory, which knows only ids)."""
+
+    id: str
+    score: float
+    node: BaseNode | None = None
+
+
+@dataclass(frozen=True)
 class CandidateRelation:
     """A relation in the candidate pool: its similarity to the query and the hop it came at.
 

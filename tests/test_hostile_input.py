@@ -65,7 +65,7 @@ RETRIEVER_ARGS: list[dict[str, Any]] = [
     {"hops": "2"}, {"hops": None}, {"hops": 1.5}, {"hops": True}, {"hops": -1},
     {"max_candidate_relations": "100"}, {"max_relations_per_passage": 0.5},
     {"entity_top_k": 16_385}, {"relation_top_k": 20_000}, {"entity_top_k": 0},
-    {"similarity_top_k": -1}, {"relation_search": "gpu"}, {"passage_scoring": None},
+    {"similarity_top_k": -1}, {"relation_search": "gpu"}, {"passage_scoring": 3}, {"method": 3.5},
 ]
 
 

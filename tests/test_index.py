@@ -15,7 +15,7 @@ from llama_index.core.schema import NodeRelationship, TextNode
 from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.graph.seeds import EntityTable
+from llama_index_graphrag_milvus.graph.tables import EntityTable
 from llama_index_graphrag_milvus.ingestion.identity import IndexSettings
 from llama_index_graphrag_milvus.milvus import MilvusGraphStore
 from llama_index_graphrag_milvus.milvus.columns import (
@@ -348,13 +348,20 @@ def test_a_worker_opened_before_the_first_ingestion_answers_once_it_exists(
 
 
 @LITE_ONLY
-def test_query_on_passages_without_relations(make_index: MakeIndex) -> None:
+def test_query_on_passages_without_relations(make_index: MakeIndex,
+                                             caplog: pytest.LogCaptureFixture) -> None:
+    """Every method answers by the passages' own similarity, in both graph modes; the graph
+    held in memory says why in a warning."""
     index = make_index([("Only a passage.", [])])
-    with pytest.raises(EmptyIndexError, match="no relations"):  # k-hop needs relations
-        index.as_retriever(passage_scoring="passage").retrieve("passage")
-    # the default (second hop) answers by the passages' own similarity
-    assert [h.node.get_content() for h in index.as_retriever().retrieve("passage")] == [
-        "Only a passage."]
+    served = GraphRAGIndex(uri=index.store.uri, embed_model=index.embed_model, graph="milvus")
+    try:
+        for opened in (index, served):
+            for method in ("bridge", "passage", "ppr", "pcst"):
+                hits = opened.as_retriever(method=method).retrieve("passage")
+                assert [h.node.get_content() for h in hits] == ["Only a passage."]
+        assert "holds passages but no relations" in caplog.text
+    finally:
+        served.close()
 
 
 def test_store_wraps_milvus_errors(milvus_uri: str) -> None:

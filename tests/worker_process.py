@@ -29,7 +29,7 @@ def main(uri: str, prefix: str) -> None:
             nodes = index.as_retriever(similarity_top_k=5).retrieve(command["query"])
             answer = {"passages": [n.node.get_content() for n in nodes],
                       "held": [name for name in COPIES
-                               if name != GRAPH_MODE and index._cache.peek(name) is not None]}
+                               if name != GRAPH_MODE and index.cache.peek(name) is not None]}
         print(json.dumps(answer), flush=True)
     index.close()
 

@@ -28,6 +28,7 @@ from llama_index_graphrag_milvus import GraphRAGRetriever
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY, SUBGRAPH_KEY
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
+from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
 
 UNLIMITED_PASSAGES = 1_000_000
 """Passage cap of the coverage retriever: every passage of the candidate pool comes back."""
@@ -46,13 +47,17 @@ TIMINGS_KEY = "graphrag_timings"
 
 
 def retriever_default(name: str) -> Any:
-    """The default of a :class:`GraphRAGRetriever` argument: the benchmark's defaults follow
-    the retriever's, so that a plain run measures what a user gets.
+    """The default of a :class:`GraphRAGRetriever` argument, or of a method setting of its
+    keyword form: the benchmark's defaults follow the retriever's, so that a plain run
+    measures what a user gets.
 
-    >>> retriever_default("max_candidate_relations")
-    100
+    >>> retriever_default("max_candidate_relations"), retriever_default("entity_top_k")
+    (100, 3)
     """
-    return inspect.signature(GraphRAGRetriever.__init__).parameters[name].default
+    parameters = inspect.signature(GraphRAGRetriever.__init__).parameters
+    if name in parameters:
+        return parameters[name].default
+    return KEYWORD_SETTINGS[name][2]
 
 
 SET_BY_BENCHMARK = frozenset({"self", "index", "llm", "similarity_top_k", "ner_prompt",
@@ -63,14 +68,13 @@ ROW_OPTIONS = ("label", "fusion", "coverage")
 """The keys of a ``--graph-methods`` row that are not retriever arguments."""
 
 
-def retriever_arguments() -> frozenset[str] | None:
-    """The :class:`GraphRAGRetriever` arguments a graph method may set, read from its
-    signature (so a new retrieval mode's options need no change here); ``None`` when the
-    retriever takes ``**kwargs`` (any name then)."""
+def retriever_arguments() -> frozenset[str]:
+    """The :class:`GraphRAGRetriever` arguments a graph method may set: those of its
+    signature and the method settings of its keyword form (so a new retrieval mode's options
+    need no change here)."""
     parameters = inspect.signature(GraphRAGRetriever.__init__).parameters
-    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters.values()):
-        return None
-    return frozenset(parameters) - SET_BY_BENCHMARK
+    named = {name for name, p in parameters.items() if p.kind is not p.VAR_KEYWORD}
+    return frozenset(named | set(KEYWORD_SETTINGS)) - SET_BY_BENCHMARK
 
 
 def check_retriever_kwargs(names: Iterable[str], where: str,
@@ -80,13 +84,12 @@ def check_retriever_kwargs(names: Iterable[str], where: str,
     takes, for the message)."""
     names = set(names)
     allowed = retriever_arguments()
-    rejected = sorted(names & SET_BY_BENCHMARK if allowed is None else names - allowed)
+    rejected = sorted(names - allowed)
     if rejected:
-        expected = ("any argument but " + ", ".join(sorted(SET_BY_BENCHMARK)) if allowed is None
-                    else ", ".join(sorted(allowed)))
         besides = f" (besides the row options {', '.join(options)})" if options else ""
         raise ValueError(f"{where}: unknown GraphRAGRetriever argument(s) "
-                         f"{', '.join(rejected)}; expected {expected}{besides}")
+                         f"{', '.join(rejected)}; expected {', '.join(sorted(allowed))}"
+                         f"{besides}")
 
 
 KHOP_SCORING = "passage"

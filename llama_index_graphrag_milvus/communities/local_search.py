@@ -8,9 +8,14 @@ them it adds Microsoft GraphRAG's local context:
   search of the entity collection);
 - **community reports** of those entities' communities at ``level``, ranked by the number of
   the entities' passages in each community, then by rating;
-- **relations** of those entities: *in-network* ones (both ends selected) first, by
-  combined degree, then *out-network* ones, by the number of selected entities their other
-  end links to, then combined degree.
+- **relations** of those entities (the ``4 * max_relations`` most similar to the
+  question, so that a hub's are never all read): *in-network* ones (both ends selected)
+  first, by combined degree, then *out-network* ones, by the number of selected entities
+  their other end links to, then combined degree.
+
+The same steps whether the graph is held in memory or served by Milvus (a served index
+counts the ends' relations with one filtered query, at most 16,384 rows: a hub's degree is
+then a lower bound).
 
 Budget (``max_tokens``, counted with LlamaIndex's tokenizer): reports take at most
 ``community_prop`` of it, passages at most ``text_unit_prop``, and the entity and relation
@@ -23,18 +28,16 @@ in ``metadata["graphrag_relations"]``, so :class:`GraphRelationRerank` can choos
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, ClassVar
 
-import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
 
 from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.communities.report_retriever import report_node
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
     CONTEXT_KIND_KEY,
     RELATIONS_KEY,
@@ -43,18 +46,18 @@ from llama_index_graphrag_milvus.records import (
     hide_from_models,
 )
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
-from llama_index_graphrag_milvus.retrieval.passages import read_relation_texts
+from llama_index_graphrag_milvus.retrieval.methods import method_of
 from llama_index_graphrag_milvus.retrieval.requests import (
+    EntityDegrees,
     EntityPassages,
+    EntitySeeds,
     LoadCommunities,
-    LoadGraph,
     Plan,
     RelationsAround,
     Together,
     first,
 )
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
-from llama_index_graphrag_milvus.retrieval.seeds import entity_search
 from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
 
 if TYPE_CHECKING:
@@ -95,75 +98,55 @@ class LocalSearchConfig:
                 f"{self.text_unit_prop}")
 
 
-def select_relations(graph: EntityRelationGraph, entity_rows: np.ndarray, limit: int
-                     ) -> np.ndarray:
-    """Relation rows around the selected entities, Microsoft GraphRAG's order: in-network
-    (both ends selected) by combined degree, then out-network by the number of selected
-    entities the other end links to, then combined degree; at most ``limit``."""
-    if entity_rows.size == 0:
-        return np.zeros(0, np.int64)
-    rows = np.unique(graph.incidence[entity_rows].indices).astype(np.int64)
-    ends = graph.endpoints[rows]
-    selected = np.isin(ends, entity_rows)
-    inside = selected.all(axis=1)
-    combined = graph.combined_degrees(rows)
-    other = np.where(selected[:, 0], ends[:, 1], ends[:, 0])
-    # links of an outside entity: how many of the relations here reach it
-    values, counts = np.unique(other[~inside], return_counts=True)
-    links = np.zeros(rows.size, np.int64)
-    links[~inside] = counts[np.searchsorted(values, other[~inside])]
-    order = np.lexsort((rows, -combined, -links, ~inside))
-    return rows[order][:limit]
+RELATIONS_READ_FACTOR = 4
+"""The relations of the selected entities read per query: this many times
+``max_relations``, the most similar to the question (a hub's are never all read)."""
+PASSAGES_PER_ENTITY = 256
+"""The relations per selected entity whose passages rank the communities."""
 
 
-def rank_communities(graph: EntityRelationGraph, communities: CommunitySet,
-                     entities: Sequence[tuple[str, np.ndarray]], level: int | None
-                     ) -> list[tuple[str, int]]:
-    """The communities of the selected entities (``(id, graph rows)`` pairs) at ``level``
-    with the number of the entities' passages in each, by that number then rating."""
-    passages: dict[str, set[int]] = {}
-    for eid, rows in entities:
-        cid = communities.community_of(eid, level)
-        if cid is None:
-            continue
-        relations = graph.incidence[rows].indices
-        linked = graph.relation_passages[relations].indices
-        passages.setdefault(cid, set()).update(linked.tolist())
-    return sorted(((cid, len(found)) for cid, found in passages.items()),
-                  key=lambda item: (-item[1], -communities.reports[item[0]].rating, item[0]))
-
-
-SERVED_RELATIONS_FACTOR = 4
-"""With the served graph, the relations of the selected entities read per query: this many
-times ``max_relations``, the most similar to the question."""
-SERVED_PASSAGES_PER_ENTITY = 256
-"""With the served graph, the relations per selected entity whose passages rank the
-communities."""
-
-
-def order_served_relations(relations: Sequence[CandidateRelation], selected: set[str]
-                           ) -> list[CandidateRelation]:
-    """Relations around the selected entities in local search's order without degrees:
-    in-network (both ends selected) first, then out-network by the number of selected
-    entities their other end links to (among these relations), then by similarity.
+def order_relations(relations: Sequence[CandidateRelation], selected: set[str],
+                    degrees: Mapping[str, int]) -> list[CandidateRelation]:
+    """Relations around the selected entities in Microsoft GraphRAG's order: in-network
+    (both ends selected) first, by combined degree (the degrees of both ends), then
+    out-network by the number of selected entities their other end links to (among these
+    relations), then combined degree; ties by id.
 
     >>> r = [CandidateRelation("r1", .9, 0, subject_id="a", object_id="x"),
     ...      CandidateRelation("r2", .5, 0, subject_id="a", object_id="b"),
     ...      CandidateRelation("r3", .8, 0, subject_id="b", object_id="y"),
     ...      CandidateRelation("r4", .7, 0, subject_id="y", object_id="a")]
-    >>> [c.id for c in order_served_relations(r, {"a", "b"})]
-    ['r2', 'r3', 'r4', 'r1']
+    >>> degrees = {"a": 3, "b": 2, "x": 1, "y": 2}
+    >>> [c.id for c in order_relations(r, {"a", "b"}, degrees)]  # y links to a and b
+    ['r2', 'r4', 'r3', 'r1']
     """
     def other(c: CandidateRelation) -> str:
         return c.object_id if c.subject_id in selected else c.subject_id
+
+    def combined(c: CandidateRelation) -> int:
+        return degrees.get(c.subject_id, 0) + degrees.get(c.object_id, 0)
 
     outside = [c for c in relations if not {c.subject_id, c.object_id} <= selected]
     links: dict[str, int] = {}
     for c in outside:
         links[other(c)] = links.get(other(c), 0) + 1
     inside = [c for c in relations if {c.subject_id, c.object_id} <= selected]
-    return [*sorted(inside, key=lambda c: -c.score),
-            *sorted(outside, key=lambda c: (-links[other(c)], -c.score))]
+    return [*sorted(inside, key=lambda c: (-combined(c), c.id)),
+            *sorted(outside, key=lambda c: (-links[other(c)], -combined(c), c.id))]
+
+
+def rank_communities(communities: CommunitySet, entity_ids: Sequence[str],
+                     passages: Mapping[str, Sequence[str]], level: int | None
+                     ) -> list[tuple[str, int]]:
+    """The communities of the selected entities at ``level`` with the number of the
+    entities' ``passages`` in each, by that number then rating (then id)."""
+    found: dict[str, set[str]] = {}
+    for entity in entity_ids:
+        cid = communities.community_of(entity, level)
+        if cid is not None:
+            found.setdefault(cid, set()).update(passages.get(entity, ()))
+    return sorted(((cid, len(p)) for cid, p in found.items()),
+                  key=lambda item: (-item[1], -communities.reports[item[0]].rating, item[0]))
 
 
 class _Budget:
@@ -257,72 +240,63 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
 
 
 class LocalSearchRetrieval(RetrievalMethod):
-    """Local search around another method's passages (see the module docstring)."""
+    """Local search around another method's passages (see the module docstring): a method
+    like the others, for ``index.as_retriever(method=...)``, or the method of
+    :class:`LocalSearchRetriever`. Needs :meth:`GraphRAGIndex.build_communities` first.
+
+    Args:
+        inner: the method that ranks the passages (an object or a built-in's name; default
+            the bridge method).
+        config: the context's budget and sizes (:class:`LocalSearchConfig`).
+        tokenizer: counts tokens (default LlamaIndex's).
+
+    Example::
+
+        index.build_communities()
+        retriever = index.as_retriever(method=LocalSearchRetrieval(
+            "ppr", LocalSearchConfig(max_tokens=4000)))
+    """
 
     name: ClassVar[str] = "local"
 
-    def __init__(self, inner: RetrievalMethod, config: LocalSearchConfig,
+    def __init__(self, inner: RetrievalMethod | str | None = None,
+                 config: LocalSearchConfig | None = None,
                  tokenizer: Callable[[str], Sequence[Any]] | None = None) -> None:
-        self.inner = inner
-        self.config = config
+        self.inner = inner if isinstance(inner, RetrievalMethod) else method_of(inner, None, {})
+        self.config = config or LocalSearchConfig()
         self._tokens = tokenizer or get_tokenizer()
 
     def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:
         communities = yield from LoadCommunities()  # fails early when not built
         communities.check_level(self.config.level)
         passages = yield from self.inner.plan(query, seeds)
-        search = yield from entity_search(query, (tuple(query.vector),), (query.text,),
-                                          self.config.entity_top_k, None, seeds.entity_search)
-        hits = first((yield from search))
+        hits = first((yield from EntitySeeds((query.vector,), (query.text,),
+                                             self.config.entity_top_k)))
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
-        if query.graph_served:
-            relations, ranked = yield from self._served(query, communities, entities)
-        else:
-            relations, ranked = yield from self._in_memory(query, communities, entities)
+        relations, ranked = yield from self._context(query, communities, entities)
         reports = [(communities.reports[cid], matches) for cid, matches in ranked]
         if query.trace:
             query.trace.on_local_context(entities, relations, reports)
         return pack_context(passages, entities, relations, reports, self.config, self._tokens,
                             communities.descriptions)
 
-    def _in_memory(self, query: QueryContext, communities: CommunitySet,
-                   entities: Sequence[EntityHit]
-                   ) -> Plan[tuple[list[CandidateRelation], list[tuple[str, int]]]]:
-        """The relations and communities of the entities, from the in-memory graph."""
-        graph = yield from LoadGraph()
-        located = [(h.id, graph.entity_ids.lookup([h.id])) for h in entities]
-        rows = np.concatenate([r for _, r in located] or [np.zeros(0, np.int64)])
-        relation_rows = select_relations(graph, rows, self.config.max_relations)
-        relation_ids = graph.relation_ids.ids(relation_rows)
-        texts = (yield from read_relation_texts(query, relation_ids)) if relation_ids else {}
-        scores = graph.relation_scores(relation_ids, query.vector) if relation_ids else {}
-        relations = [CandidateRelation(rid, scores.get(rid, 0.0), 0, texts[rid])
-                     for rid in relation_ids if rid in texts]
-        return relations, rank_communities(graph, communities, located, self.config.level)
-
-    def _served(self, query: QueryContext, communities: CommunitySet,
-                entities: Sequence[EntityHit]
-                ) -> Plan[tuple[list[CandidateRelation], list[tuple[str, int]]]]:
-        """The relations and communities of the entities, from the served graph: their
-        relations most similar to the question (a bounded search, not all of a hub's),
-        in-network first, then out-network by the selected entities their other end links
-        to, then by similarity (the combined degree needs the whole graph); communities by
-        the passages of at most ``SERVED_PASSAGES_PER_ENTITY`` relations of each entity."""
+    def _context(self, query: QueryContext, communities: CommunitySet,
+                 entities: Sequence[EntityHit]
+                 ) -> Plan[tuple[list[CandidateRelation], list[tuple[str, int]]]]:
+        """The relations and communities of the entities: their relations most similar to
+        the question (a bounded read, not all of a hub's) in :func:`order_relations`'s
+        order; communities by the passages of at most :data:`PASSAGES_PER_ENTITY` relations
+        of each entity."""
         ids = tuple(h.id for h in entities)
+        if not ids:
+            return [], []
         around, passages = yield from Together((
-            RelationsAround(tuple(query.vector), ids, SERVED_RELATIONS_FACTOR
-                            * self.config.max_relations),
-            EntityPassages(ids, SERVED_PASSAGES_PER_ENTITY)))
-        relations = order_served_relations(around, set(ids))[:self.config.max_relations]
-        found: dict[str, set[str]] = {}
-        for entity in ids:
-            cid = communities.community_of(entity, self.config.level)
-            if cid is not None:
-                found.setdefault(cid, set()).update(passages.get(entity, ()))
-        ranked = sorted(((cid, len(p)) for cid, p in found.items()),
-                        key=lambda item: (-item[1], -communities.reports[item[0]].rating,
-                                          item[0]))
-        return relations, ranked
+            RelationsAround(query.vector, ids, RELATIONS_READ_FACTOR * self.config.max_relations),
+            EntityPassages(ids, PASSAGES_PER_ENTITY)))
+        ends = tuple(dict.fromkeys(e for c in around for e in (c.subject_id, c.object_id)))
+        degrees = (yield from EntityDegrees(ends)) if ends else {}
+        relations = order_relations(around, set(ids), degrees)[:self.config.max_relations]
+        return relations, rank_communities(communities, ids, passages, self.config.level)
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "local_search": {

@@ -1,10 +1,10 @@
 """From a filled :class:`~.trace.Trace` and the returned nodes to an
-:class:`~.records.Explanation` (pure: the in-memory graph and entity table only).
+:class:`~.records.Explanation` (pure).
 
 The final passages come from the nodes the method returned, with the reason read from
 their metadata (``graphrag_found_by``, ``graphrag_relations``); the other steps from the
-trace. Relation ends and entity names are looked up in the graph and the entity table, or
-taken from the passages' own triplets.
+trace. Relation ends and entity names are taken from the passages' own triplets, or from
+what the graph source read for the :class:`~.view.Lookup`.
 """
 
 from __future__ import annotations
@@ -179,7 +179,7 @@ def build_explanation(trace: Trace, question: str, method: str, settings: dict[s
         timings=timings)
     view = build_view(explanation, trace, lookup,
                       [(p.id, p.entity_ids) for p in passages])
-    notes = []
+    notes = list(trace.notes)
     if view.omitted:
         notes.append(f"the drawing leaves out {view.omitted} relations of the pool")
     if len(trace.pool) > MAX_POOL:

@@ -1,8 +1,11 @@
 """``explain`` and ``aexplain``: one retrieval with its :class:`~.trace.Trace`, then naive
-RAG's list and the graph's names, written once as a plan that both drivers run.
+RAG's list and the graph's names, written once as a plan that the retriever runs
+(:meth:`~llama_index_graphrag_milvus.retrieval.GraphRAGRetriever.run`).
 
 Only the query's embedding differs between the two (a blocking call or an await); the rest
-is the same plan, so the sync and async explanations are the same record.
+is the same plan, so the sync and async explanations are the same record. The relations'
+ends and the entities' names are graph requests like the method's: the graph source answers
+them from memory or from Milvus, so the explanation has no branch on where the graph lives.
 """
 
 from __future__ import annotations
@@ -16,65 +19,47 @@ from llama_index_graphrag_milvus.explain.build import build_explanation
 from llama_index_graphrag_milvus.explain.records import Explanation
 from llama_index_graphrag_milvus.explain.trace import Trace
 from llama_index_graphrag_milvus.explain.view import Lookup
-from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, SyncDriver
+from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.passages import search_passages
 from llama_index_graphrag_milvus.retrieval.requests import (
-    GetEntityNames,
+    EntityNames,
     GetRelations,
-    LoadEntities,
-    LoadGraph,
     Plan,
     Together,
     first,
 )
-from llama_index_graphrag_milvus.retrieval.steps import check_query, given_vector, query_input
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 
 MAX_LOOKUP_ROUNDS = 3
-"""Reads of a served graph's ends and names per explanation: the drawn relations' ends,
-then the names of their entities (a third round only catches stragglers)."""
+"""Reads of the drawn relations' ends and entities' names per explanation: the relations'
+ends, then the names of their entities (a third round only catches stragglers)."""
 
 
-def _checked(retriever: GraphRAGRetriever, query: str | QueryBundle
-             ) -> tuple[QueryBundle, str]:
-    given = query_input(query)
-    bundle = given if isinstance(given, QueryBundle) else QueryBundle(given)
-    text = check_query(bundle)
-    retriever._check_not_empty()
-    return bundle, text
-
-
-def explain_plan(retriever: GraphRAGRetriever, bundle: QueryBundle, text: str,
-                 vector: list[float], embedding_s: float, graph_mode: str
-                 ) -> Plan[Explanation]:
+def explain_plan(retriever: GraphRAGRetriever, query: QueryContext) -> Plan[Explanation]:
     """The retrieval's own plan with a trace, then naive RAG's passages (the same number,
-    the same filters and passage search) and the names the drawing needs."""
-    trace = Trace()
-    query = retriever._context(text, vector, bundle, graph_mode, trace)
+    the same filters and passage search) and the ends and names the drawing needs."""
+    trace = query.trace if query.trace is not None else Trace()
     started = time.perf_counter()
-    nodes = yield from retriever.method.plan(query, retriever._seeds)
+    nodes = yield from retriever.method.plan(query, retriever.seed_config)
     retrieved = time.perf_counter()
     naive = first((yield from search_passages(query, (query.vector,), query.similarity_top_k)))
     searched = time.perf_counter()
-    timings = {"query_embedding": embedding_s, "retrieval": retrieved - started,
+    timings = {"query_embedding": trace.query_embedding_s, "retrieval": retrieved - started,
                "naive": searched - retrieved}
-    if query.graph_served:  # ends and names by id, as the drawing asks for them
-        lookup = Lookup()
-    else:
-        lookup = Lookup((yield from LoadGraph()), (yield from LoadEntities()))
-    explanation = build_explanation(trace, text, retriever.method.name, retriever.describe(),
-                                    nodes, naive, lookup, timings)
+    lookup = Lookup()
+    explanation = build_explanation(trace, query.text, retriever.method.name,
+                                    retriever.describe(), nodes, naive, lookup, timings)
     for _ in range(MAX_LOOKUP_ROUNDS):  # relations' ends, then their entities' names
         relations, entities = lookup.unknown()
         if not relations and not entities:
             break
-        found, names = yield from Together((GetRelations(relations, tuple(query.vector)),
-                                            GetEntityNames(entities)))
+        found, names = yield from Together((GetRelations(relations, query.vector),
+                                            EntityNames(entities)))
         lookup.learn({r.id: (r.subject_id, r.object_id) for r in found if r.subject_id},
                      names)
-        explanation = build_explanation(trace, text, retriever.method.name,
+        explanation = build_explanation(trace, query.text, retriever.method.name,
                                         retriever.describe(), nodes, naive, lookup, timings)
     timings["explanation"] = time.perf_counter() - searched
     return explanation
@@ -82,21 +67,10 @@ def explain_plan(retriever: GraphRAGRetriever, bundle: QueryBundle, text: str,
 
 def explain(retriever: GraphRAGRetriever, query: str | QueryBundle) -> Explanation:
     """See :meth:`GraphRAGRetriever.explain`."""
-    bundle, text = _checked(retriever, query)
-    started = time.perf_counter()
-    vector = given_vector(bundle) or retriever._index.embed_model.get_query_embedding(text)
-    plan = explain_plan(retriever, bundle, text, vector, time.perf_counter() - started,
-                        retriever._index.graph_mode)
-    return SyncDriver(retriever._driver_context()).run(plan)
+    return retriever.run(query, lambda context: explain_plan(retriever, context), Trace())
 
 
 async def aexplain(retriever: GraphRAGRetriever, query: str | QueryBundle) -> Explanation:
     """See :meth:`GraphRAGRetriever.aexplain`."""
-    bundle, text = _checked(retriever, query)
-    started = time.perf_counter()
-    vector = (given_vector(bundle)
-              or await retriever._index.embed_model.aget_query_embedding(text))
-    embedding_s = time.perf_counter() - started
-    plan = explain_plan(retriever, bundle, text, vector, embedding_s,
-                        await retriever._index.aget_graph_mode())
-    return await AsyncDriver(retriever._driver_context()).run(plan)
+    return await retriever.arun(query, lambda context: explain_plan(retriever, context),
+                                Trace())

@@ -60,8 +60,19 @@ class Trace:
         self.context_entities: list[EntityHit] = []
         self.context_relations: list[CandidateRelation] = []
         self.reports: list[tuple[CommunityReport, int]] = []
+        self.notes: list[str] = []
+        self.query_embedding_s = 0.0
 
     # ------------------------------------------------------------------ the hooks
+
+    def on_query_embedding(self, seconds: float) -> None:
+        """The time the question's embedding took (0 when the caller gave the vector)."""
+        self.query_embedding_s = seconds
+
+    def on_note(self, note: str) -> None:
+        """Something the method did that the reader should know (a fallback, an
+        approximation), shown in the explanation's notes."""
+        self.notes.append(note)
 
     def on_relation_hits(self, hits: Sequence[RelationHit]) -> None:
         """The relations most similar to the question (the relation seeds)."""
@@ -83,11 +94,16 @@ class Trace:
         self.lists = [[(_passage_id(item), float(score)) for item, score in hits[
             :MAX_LISTED_PASSAGES]] for hits in lists]
 
-    def on_pagerank(self, entity_ids: Sequence[str], masses: np.ndarray) -> None:
-        """The PageRank mass of the neighbourhood's entities (the heaviest are kept)."""
+    def on_pagerank(self, entity_ids: Sequence[str], masses: np.ndarray, iterations: int = 0,
+                    converged: bool = True) -> None:
+        """The PageRank mass of the neighbourhood's entities (the heaviest are kept), and how
+        the iteration ended (a note when it stopped before converging)."""
         order = sorted(range(len(entity_ids)), key=lambda i: (-float(masses[i]), i))
         self.pagerank = [(entity_ids[i], float(masses[i]))
                          for i in order[:TOP_PAGERANK_ENTITIES] if masses[i] > 0]
+        if not converged:
+            self.on_note(f"PageRank stopped after {iterations} iterations before converging: "
+                         "the masses are approximate (raise max_iterations)")
 
     def on_subgraph(self, chosen: ChosenSubgraph) -> None:
         """The prize-collecting Steiner tree the solver chose."""

@@ -15,8 +15,6 @@ from llama_index_graphrag_milvus.explain.records import (
     RelationRef,
 )
 from llama_index_graphrag_milvus.explain.trace import Trace
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.graph.seeds import EntityTable
 from llama_index_graphrag_milvus.records import Triplet, clean_text
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
@@ -44,10 +42,9 @@ def predicate(text: str, subject: str, obj: str) -> str:
 
 
 class Lookup:
-    """Relation ends and entity names: the passages' own triplets first, then the in-memory
-    graph (ends) and entity table (names) when the graph is held in memory, else what was
-    read from Milvus for the ids asked so far (:meth:`unknown`, :meth:`learn`). Only
-    explanations use it.
+    """Relation ends and entity names: the passages' own triplets first, then what was read
+    (from the graph source: the in-memory graph and entity table, or Milvus) for the ids
+    asked so far (:meth:`unknown`, :meth:`learn`). Only explanations use it.
 
     >>> lookup = Lookup()
     >>> lookup.ends(["r1"]), lookup.name("e1")
@@ -59,15 +56,13 @@ class Lookup:
     ({'r1': ('e1', 'e2')}, 'Euler')
     """
 
-    def __init__(self, graph: EntityRelationGraph | None = None,
-                 entities: EntityTable | None = None) -> None:
-        self._graph = graph
-        self._entities = entities
+    def __init__(self) -> None:
         self._triplets: dict[str, Triplet] = {}
         self._ends: dict[str, tuple[str, str]] = {}
         self._names: dict[str, str] = {}
         self._asked_ends: dict[str, None] = {}
         self._asked_names: dict[str, None] = {}
+        self._read: set[str] = set()  # ids asked once: not asked again
 
     def learn_triplets(self, nodes: Iterable[BaseNode]) -> None:
         """Take the relation ends and entity names of these passages' triplets."""
@@ -77,41 +72,33 @@ class Lookup:
                 self._ends.setdefault(triplet.id, (triplet.subject_id, triplet.object_id))
 
     def learn(self, ends: Mapping[str, tuple[str, str]], names: Mapping[str, str]) -> None:
-        """Take ends and names read from Milvus; the ids asked and not found stay unknown
-        (relations without ends are not drawn; entities keep their id as name)."""
+        """Take the ends and names read for the ids :meth:`unknown` gave; those not found stay
+        unknown and are not asked again (relations without ends are not drawn; entities keep
+        their id as name)."""
         self._ends.update(ends)
         self._names.update(names)
+        self._read.update(self._asked_ends)
+        self._read.update(self._asked_names)
         self._asked_ends.clear()
         self._asked_names.clear()
 
     def unknown(self) -> tuple[tuple[str, ...], tuple[str, ...]]:
         """The relation ids whose ends and entity ids whose names were asked and are not
-        known (always empty with the graph in memory)."""
+        known yet."""
         return tuple(self._asked_ends), tuple(self._asked_names)
 
     def ends(self, relation_ids: Sequence[str]) -> dict[str, tuple[str, str]]:
         """Subject and object ids of the known relations."""
-        missing = [rid for rid in relation_ids if rid not in self._ends]
-        if self._graph is not None and missing:
-            graph = self._graph
-            rows = graph.relation_rows(missing)
-            pairs = graph.endpoints[rows].tolist()
-            for rid, (subject, obj) in zip(graph.relation_ids.ids(rows), pairs, strict=True):
-                self._ends[rid] = (graph.entity_ids[int(subject)], graph.entity_ids[int(obj)])
-        else:
-            self._asked_ends.update(dict.fromkeys(missing))
+        self._asked_ends.update(dict.fromkeys(rid for rid in relation_ids
+                                              if rid not in self._ends
+                                              and rid not in self._read))
         return {rid: self._ends[rid] for rid in relation_ids if rid in self._ends}
 
     def names(self, entity_ids: Sequence[str]) -> dict[str, str]:
         """Names of ``entity_ids`` (the index's; an unknown entity keeps its id, or the name
         its triplet gives)."""
-        wanted = [e for e in dict.fromkeys(entity_ids) if e not in self._names]
-        if self._entities is not None and wanted:
-            rows: list[int] = self._entities.ids.rows_of(wanted).tolist()
-            self._names.update((eid, self._entities.names[int(row)])
-                               for eid, row in zip(wanted, rows, strict=True) if row >= 0)
-        else:
-            self._asked_names.update(dict.fromkeys(wanted))
+        self._asked_names.update(dict.fromkeys(e for e in entity_ids if e not in self._names
+                                               and e not in self._read))
         given = {eid: name for triplet in self._triplets.values()
                  for eid, name in ((triplet.subject_id, triplet.subject),
                                    (triplet.object_id, triplet.object))}

@@ -2,11 +2,13 @@
 
 - :mod:`.entity_relation`: the entity-relation-passage graph and its bounded k-hop expansion
   (:mod:`.hubs`: the clusters of hub entities' relations it probes);
-- :mod:`.tables` and :mod:`.seeds`: packed texts, exact nearest rows, the entity table
+- :mod:`.tables`: ids, packed texts, exact nearest rows, the entity and passage tables
   (the seed searches in memory);
-- :mod:`.pagerank`: personalized PageRank on a local entity-passage neighbourhood;
-- :mod:`.communities`: hierarchical Leiden communities of the entity graph (Microsoft
-  GraphRAG; needs graspologic-native, the ``communities`` extra, imported only when called).
+- :mod:`.pagerank`: personalized PageRank on one query's entity-passage neighbourhood;
+- :mod:`.pcst`: the prize-collecting Steiner tree of a neighbourhood (G-Retriever; the
+  solver is the ``pcst`` extra, imported only when called);
+- :mod:`.leiden`: hierarchical Leiden communities of the entity graph (Microsoft GraphRAG;
+  needs graspologic-native, the ``communities`` extra, imported only when called).
 """
 
 from llama_index_graphrag_milvus.graph.entity_relation import (
@@ -25,14 +27,18 @@ from llama_index_graphrag_milvus.graph.leiden import (
     relation_weights,
 )
 from llama_index_graphrag_milvus.graph.pagerank import (
-    LocalGraph,
+    Neighbourhood,
     PageRankConfig,
     PageRankResult,
-    local_graph,
+    neighbourhood_graph,
     personalized_pagerank,
 )
-from llama_index_graphrag_milvus.graph.seeds import EntityTable
-from llama_index_graphrag_milvus.graph.tables import TextTable, nearest_rows
+from llama_index_graphrag_milvus.graph.tables import (
+    EntityTable,
+    PassageTable,
+    TextTable,
+    nearest_rows,
+)
 
 __all__ = [
     "DEFAULT_HUB_DEGREE",
@@ -44,14 +50,15 @@ __all__ = [
     "HubIndex",
     "IdTable",
     "LeidenConfig",
-    "LocalGraph",
+    "Neighbourhood",
     "PageRankConfig",
     "PageRankResult",
+    "PassageTable",
     "TextTable",
     "hierarchical_communities",
-    "local_graph",
     "modularity",
     "nearest_rows",
+    "neighbourhood_graph",
     "personalized_pagerank",
     "relation_weights",
 ]

@@ -24,7 +24,7 @@ import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.graph.hubs import HubIndex
-from llama_index_graphrag_milvus.graph.tables import TextTable, nearest_rows, unit_rows
+from llama_index_graphrag_milvus.graph.tables import IdTable, TextTable, nearest_rows, unit_rows
 from llama_index_graphrag_milvus.records import KIND_CODES, CandidateRelation, RelationColumns
 from llama_index_graphrag_milvus.validation import check_int, check_optional_int
 
@@ -97,71 +97,6 @@ class ExpansionConfig:
                      "per_hop_max_entities", "per_hop_max_hub_relations"):
             check_int(name, getattr(self, name))
         check_optional_int("max_relations_per_passage", self.max_relations_per_passage)
-
-
-class IdTable:
-    """Sorted, unique ids; an id's row is its position.
-
-    The package's ids (32 hex digits) are kept as 16 raw bytes each, with no per-id Python
-    object and no dict: a lookup is a binary search. Other ids (hand-built graphs) are kept
-    as a numpy unicode array with the same interface.
-    """
-
-    def __init__(self, sorted_keys: np.ndarray) -> None:
-        self.keys = sorted_keys
-
-    @staticmethod
-    def encode(ids: Sequence[str]) -> np.ndarray:
-        """Ids as a numpy array of keys (16-byte ``V16`` when they are 32 hex digits)."""
-        if ids and set(map(len, ids)) == {32}:
-            try:
-                return np.frombuffer(bytes.fromhex("".join(ids)), dtype="V16")
-            except ValueError:
-                pass
-        return np.asarray(list(ids), dtype=str)
-
-    @classmethod
-    def build(cls, ids: Sequence[str]) -> tuple[IdTable, np.ndarray]:
-        """The table of the distinct ``ids`` and the row of each input id."""
-        keys, rows = np.unique(cls.encode(ids), return_inverse=True)
-        return cls(keys), rows.astype(np.int32).ravel()
-
-    def lookup(self, ids: Iterable[str]) -> np.ndarray:
-        """Rows of the known ``ids`` (sorted, unique); unknown ids are left out."""
-        rows = self.rows_of(list(ids))
-        return np.unique(rows[rows >= 0])
-
-    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
-        """The row of each of ``ids``, in their order; ``-1`` for an unknown id."""
-        found = np.full(len(ids), -1, dtype=np.int64)
-        if not ids or self.keys.size == 0:
-            return found
-        queries = self.encode(ids)
-        if queries.dtype != self.keys.dtype and (queries.dtype.kind == "V"
-                                                 or self.keys.dtype.kind == "V"):
-            return found
-        rows = np.minimum(np.searchsorted(self.keys, queries), self.keys.size - 1)
-        hit = self.keys[rows] == queries
-        found[hit] = rows[hit]
-        return found
-
-    def ids(self, rows: np.ndarray) -> list[str]:
-        """The ids at ``rows``, converted in one pass."""
-        if self.keys.dtype.kind != "V":
-            return [str(k) for k in self.keys[rows]]
-        text = self.keys[rows].tobytes().hex()
-        return [text[i:i + 32] for i in range(0, len(text), 32)]
-
-    def __getitem__(self, row: int) -> str:
-        key = self.keys[row]
-        return key.tobytes().hex() if self.keys.dtype.kind == "V" else str(key)
-
-    def __len__(self) -> int:
-        return int(self.keys.size)
-
-    @property
-    def nbytes(self) -> int:
-        return int(self.keys.nbytes)
 
 
 def _csr_row(matrix: sp.csr_matrix, row: int) -> np.ndarray:
@@ -387,6 +322,12 @@ class EntityRelationGraph:
         scores = self.vectors[rows] @ _unit(query_vector) if rows.size else np.zeros(0)
         return dict(zip(self.relation_ids.ids(rows), scores.tolist(), strict=True))
 
+    def relation_scores_of(self, rows: np.ndarray, query_vector: Sequence[float] | np.ndarray
+                           ) -> np.ndarray:
+        """Cosine similarity to the query of the relations at ``rows``."""
+        rows = np.asarray(rows, dtype=np.int64)
+        return self.vectors[rows] @ _unit(query_vector) if rows.size else np.zeros(0)
+
     def nearest_relations(self, query_vector: Sequence[float] | np.ndarray, top_k: int,
                           threshold: float | None = None) -> tuple[np.ndarray, np.ndarray]:
         """Rows and cosine similarities of the ``top_k`` relations most similar to the query,
@@ -487,7 +428,7 @@ class EntityRelationGraph:
         seed_relation_ids: Iterable[str],
         config: ExpansionConfig,
     ) -> list[CandidateRelation]:
-        """The candidate pool for one query, best first (relation texts are left empty).
+        """The candidate pool for one query, best first, as :meth:`relation_records`.
 
         Hop 0 holds the relations that touch a seed entity plus the seed relations. Each
         further hop takes the entities of the previous hop's surviving relations that were
@@ -535,9 +476,29 @@ class EntityRelationGraph:
                                                     config.max_candidate_relations)
         hop_of = dict(zip(np.concatenate(kept_indices).tolist(),
                           np.concatenate(kept_hops).tolist(), strict=True))
-        return [
-            CandidateRelation(id=rid, score=float(s), hop=int(hop_of[i]), passage_ids=passages)
-            for rid, i, s, passages in zip(self.relation_ids.ids(indices), indices.tolist(),
-                                           scores.tolist(), self.passages_of(indices),
-                                           strict=True)
-        ]
+        return self.relation_records(indices, scores.tolist(),
+                                     [hop_of[i] for i in indices.tolist()])
+
+    def relation_records(self, rows: np.ndarray, scores: Sequence[float],
+                         hops: Sequence[int] | int = 0) -> list[CandidateRelation]:
+        """The relations at ``rows`` as records: id, the given score and hop, text (``""``
+        when the graph holds no texts), passages, ends' ids and kinds.
+
+        >>> rows = [{"id": "r1", "subject_id": "a", "object_id": "b", "passage_ids": ["p1"],
+        ...          "embedding": [1.0, 0.0]}]
+        >>> graph = EntityRelationGraph.from_rows([rows], dim=2)
+        >>> graph.relation_records(np.array([0]), [0.5])[0]
+        CandidateRelation(id='r1', score=0.5, hop=0, text='', passage_ids=('p1',), \
+subject_id='a', object_id='b', subject_kind='', object_kind='')
+        """
+        rows = np.asarray(rows, dtype=np.int64)
+        ends = self.entity_ids.ids(self.endpoints[rows].ravel())
+        texts = self.texts.get(rows) if self.texts is not None else [""] * rows.size
+        hop_list = [hops] * rows.size if isinstance(hops, int) else list(hops)
+        return [CandidateRelation(id=rid, score=float(score), hop=int(hop), text=text,
+                                  passage_ids=passages, subject_id=ends[2 * i],
+                                  object_id=ends[2 * i + 1], subject_kind=kinds[0],
+                                  object_kind=kinds[1])
+                for i, (rid, score, hop, text, passages, kinds) in enumerate(zip(
+                    self.relation_ids.ids(rows), scores, hop_list, texts,
+                    self.passages_of(rows), self.endpoint_kinds(rows), strict=True))]

@@ -2,11 +2,10 @@
 
 Two pure pieces, no Milvus and no LlamaIndex:
 
-- :func:`local_graph` cuts the neighbourhood of one query out of the in-memory
-  :class:`~llama_index_graphrag_milvus.graph.entity_relation.EntityRelationGraph`: the
-  entities and passages of a bounded set of relations (the expansion's candidate pool and the
-  relations of the passages most similar to the query). It never touches the rest of the
-  graph, so its cost does not grow with the graph.
+- :func:`neighbourhood_graph` builds the neighbourhood of one query from a bounded set of
+  relation records (the expansion's candidate pool, the seed relations and the relations of
+  the passages most similar to the query), whichever source read them (the graph held in
+  memory, or served by Milvus). Its cost does not grow with the graph.
 - :func:`personalized_pagerank` runs a sparse power iteration on that neighbourhood.
 
 Node weights (the edges of the local graph, symmetric):
@@ -26,7 +25,6 @@ import numpy as np
 import scipy.sparse as sp
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.graph.entity_relation import EntityRelationGraph
 from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.validation import check_int, check_number
 
@@ -66,107 +64,28 @@ class PageRankResult:
 
 
 @dataclass(frozen=True)
-class LocalGraph:
-    """One query's neighbourhood: local node ``i < len(entity_rows)`` is the entity at global
-    row ``entity_rows[i]``; node ``len(entity_rows) + j`` is the passage at ``passage_rows[j]``.
-    Rows are sorted, so a global row is found by binary search."""
-
-    entity_rows: np.ndarray
-    passage_rows: np.ndarray
-    relation_rows: np.ndarray
-    adjacency: sp.csr_matrix
-
-    @property
-    def size(self) -> int:
-        return int(self.entity_rows.size + self.passage_rows.size)
-
-    def entity_nodes(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(mask of rows in the neighbourhood, their local nodes)`` for global entity rows."""
-        return _positions(self.entity_rows, rows, 0)
-
-    def passage_nodes(self, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """``(mask, local nodes)`` for global passage rows."""
-        return _positions(self.passage_rows, rows, int(self.entity_rows.size))
-
-
-def _positions(sorted_rows: np.ndarray, rows: np.ndarray, offset: int
-               ) -> tuple[np.ndarray, np.ndarray]:
-    rows = np.asarray(rows, dtype=np.int64)
-    if sorted_rows.size == 0 or rows.size == 0:
-        return np.zeros(rows.size, dtype=bool), np.zeros(0, dtype=np.int64)
-    at = np.minimum(np.searchsorted(sorted_rows, rows), sorted_rows.size - 1)
-    found = sorted_rows[at] == rows
-    return found, at[found] + offset
-
-
-def local_graph(graph: EntityRelationGraph, relation_rows: np.ndarray,
-                passage_rows: np.ndarray = np.zeros(0, np.int64),  # noqa: B008 (read-only)
-                passage_edge_weight: float = 1.0) -> LocalGraph:
-    """The neighbourhood of ``relation_rows`` and ``passage_rows`` (global rows).
-
-    Relations: the given ones plus the relations of the given passages. Entities: their
-    endpoints. Passages: the given ones plus the passages of those relations.
-
-    >>> rows = [
-    ...     {"id": "r1", "subject_id": "a", "object_id": "b", "passage_ids": ["p1"],
-    ...      "embedding": [1.0, 0.0]},
-    ...     {"id": "r2", "subject_id": "b", "object_id": "c", "passage_ids": ["p2"],
-    ...      "embedding": [0.0, 1.0]},
-    ... ]
-    >>> graph = EntityRelationGraph.from_rows([rows], dim=2)
-    >>> local = local_graph(graph, graph.relation_rows(["r1"]))
-    >>> graph.entity_ids.ids(local.entity_rows), graph.passage_ids.ids(local.passage_rows)
-    (['a', 'b'], ['p1'])
-    """
-    passage_rows = np.asarray(passage_rows, dtype=np.int64)
-    extra = graph.passage_relations[passage_rows].indices if passage_rows.size else []
-    relations = np.unique(np.concatenate([np.asarray(relation_rows, np.int64),
-                                          np.asarray(extra, np.int64)]))
-    endpoints = graph.endpoints[relations].astype(np.int64)
-    entities = np.unique(endpoints)
-    links = graph.relation_passages[relations]
-    linked = links.indices.astype(np.int64)
-    passages = np.unique(np.concatenate([linked, passage_rows]))
-    n_entities = entities.size
-    size = n_entities + passages.size
-    ends = np.searchsorted(entities, endpoints)  # (relations, 2) local entity nodes
-    # one (passage, relation) pair per link; the passage touches both of the relation's ends
-    link_relation = np.repeat(np.arange(relations.size), np.diff(links.indptr))
-    link_passage = n_entities + np.searchsorted(passages, linked)
-    mention = sp.coo_matrix(
-        (np.ones(2 * linked.size), (np.tile(link_passage, 2),
-                                    ends[link_relation].T.ravel())), shape=(size, size)).tocsr()
-    mention.data[:] = passage_edge_weight  # once per (passage, entity) pair
-    relation_edges = sp.coo_matrix(
-        (np.ones(relations.size), (ends[:, 0], ends[:, 1])), shape=(size, size)).tocsr()
-    adjacency = relation_edges + mention
-    adjacency = (adjacency + adjacency.T).tocsr()
-    adjacency.setdiag(0)
-    adjacency.eliminate_zeros()
-    return LocalGraph(entities, passages, relations, adjacency)
-
-
-@dataclass(frozen=True)
-class RecordGraph:
-    """A neighbourhood built from relation records (the served graph's): local node ``i <
+class Neighbourhood:
+    """One query's neighbourhood as a graph of entity and passage nodes: node ``i <
     len(entities)`` is entity ``entities[i]``, node ``len(entities) + j`` passage
-    ``passages[j]``."""
+    ``passages[j]`` (both sorted by id, as the in-memory graph's rows are)."""
 
     entities: list[str]
     passages: list[str]
     adjacency: sp.csr_matrix
 
 
-def record_graph(relations: Sequence[CandidateRelation], passages: Sequence[str] = (),
-                 passage_edge_weight: float = 1.0) -> RecordGraph:
-    """What :func:`local_graph` builds, from relation records that carry their ends and
-    passages (``relations`` must hold the relations of ``passages`` already): entities are
-    the ends, passages ``passages`` and those of the relations; an edge per relation between
-    its ends, and ``passage_edge_weight`` between a passage and each entity of its relations.
+def neighbourhood_graph(relations: Sequence[CandidateRelation], passages: Sequence[str] = (),
+                        passage_edge_weight: float = 1.0) -> Neighbourhood:
+    """The neighbourhood of relation records that carry their ends and passages
+    (``relations`` must hold the relations of ``passages`` already): entities are the ends,
+    passages ``passages`` and those of the relations; an edge per relation between its ends
+    (two relations between the same pair give weight 2), and ``passage_edge_weight`` between
+    a passage and each entity of its relations (once per pair). Relations without ends are
+    left out; a relation given twice counts once.
 
     >>> r = [CandidateRelation("r1", 1.0, 0, passage_ids=("p1",), subject_id="a",
     ...                        object_id="b")]
-    >>> local = record_graph(r, ["p2"])
+    >>> local = neighbourhood_graph(r, ["p2"])
     >>> local.entities, local.passages, local.adjacency.toarray().tolist()[0]
     (['a', 'b'], ['p1', 'p2'], [0.0, 1.0, 1.0, 0.0])
     """
@@ -190,7 +109,7 @@ def record_graph(relations: Sequence[CandidateRelation], passages: Sequence[str]
     adjacency = (adjacency + adjacency.T).tocsr()
     adjacency.setdiag(0)
     adjacency.eliminate_zeros()
-    return RecordGraph(entities, linked, adjacency)
+    return Neighbourhood(entities, linked, adjacency)
 
 
 def personalized_pagerank(adjacency: sp.csr_matrix, reset: np.ndarray,

@@ -30,7 +30,11 @@ import numpy as np
 import scipy.sparse as sp
 from scipy.sparse.csgraph import connected_components
 
-from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
+from llama_index_graphrag_milvus.errors import (
+    InvalidInputError,
+    MissingDependencyError,
+    SolverError,
+)
 from llama_index_graphrag_milvus.validation import check_int, check_number
 
 PCST_EXTRA = 'pip install "llama-index-graphrag-milvus[pcst]"'
@@ -122,6 +126,9 @@ def solve(endpoints: np.ndarray, node_prizes: np.ndarray, edge_prizes: np.ndarra
         the chosen nodes (with the endpoints of every chosen edge) and edges. No prize
         anywhere gives an empty subgraph.
 
+    Raises:
+        SolverError: the solver failed (its error chained).
+
     >>> edges = np.array([[0, 1], [1, 2], [1, 3], [3, 4]])
     >>> sub = solve(edges, np.array([3.0, 0, 2, 0, 0]), np.array([0, 0, 0, 2.0]), 0.5)
     >>> sub.nodes.tolist(), sub.edges.tolist()
@@ -152,7 +159,11 @@ def solve(endpoints: np.ndarray, node_prizes: np.ndarray, edge_prizes: np.ndarra
     costs = np.concatenate([edge_cost - edge_prizes[real], np.zeros(2 * lifted.size)])
     prizes = np.concatenate([node_prizes, edge_prizes[lifted] - edge_cost])
     trees = _components_with_prizes(edges, prizes)
-    vertices, chosen = (solver or load_solver())(edges, prizes, costs, -1, trees, "gw", 0)
+    try:
+        vertices, chosen = (solver or load_solver())(edges, prizes, costs, -1, trees, "gw", 0)
+    except (ValueError, RuntimeError, MemoryError) as exc:  # what pcst_fast raises
+        raise SolverError(f"the PCST solver failed on {edges.shape[0]} edges and "
+                          f"{prizes.size} nodes: {exc!r}") from exc
     vertices = np.asarray(vertices, dtype=np.int64)
     chosen = np.asarray(chosen, dtype=np.int64)
     picked = np.union1d(real[chosen[chosen < real.size]],

@@ -1,7 +1,12 @@
-"""Packed strings and exact nearest-row search: the in-memory pieces of seed searches.
+"""The in-memory tables: ids (:class:`IdTable`), packed strings (:class:`TextTable`), exact
+nearest-row search (:func:`nearest_rows`), and the entity and passage tables that the seed
+and passage searches read when they run in memory.
 
-Pure numpy; the graph keeps its relation texts in a :class:`TextTable` and searches its
-relation vectors with :func:`nearest_rows`, as the entity table does for entities.
+Pure numpy. The graph keeps its ids in :class:`IdTable` s, its relation texts in a
+:class:`TextTable` and searches its relation vectors with :func:`nearest_rows`, as the
+entity table (:class:`EntityTable`) does for entities and the passage table
+(:class:`PassageTable`) for passages. All are exact searches (a matrix product over all
+rows), so they return what a Milvus FLAT search returns.
 """
 
 from __future__ import annotations
@@ -9,6 +14,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 
 import numpy as np
+
+from llama_index_graphrag_milvus.records import EntityColumns, EntityHit, PassageColumns
 
 
 def unit_rows(vectors: np.ndarray) -> np.ndarray:
@@ -92,7 +99,8 @@ def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.nd
                  top_k: int, threshold: float | None = None
                  ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per query (one vector each, any length: scaled here), the rows of ``vectors`` (unit
-    length) with the ``top_k`` highest cosine similarities, best first (ties: the lower row), those
+    length) with the ``top_k`` highest cosine similarities, best first (ties, at the cut too:
+    the lower row), those
     below ``threshold`` left out, and their similarities. One matrix product for all queries.
 
     >>> vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
@@ -111,8 +119,178 @@ def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.nd
     found = []
     for row in scores:
         best = largest(row, k)
-        best = best[np.lexsort((best, -row[best]))]
+        floor = row[best].min()  # every row of the tie at the cut, so that the lower win
+        best = np.concatenate([best[row[best] > floor], np.flatnonzero(row == floor)])
+        best = best[np.lexsort((best, -row[best]))][:k]
         if threshold is not None:
             best = best[row[best] >= threshold]
         found.append((best.astype(np.int64), row[best]))
     return found
+
+
+class IdTable:
+    """Sorted, unique ids; an id's row is its position.
+
+    The package's ids (32 hex digits) are kept as 16 raw bytes each, with no per-id Python
+    object and no dict: a lookup is a binary search. Other ids (hand-built graphs) are kept
+    as a numpy unicode array with the same interface.
+    """
+
+    def __init__(self, sorted_keys: np.ndarray) -> None:
+        self.keys = sorted_keys
+
+    @staticmethod
+    def encode(ids: Sequence[str]) -> np.ndarray:
+        """Ids as a numpy array of keys (16-byte ``V16`` when they are 32 hex digits)."""
+        if ids and set(map(len, ids)) == {32}:
+            try:
+                return np.frombuffer(bytes.fromhex("".join(ids)), dtype="V16")
+            except ValueError:
+                pass
+        return np.asarray(list(ids), dtype=str)
+
+    @classmethod
+    def build(cls, ids: Sequence[str]) -> tuple[IdTable, np.ndarray]:
+        """The table of the distinct ``ids`` and the row of each input id."""
+        keys, rows = np.unique(cls.encode(ids), return_inverse=True)
+        return cls(keys), rows.astype(np.int32).ravel()
+
+    def lookup(self, ids: Iterable[str]) -> np.ndarray:
+        """Rows of the known ``ids`` (sorted, unique); unknown ids are left out."""
+        rows = self.rows_of(list(ids))
+        return np.unique(rows[rows >= 0])
+
+    def rows_of(self, ids: Sequence[str]) -> np.ndarray:
+        """The row of each of ``ids``, in their order; ``-1`` for an unknown id."""
+        found = np.full(len(ids), -1, dtype=np.int64)
+        if not ids or self.keys.size == 0:
+            return found
+        queries = self.encode(ids)
+        if queries.dtype != self.keys.dtype and (queries.dtype.kind == "V"
+                                                 or self.keys.dtype.kind == "V"):
+            return found
+        rows = np.minimum(np.searchsorted(self.keys, queries), self.keys.size - 1)
+        hit = self.keys[rows] == queries
+        found[hit] = rows[hit]
+        return found
+
+    def ids(self, rows: np.ndarray) -> list[str]:
+        """The ids at ``rows``, converted in one pass."""
+        if self.keys.dtype.kind != "V":
+            return [str(k) for k in self.keys[rows]]
+        text = self.keys[rows].tobytes().hex()
+        return [text[i:i + 32] for i in range(0, len(text), 32)]
+
+    def __getitem__(self, row: int) -> str:
+        key = self.keys[row]
+        return key.tobytes().hex() if self.keys.dtype.kind == "V" else str(key)
+
+    def __len__(self) -> int:
+        return int(self.keys.size)
+
+    @property
+    def nbytes(self) -> int:
+        return int(self.keys.nbytes)
+
+
+class EntityTable:
+    """Every entity's id, name and unit vector, for entity seed searches in memory.
+
+    Memory: ``4 * dim`` bytes per entity for the vectors, 16 for the id, and the name's bytes
+    plus 8 (see :attr:`nbytes`).
+
+    >>> table = EntityTable.from_columns([EntityColumns(
+    ...     ["e1", "e2"], ["Euler", "Daniel Bernoulli"], np.eye(2, dtype=np.float32))], dim=2)
+    >>> [(h.name, round(h.score, 2)) for h in table.search([[0.0, 2.0]], ["Bernoulli"], 1)[0]]
+    [('Daniel Bernoulli', 1.0)]
+    """
+
+    def __init__(self, ids: IdTable, names: TextTable, vectors: np.ndarray) -> None:
+        self.ids = ids
+        self.names = names
+        self.vectors = vectors
+
+    @classmethod
+    def from_columns(cls, batches: Iterable[EntityColumns], dim: int) -> EntityTable:
+        ids: list[str] = []
+        names: list[str] = []
+        chunks = [np.zeros((0, dim), np.float32)]
+        for batch in batches:
+            ids.extend(batch.ids)
+            names.extend(batch.names)
+            chunks.append(np.asarray(batch.embeddings, np.float32).reshape(-1, dim))
+        keys = IdTable.encode(ids)
+        order = np.argsort(keys, kind="stable")
+        return cls(IdTable(keys[order]), TextTable.build(names[int(i)] for i in order),
+                   unit_rows(np.concatenate(chunks)[order]))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def nbytes(self) -> int:
+        return self.ids.nbytes + self.names.nbytes + int(self.vectors.nbytes)
+
+    def search(self, vectors: Sequence[Sequence[float]], searched: Sequence[str], top_k: int,
+               threshold: float | None = None) -> list[list[EntityHit]]:
+        """What :meth:`MilvusGraphStore.search_entities` returns, from memory: per
+        searched name (one vector each), the ``top_k`` most similar entities."""
+        if not len(vectors):
+            return []
+        return [[EntityHit(id=eid, name=self.names[int(row)], score=float(score),
+                           searched=name)
+                 for eid, row, score in zip(self.ids.ids(rows), rows.tolist(), scores.tolist(),
+                                            strict=True)]
+                for name, (rows, scores) in zip(
+                    searched, nearest_rows(self.vectors, vectors, top_k, threshold),
+                    strict=True)]
+
+
+class PassageTable:
+    """Every passage's id and unit vector, for passage searches in memory: ``4 * dim + 16``
+    bytes per passage.
+
+    >>> table = PassageTable.from_columns([PassageColumns(
+    ...     ["p1", "p2", "p3"], np.array([[1, 0], [0.6, 0.8], [0, 1]], np.float32))], dim=2)
+    >>> [[(pid, round(score, 2)) for pid, score in hits]
+    ...  for hits in table.search([[0.0, 1.0], [1.0, 0.0]], 2)]
+    [[('p3', 1.0), ('p2', 0.8)], [('p1', 1.0), ('p2', 0.6)]]
+    >>> table.search([[0.0, 1.0]], 2, among=["p1", "p9"])
+    [[('p1', 0.0)]]
+    """
+
+    def __init__(self, ids: IdTable, vectors: np.ndarray) -> None:
+        self.ids = ids
+        self.vectors = vectors
+
+    @classmethod
+    def from_columns(cls, batches: Iterable[PassageColumns], dim: int) -> PassageTable:
+        ids: list[str] = []
+        chunks = [np.zeros((0, dim), np.float32)]
+        for batch in batches:
+            ids.extend(batch.ids)
+            chunks.append(np.asarray(batch.embeddings, np.float32).reshape(-1, dim))
+        keys = IdTable.encode(ids)
+        order = np.argsort(keys, kind="stable")
+        return cls(IdTable(keys[order]), unit_rows(np.concatenate(chunks)[order]))
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    @property
+    def nbytes(self) -> int:
+        return self.ids.nbytes + int(self.vectors.nbytes)
+
+    def search(self, vectors: Sequence[Sequence[float]], limit: int,
+               among: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
+        """Per vector, the ``limit`` most similar passages (among the known ids of
+        ``among`` when given) as ``(id, cosine similarity)``, best first."""
+        if among is None:  # the whole matrix, not a copy of it
+            rows, matrix = None, self.vectors
+        else:
+            rows = self.ids.lookup(among)
+            matrix = self.vectors[rows]
+        return [[(pid, float(score)) for pid, score in zip(
+                    self.ids.ids(found if rows is None else rows[found]), scores.tolist(),
+                    strict=True)]
+                for found, scores in nearest_rows(matrix, vectors, limit)]

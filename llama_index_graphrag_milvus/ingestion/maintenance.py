@@ -48,7 +48,7 @@ class DocumentMaintenance:
     embed_model: BaseEmbedding
     show_progress: bool
     passage_identity_keys: tuple[str, ...] | str
-    _cache: IndexCache
+    cache: IndexCache
 
     # ------------------------------------------------------------------ ingestion
     # Each write has an async twin. Both build the same plan (pure); the async twin extracts
@@ -183,7 +183,7 @@ class DocumentMaintenance:
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)
-        self._cache.drop()
+        self.cache.drop()
         return stats
 
     def _write(self, plan: IngestionPlan) -> IngestionStats:
@@ -192,7 +192,7 @@ class DocumentMaintenance:
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
-        self._cache.drop()
+        self.cache.drop()
         return stats
 
     async def _awrite(self, plan: IngestionPlan) -> IngestionStats:

@@ -17,11 +17,13 @@ from pymilvus import AsyncMilvusClient, MilvusClient
 from llama_index_graphrag_milvus.milvus.rows import (
     GET_CHUNK,
     RELATION_HIT_FIELDS,
+    advance,
     chunks,
     id_filter,
     parse_entity_hits,
     parse_passage_hits,
     parse_relation_hits,
+    ranked_search,
     rows_to_passages,
     search_kwargs,
 )
@@ -47,15 +49,37 @@ class QueryPath:
     def relation_fields(self, fields: Sequence[str]) -> list[str]:
         raise NotImplementedError
 
+    def ranked_search(self, kwargs: dict[str, Any], limit: int) -> list[list[dict[str, Any]]]:
+        """A search's hits, most similar first and ties by id, the limit's tie settled (see
+        :func:`~.rows.ranked_search`)."""
+        steps = ranked_search(kwargs, limit)
+        request: dict[str, Any] | None = next(steps)
+        hits: list[list[dict[str, Any]]] = []
+        with milvus_errors(f"search {kwargs['collection_name']}"):
+            while request is not None:
+                request, hits = advance(steps, self.client.search(**request,
+                                                                  **self.read_options))
+        return hits
+
+    async def aranked_search(self, kwargs: dict[str, Any], limit: int
+                             ) -> list[list[dict[str, Any]]]:
+        """Async twin of :meth:`ranked_search`."""
+        steps = ranked_search(kwargs, limit)
+        request: dict[str, Any] | None = next(steps)
+        hits: list[list[dict[str, Any]]] = []
+        with milvus_errors(f"search {kwargs['collection_name']}"):
+            while request is not None:
+                request, hits = advance(steps, await self.aclient().search(
+                    **request, **self.read_options))
+        return hits
+
     def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
                         top_k: int, threshold: float | None) -> list[list[EntityHit]]:
         """All entity searches of one query in one batched call: hits per searched name."""
         if not vectors:
             return []
         kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
-        with milvus_errors(f"search {self.entity_collection}"):
-            result = self.client.search(**kwargs, **self.read_options)
-        return parse_entity_hits(result, names, threshold)
+        return parse_entity_hits(self.ranked_search(kwargs, top_k), names, threshold)
 
     async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
                                top_k: int, threshold: float | None) -> list[list[EntityHit]]:
@@ -63,27 +87,21 @@ class QueryPath:
         if not vectors:
             return []
         kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
-        with milvus_errors(f"search {self.entity_collection}"):
-            result = await self.aclient().search(**kwargs, **self.read_options)
-        return parse_entity_hits(result, names, threshold)
+        return parse_entity_hits(await self.aranked_search(kwargs, top_k), names, threshold)
 
     def search_relations(self, vector: Sequence[float], top_k: int,
                          threshold: float | None) -> list[RelationHit]:
         """The relations most similar to the query vector."""
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
                                 self.relation_fields(RELATION_HIT_FIELDS))
-        with milvus_errors(f"search {self.relation_collection}"):
-            result = self.client.search(**kwargs, **self.read_options)
-        return parse_relation_hits(result, threshold)
+        return parse_relation_hits(self.ranked_search(kwargs, top_k), threshold)
 
     async def asearch_relations(self, vector: Sequence[float], top_k: int,
                                 threshold: float | None) -> list[RelationHit]:
         """Async twin of :meth:`search_relations`."""
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
                                 self.relation_fields(RELATION_HIT_FIELDS))
-        with milvus_errors(f"search {self.relation_collection}"):
-            result = await self.aclient().search(**kwargs, **self.read_options)
-        return parse_relation_hits(result, threshold)
+        return parse_relation_hits(await self.aranked_search(kwargs, top_k), threshold)
 
     def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:
         """Relation texts by id, in one call."""
@@ -134,9 +152,7 @@ class QueryPath:
         kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
         if kwargs is None:
             return [[] for _ in vectors]
-        with milvus_errors(f"search {self.passage_collection}"):
-            result = self.client.search(**kwargs, **self.read_options)
-        return parse_passage_hits(result)
+        return parse_passage_hits(self.ranked_search(kwargs, limit))
 
     async def asearch_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
                                     ids: Sequence[str] | None = None, where: str = ""
@@ -145,9 +161,7 @@ class QueryPath:
         kwargs = self._passagesearch_kwargs(vectors, limit, ids, where)
         if kwargs is None:
             return [[] for _ in vectors]
-        with milvus_errors(f"search {self.passage_collection}"):
-            result = await self.aclient().search(**kwargs, **self.read_options)
-        return parse_passage_hits(result)
+        return parse_passage_hits(await self.aranked_search(kwargs, limit))
 
     def _passagesearch_kwargs(self, vectors: Sequence[Sequence[float]], limit: int,
                                ids: Sequence[str] | None, where: str

@@ -4,7 +4,7 @@ client call differs between the two)."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 from llama_index.core.schema import BaseNode
@@ -43,6 +43,54 @@ def search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: in
         "output_fields": output_fields,
         "search_params": {"metric_type": METRIC},
     }
+
+
+TIE_SLACK = 8
+"""Rows a search reads past its limit, so that a tie at the cut is seen."""
+
+SearchSteps = Generator[dict[str, Any], Any, list[list[dict[str, Any]]]]
+"""A search that settles its ties: yields the arguments of each ``client.search`` call,
+receives its result, returns the hits (see :func:`ranked_search`)."""
+
+
+def ranked_search(kwargs: dict[str, Any], limit: int) -> SearchSteps:
+    """The ``limit`` best hits of each list of a search, most similar first and ties by id,
+    as the in-memory searches rank them: the search reads :data:`TIE_SLACK` rows past the
+    limit, and again with twice as many while a list's tie at the cut runs past the rows
+    read (Milvus cuts a tie group anywhere).
+
+    >>> steps = ranked_search({"collection_name": "c"}, 2)
+    >>> next(steps)["limit"]
+    10
+    >>> tied = [[{"id": i, "distance": d} for i, d in zip("dcbazyxwvu", [.9] + [.5] * 9)]]
+    >>> steps.send(tied)["limit"]  # the tie at the cut runs past the 10 rows read: again
+    20
+    >>> try:
+    ...     steps.send([tied[0][:6]])
+    ... except StopIteration as done:
+    ...     print([h["id"] for h in done.value[0]])
+    ['d', 'a']
+    """
+    asked = min(limit + TIE_SLACK, MILVUS_MAX_TOP_K)
+    while True:
+        result = yield {**kwargs, "limit": asked}
+        lists = [list(hits) for hits in result]
+        if asked >= MILVUS_MAX_TOP_K or not any(
+                len(hits) >= asked and limit >= 1
+                and float(hits[limit - 1]["distance"]) == float(hits[-1]["distance"])
+                for hits in lists):
+            return [sorted(hits, key=lambda h: (-float(h["distance"]), str(h["id"])))[:limit]
+                    for hits in lists]
+        asked = min(2 * asked, MILVUS_MAX_TOP_K)
+
+
+def advance(steps: SearchSteps, result: Any
+            ) -> tuple[dict[str, Any] | None, list[list[dict[str, Any]]]]:
+    """Send ``result`` to ``steps``: the next search's arguments, or ``None`` and the hits."""
+    try:
+        return steps.send(result), []
+    except StopIteration as done:
+        return None, done.value
 
 
 def parse_entity_hits(result: Any, searched: Sequence[str],

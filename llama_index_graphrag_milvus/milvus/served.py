@@ -16,6 +16,8 @@ Every query reads a bounded number of relation rows, whatever the size of the gr
   (the own relations of a passage: the ids of its stored triplets).
 - :meth:`ServedGraph.entity_passages`: the passages an entity's relations come from, at most
   ``cap`` of them (one filtered query per entity).
+- :meth:`ServedGraph.entity_degrees`: the relation count of some entities (one filtered
+  query of their relations' ends).
 
 On a Milvus server the relation collection has scalar indexes on ``subject_id`` and
 ``object_id`` (created with the collection, or on the first open of an older one), so the
@@ -138,7 +140,7 @@ class ServedGraph:
                        ) -> dict[str, Any]:
         kwargs = search_kwargs(self.store.relation_collection, [vector],
                                min(limit, MILVUS_MAX_TOP_K), self.fields)
-        return {**kwargs, "filter": around_filter(entity_ids), **self.store.read_options}
+        return {**kwargs, "filter": around_filter(entity_ids)}
 
     def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                          ) -> list[CandidateRelation]:
@@ -178,14 +180,12 @@ class ServedGraph:
 
     def _search_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                        ) -> Any:
-        with milvus_errors(f"search {self.store.relation_collection}"):
-            return self.store.client.search(**self._around_kwargs(vector, entity_ids, limit))
+        return self.store.ranked_search(self._around_kwargs(vector, entity_ids, limit), limit)
 
     async def _asearch_around(self, vector: Sequence[float], entity_ids: Sequence[str],
                               limit: int) -> Any:
-        with milvus_errors(f"search {self.store.relation_collection}"):
-            return await self.store.aclient().search(
-                **self._around_kwargs(vector, entity_ids, limit))
+        return await self.store.aranked_search(self._around_kwargs(vector, entity_ids, limit),
+                                               limit)
 
     def _get_kwargs(self, ids: Sequence[str]) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection, "ids": list(ids),
@@ -237,6 +237,45 @@ class ServedGraph:
 
         answers = await asyncio.gather(*(one(e) for e in entity_ids))
         return dict(zip(entity_ids, answers, strict=True))
+
+
+    def _degrees_kwargs(self, entity_ids: Sequence[str]) -> dict[str, Any]:
+        return {"collection_name": self.store.relation_collection,
+                "filter": around_filter(entity_ids), "output_fields": list(ENDPOINT_INDEXES),
+                "limit": MILVUS_MAX_TOP_K, **self.store.read_options}
+
+    def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """The number of relations of each entity, from one filtered query of their ends
+        (at most ``MILVUS_MAX_TOP_K`` rows in all: beyond, a hub's count is a lower
+        bound)."""
+        if not entity_ids:
+            return {}
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            rows = self.store.client.query(**self._degrees_kwargs(entity_ids))
+        return count_ends(rows, entity_ids)
+
+    async def aentity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:
+        """Async twin of :meth:`entity_degrees`."""
+        if not entity_ids:
+            return {}
+        with milvus_errors(f"read {self.store.relation_collection}"):
+            rows = await self.store.aclient().query(**self._degrees_kwargs(entity_ids))
+        return count_ends(rows, entity_ids)
+
+
+def count_ends(rows: Sequence[dict[str, Any]], entity_ids: Sequence[str]) -> dict[str, int]:
+    """How many of ``rows`` have each entity as an end.
+
+    >>> count_ends([{"subject_id": "a", "object_id": "b"}, {"subject_id": "b",
+    ...             "object_id": "b"}], ["a", "b", "c"])
+    {'a': 1, 'b': 2, 'c': 0}
+    """
+    counts = dict.fromkeys(entity_ids, 0)
+    for row in rows:
+        for entity in {row.get("subject_id"), row.get("object_id")}:
+            if entity in counts:
+                counts[entity] += 1
+    return counts
 
 
 def _distinct_passages(rows: Sequence[dict[str, Any]]) -> list[str]:

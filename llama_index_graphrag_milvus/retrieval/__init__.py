@@ -4,97 +4,74 @@ Where things are:
 
 - :mod:`.retriever`: :class:`GraphRAGRetriever`, the shared query steps around a method;
 - :mod:`.method`: what a method is (:class:`RetrievalMethod`) and what it is given
-  (:class:`QueryContext`, :class:`SeedConfig`); a method of your own is a subclass,
-  passed as ``passage_scoring`` (the module shows one);
-- one module per method: :mod:`.bridge` (graph-guided second hop, the default),
-  :mod:`.pagerank` (personalized PageRank), :mod:`.pcst` (Steiner tree subgraph),
-  :mod:`.khop` (k-hop pool); Microsoft GraphRAG's local search is in
+  (:class:`QueryContext`, :class:`SeedConfig`); a method of your own is a subclass, passed as
+  ``method=`` (the module shows one);
+- one module per method, each an object that owns its settings: :mod:`.bridge`
+  (:class:`BridgeRetrieval`, the graph-guided second hop, the default), :mod:`.pagerank`
+  (:class:`PageRankRetrieval`), :mod:`.pcst` (:class:`PCSTRetrieval`), :mod:`.khop`
+  (:class:`KHopRetrieval`); :mod:`.methods` names them (:class:`PassageScoring`) and keeps
+  the keyword form of earlier releases; Microsoft GraphRAG's local search is in
   :mod:`llama_index_graphrag_milvus.communities.local_search`;
 - the steps the methods share: :mod:`.seeds` (entity and relation seeds),
-  :mod:`.neighbourhood` (the graph steps, in memory or served by Milvus),
-  :mod:`.passages` (passage searches, relation texts, results), :mod:`.steps` (pure);
-- the I/O: :mod:`.requests` (typed requests a plan yields) and :mod:`.drivers` (the one
-  table that answers them, sync and async);
-- :mod:`.naive`: :class:`NaiveRetriever`, plain vector search with the same input checks.
+  :mod:`.neighbourhood` (the graph steps), :mod:`.passages` (passage rankings, relation
+  texts, results), :mod:`.steps` (pure);
+- the I/O: :mod:`.requests` (the typed requests a plan yields), :mod:`.drivers` (the tables
+  that answer them, sync and async) and :mod:`.sources` (where the graph lives: the graph
+  requests answered in memory or by Milvus);
+- :mod:`.settings`: the closed sets of choices (:class:`SearchPlace`...) and where searches
+  run; :mod:`.naive`: :class:`NaiveRetriever`, plain vector search with the same input
+  checks.
 
-A new method: a module here with a :class:`RetrievalMethod` subclass (its ``plan`` uses the
-shared steps), then a name for it in :data:`PASSAGE_SCORINGS` and one line in
-``GraphRAGRetriever.__init__`` (or pass an instance, without touching the package).
+This package exports what a user composes and what a method's author needs; the request
+types and the drivers import from their modules.
 """
 
-from llama_index_graphrag_milvus.retrieval.bridge import BridgeRetrieval
-from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, DriverContext, SyncDriver
-from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval
+from llama_index_graphrag_milvus.retrieval.bridge import BridgeQuery, BridgeRetrieval
+from llama_index_graphrag_milvus.retrieval.khop import KHopRetrieval, PoolOrder
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
-from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
-from llama_index_graphrag_milvus.retrieval.neighbourhood import (
-    expand_pool,
-    own_relation_lists,
-    relations_of,
+from llama_index_graphrag_milvus.retrieval.methods import (
+    DEFAULT_PASSAGE_SCORING,
+    PASSAGE_SCORINGS,
+    PassageScoring,
 )
+from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
+from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool, relations_of
 from llama_index_graphrag_milvus.retrieval.pagerank import PageRankRetrieval
 from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
     by_own_similarity,
-    fetch_passages,
     read_relation_texts,
     search_passages,
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
-from llama_index_graphrag_milvus.retrieval.requests import (
-    EmbedTexts,
-    GetEntityNames,
-    GetPassages,
-    GetRelationTexts,
-    LoadGraph,
-    Plan,
-    Request,
-    SearchPassages,
-    SearchRelations,
-    first,
-)
-from llama_index_graphrag_milvus.retrieval.retriever import (
-    DEFAULT_PASSAGE_SCORING,
-    PASSAGE_SCORINGS,
-    GraphRAGRetriever,
-)
+from llama_index_graphrag_milvus.retrieval.requests import Plan, first
+from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds, search_relations
-from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT, DEFAULT_SIMILARITY_TOP_K
+from llama_index_graphrag_milvus.retrieval.settings import SearchPlace
 
 __all__ = [
-    "DEFAULT_NER_PROMPT",
     "DEFAULT_PASSAGE_SCORING",
-    "DEFAULT_SIMILARITY_TOP_K",
     "PASSAGE_SCORINGS",
-    "AsyncDriver",
+    "BridgeQuery",
     "BridgeRetrieval",
-    "DriverContext",
-    "EmbedTexts",
-    "GetEntityNames",
-    "GetPassages",
-    "GetRelationTexts",
     "GraphRAGRetriever",
     "KHopRetrieval",
-    "LoadGraph",
     "NaiveRetriever",
     "PCSTRetrieval",
     "PageRankRetrieval",
+    "PassageScoring",
     "Plan",
+    "PoolOrder",
     "QueryContext",
-    "Request",
     "Result",
     "RetrievalMethod",
-    "SearchPassages",
-    "SearchRelations",
+    "SearchPlace",
     "SeedConfig",
-    "SyncDriver",
     "by_own_similarity",
     "expand_pool",
-    "fetch_passages",
     "find_seeds",
     "first",
-    "own_relation_lists",
     "read_relation_texts",
     "relations_of",
     "search_passages",

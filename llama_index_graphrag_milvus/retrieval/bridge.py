@@ -27,7 +27,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     SPECIFIC_KINDS,
@@ -47,16 +46,13 @@ from llama_index_graphrag_milvus.retrieval.neighbourhood import (
 from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
     fetch_passages,
-    rank_in_memory,
+    rank_passages,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.requests import (
-    EmbedTexts,
-    Plan,
-    SearchPassages,
-)
+from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, Plan
 from llama_index_graphrag_milvus.retrieval.seeds import search_relations
-from llama_index_graphrag_milvus.validation import check_choice, check_int
+from llama_index_graphrag_milvus.retrieval.settings import Choice
+from llama_index_graphrag_milvus.validation import check_int
 
 T = TypeVar("T")
 
@@ -198,29 +194,6 @@ def candidate_bridges(question: str, hits: Sequence[RelationHit], fallback: bool
     return bridges
 
 
-def choose_bridges(question: str, hits: Sequence[RelationHit], limit: int,
-                   graph: EntityRelationGraph | None = None,
-                   hub_passages: int = DEFAULT_HUB_PASSAGES,
-                   fallback_hits: Sequence[RelationHit] = ()) -> list[Bridge]:
-    """At most ``limit`` distinct bridge entities of the hits, best first (see
-    :func:`distinct_bridges` and :func:`rank_bridges`), ranked with the in-memory ``graph``
-    when given.
-
-    >>> from llama_index_graphrag_milvus.records import Triplet
-    >>> t = Triplet("Leonhard Euler", "was a student of", "Johann Bernoulli")
-    >>> hit = RelationHit(t.id, t.text, 0.9, t.subject_id, t.object_id)
-    >>> [b.name for b in choose_bridges("Who taught Euler?", [hit], 3)]
-    ['Johann Bernoulli']
-    """
-    bridges = distinct_bridges(question, hits, fallback_hits)
-    spreads = None if graph is None else {
-        entity_id(b.name): Spread(len(graph.entity_passages(entity_id(b.name),
-                                                            hub_passages + 1)),
-                                  graph.leads_elsewhere(entity_id(b.name), b.relation.id))
-        for b in bridges}
-    return rank_bridges(bridges, limit, spreads, hub_passages)
-
-
 def distinct_bridges(question: str, hits: Sequence[RelationHit],
                      fallback_hits: Sequence[RelationHit] = ()) -> list[Bridge]:
     """The distinct bridges (see :func:`candidate_bridges`) of the relation ``hits``, then
@@ -267,11 +240,22 @@ def named_entities(question: str, hits: Sequence[RelationHit]) -> list[str]:
     return list(named)
 
 
-BRIDGE_QUERIES = ("substitute", "append")
-"""How a second query is written (see :func:`second_query`)."""
+class BridgeQuery(Choice):
+    """How a second query is written (see :func:`second_query`)."""
+
+    SUBSTITUTE = "substitute"
+    """The question without the words of the entity it names and the relation resolves,
+    then the bridge."""
+    APPEND = "append"
+    """The whole question, then the bridge."""
 
 
-def second_query(question: str, bridge: Bridge, mode: str = "substitute") -> str:
+BRIDGE_QUERIES = tuple(mode.value for mode in BridgeQuery)
+"""The :class:`BridgeQuery` values."""
+
+
+def second_query(question: str, bridge: Bridge,
+                 mode: BridgeQuery | str = BridgeQuery.SUBSTITUTE) -> str:
     """The text of a bridge's passage query.
 
     ``"append"``: the question followed by the bridge's name. ``"substitute"`` (default):
@@ -283,13 +267,13 @@ def second_query(question: str, bridge: Bridge, mode: str = "substitute") -> str
     >>> t = Triplet("Leonhard Euler", "was a student of", "Johann Bernoulli")
     >>> hit = RelationHit(t.id, t.text, 0.9, t.subject_id, t.object_id)
     >>> question = "What did the son of Euler's teacher make?"
-    >>> [bridge] = choose_bridges(question, [hit], 3)
+    >>> [bridge] = distinct_bridges(question, [hit])
     >>> second_query(question, bridge)
     "What did the son of 's teacher make? Johann Bernoulli"
     >>> second_query(question, bridge, "append")
     "What did the son of Euler's teacher make? Johann Bernoulli"
     """
-    if mode == "substitute" and bridge.named is not None:
+    if mode == BridgeQuery.SUBSTITUTE and bridge.named is not None:
         resolved = content_words(bridge.named)
         question = " ".join(_WORD.sub(lambda m: "" if fold(m.group()) in resolved
                                       else m.group(), question).split())
@@ -332,22 +316,39 @@ def interleave(lists: Sequence[Sequence[tuple[T, float]]], limit: int,
 
 
 class BridgeRetrieval(RetrievalMethod):
-    """The graph-guided second hop (``passage_scoring="bridge"``).
+    """The graph-guided second hop (the default method): relations lead from the question to
+    bridge entities, which become second passage queries (see the module docstring).
+
+    Args:
+        max_bridges: second queries per question (one per bridge entity). Default 3.
+        bridge_query: how a second query is written (:class:`BridgeQuery`): ``"substitute"``
+            (default) drops the words of the entity the question names and the relation
+            resolves, then appends the bridge ("the son of Euler's teacher" + Johann
+            Bernoulli -> "the son of 's teacher Johann Bernoulli"); ``"append"`` keeps the
+            question whole.
+        hub_passages: an entity whose relations come from more passages than this is a hub,
+            a bridge of last resort. Default 64.
+        named_relations: the relations of the entities the question names (most similar to
+            it) that may offer bridges after the relation hits. Default 5.
 
     Scores: passages come in the interleaved order with score ``1 / (1 + round)`` (the
     question's and each bridge's first passages share round 0), so order-preserving
     consumers such as reciprocal-rank fusion keep the interleaving; each passage's own
     similarity to the query that found it is in ``metadata["graphrag_found_by"]``.
+
+    Example::
+
+        retriever = index.as_retriever(method=BridgeRetrieval(max_bridges=5))
     """
 
     name: ClassVar[str] = "bridge"
 
     def __init__(self, max_bridges: int = DEFAULT_MAX_BRIDGES,
-                 bridge_query: str = "substitute",
+                 bridge_query: BridgeQuery | str = BridgeQuery.SUBSTITUTE,
                  hub_passages: int = DEFAULT_HUB_PASSAGES,
                  named_relations: int = DEFAULT_NAMED_RELATIONS) -> None:
         self.max_bridges = check_int("max_bridges", max_bridges)
-        self.bridge_query = check_choice("bridge_query", bridge_query, BRIDGE_QUERIES)
+        self.bridge_query = BridgeQuery.of("bridge_query", bridge_query)
         self.hub_passages = check_int("hub_passages", hub_passages)
         self.named_relations = check_int("named_relations", named_relations, minimum=0)
 
@@ -376,22 +377,17 @@ class BridgeRetrieval(RetrievalMethod):
     @staticmethod
     def _passages(query: QueryContext, vectors: Sequence[Sequence[float]]
                   ) -> Plan[list[Ranked[BaseNode]]]:
-        """The interleaved passages of the question's and the bridges' lists: ranked in
-        memory, then only the chosen ones read; or one batched Milvus search."""
+        """The interleaved passages of the question's and the bridges' lists, ranked in one
+        batch; only the chosen ones are read when the ranking did not read them."""
         limit = query.similarity_top_k
-        ranked = yield from rank_in_memory(query, vectors, limit)
-        if ranked is None:
-            lists = yield from SearchPassages(tuple(list(v) for v in vectors), limit, None,
-                                              query.where)
-            if query.trace:
-                query.trace.on_lists(lists)
-            return interleave(lists, limit)
+        ranked = yield from rank_passages(query, vectors, limit)
         if query.trace:
-            query.trace.on_lists(ranked)
-        chosen = interleave(ranked, limit, str)
-        nodes = yield from fetch_passages([r.node for r in chosen])
-        return [Ranked(nodes[r.node], r.similarity, r.source, r.round)
-                for r in chosen if r.node in nodes]
+            query.trace.on_lists([[(h.id, h.score) for h in hits] for hits in ranked])
+        chosen = interleave([[(h.id, h.score) for h in hits] for hits in ranked], limit, str)
+        read = {h.id: h.node for hits in ranked for h in hits if h.node is not None}
+        read.update((yield from fetch_passages([r.node for r in chosen if r.node not in read])))
+        return [Ranked(read[r.node], r.similarity, r.source, r.round)
+                for r in chosen if r.node in read]
 
     @staticmethod
     def _result(ranked: Ranked[BaseNode], bridges: Sequence[Bridge],
@@ -410,5 +406,6 @@ class BridgeRetrieval(RetrievalMethod):
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "bridge", "max_bridges": self.max_bridges,
-                "bridge_query": self.bridge_query, "named_relations": self.named_relations,
+                "bridge_query": str(self.bridge_query),
+                "named_relations": self.named_relations,
                 "hub_passages": self.hub_passages}

@@ -1,49 +1,53 @@
-"""The two drivers that run a plan, and the one table that says how each request is answered.
+"""The two drivers that run a plan, and the tables that say how each request is answered.
 
 :class:`SyncDriver` answers with blocking calls (a :class:`~.requests.Together` runs in the
 store's threads), :class:`AsyncDriver` with awaits (a ``Together`` is an
-``asyncio.gather``). Both look the request's type up in the same :data:`HANDLERS` table: a
-:class:`Handler` holds the blocking and the awaitable way to answer one request type, side by
-side, so the two paths cannot drift apart.
+``asyncio.gather``). Both look the request's type up in the same table. An entry is either
 
-The table is the merge of one table per source of answers: :data:`MODEL_HANDLERS` (the LLM
-and the embedding model), :data:`MILVUS_HANDLERS` (the collections) and
-:data:`MEMORY_HANDLERS` (the index's in-memory copies: graph, entity and passage tables,
-communities), plus :class:`~.requests.Known`.
+- a :class:`Handler`: the blocking and the awaitable way to answer one request type, side
+  by side, so that the two paths cannot drift apart (one Milvus call, one model call); or
+- a :class:`Steps`: a plan of further requests that answers it, run by the same driver (a
+  graph request answered by a few Milvus requests, or by the in-memory graph), written once
+  for both drivers.
 
-- A new request type: a ``Request[Answer]`` dataclass in :mod:`.requests`, its two
-  handler functions here, and one line in the table of its source.
-- Another source for the same requests (the graph served by Milvus instead of held in
-  memory, for example): a table of its own for those request types, merged over the
-  defaults and given to the drivers, ``SyncDriver(context, {**HANDLERS, **served})``; the
-  plans do not change.
+The table of one query is the merge of :data:`MODEL_HANDLERS` (the LLM and the embedding
+model), :data:`MILVUS_HANDLERS` (the collections), :data:`COPY_HANDLERS` (the index's
+in-memory copies), and the table of the query's *graph source*: the graph held in memory or
+served by Milvus (:mod:`.sources`), chosen once per query from ``DriverContext.graph``. The
+methods' plans ask the graph requests of :mod:`.requests` and never know which source
+answers them.
+
+- A new request type: a ``Request[Answer]`` dataclass in :mod:`.requests`, and its entry in
+  the table of what answers it (a graph request: in both sources' tables).
+- Another source for the graph requests: a table of its own, given to the drivers,
+  ``SyncDriver(context, {**default_handlers(context), **mine})``; the plans do not change.
 
 Example::
 
-    context = DriverContext(index, llm=None, ner_prompt=DEFAULT_NER_PROMPT)
+    context = DriverContext.of(index)                  # the graph in memory
     hits = SyncDriver(context).run(search_relations(query, seeds))
     same = await AsyncDriver(context).run(search_relations(query, seeds))
+    served = SyncDriver(replace(context, graph=GraphMode.MILVUS)).run(...)
 """
 
 from __future__ import annotations
 
 import asyncio
 from collections.abc import Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
 
+from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
-    EntityPassages,
     GetEntityNames,
     GetPassages,
-    GetRelations,
     GetRelationTexts,
     Known,
     LoadCommunities,
@@ -52,38 +56,59 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadPassages,
     Ner,
     Plan,
-    RelationsAround,
     Request,
     SearchEntities,
     SearchPassages,
     SearchRelations,
     Together,
 )
-from llama_index_graphrag_milvus.retrieval.steps import parse_ner
+from llama_index_graphrag_milvus.retrieval.settings import GraphMode, SearchSettings
+from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT, parse_ner
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.communities.build import CommunitySet
     from llama_index_graphrag_milvus.graph import EntityRelationGraph
-    from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
-    from llama_index_graphrag_milvus.index import GraphRAGIndex
+    from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+    from llama_index_graphrag_milvus.index_cache import IndexCache
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 A = TypeVar("A")
 T = TypeVar("T")
 
 
-@dataclass(frozen=True)
-class DriverContext:
-    """What the handlers answer from: the index (its models, store and in-memory copies),
-    and the query NER's LLM and prompt (no NER without an LLM)."""
-
-    index: GraphRAGIndex
-    llm: LLM | None
-    ner_prompt: BasePromptTemplate
+class IndexParts(Protocol):
+    """What :meth:`DriverContext.of` takes from an index (a ``GraphRAGIndex``)."""
 
     @property
-    def store(self) -> MilvusGraphStore:
-        return self.index.store
+    def store(self) -> MilvusGraphStore: ...
+
+    @property
+    def cache(self) -> IndexCache: ...
+
+    @property
+    def embed_model(self) -> BaseEmbedding: ...
+
+
+@dataclass(frozen=True)
+class DriverContext:
+    """What the handlers answer from: the store, the index's in-memory copies, the embedding
+    model, the query NER's LLM and prompt (no NER without an LLM), where the searches run
+    when the graph is in memory, and where the graph lives for this query."""
+
+    store: MilvusGraphStore
+    cache: IndexCache
+    embed_model: BaseEmbedding
+    llm: LLM | None = None
+    ner_prompt: BasePromptTemplate = field(default_factory=lambda: DEFAULT_NER_PROMPT)
+    searches: SearchSettings = field(default_factory=SearchSettings)
+    graph: GraphMode = GraphMode.MEMORY
+    """``MEMORY`` or ``MILVUS`` (an index's ``"auto"`` is resolved before a query)."""
+
+    @classmethod
+    def of(cls, index: IndexParts, **settings: Any) -> DriverContext:
+        """The context of ``index`` (its store, copies and embedding model); ``settings``
+        are the other fields."""
+        return cls(index.store, index.cache, index.embed_model, **settings)
 
 
 @dataclass(frozen=True)
@@ -95,8 +120,17 @@ class Handler(Generic[A]):
     acall: Callable[[DriverContext, Any], Awaitable[A]]
 
 
-Handlers = Mapping[type[Request[Any]], Handler[Any]]
-"""Request type to its handler."""
+@dataclass(frozen=True)
+class Steps(Generic[A]):
+    """A request answered by a plan of further requests (``plan(context, request)``), which
+    the driver runs as it runs any plan: one body for both drivers."""
+
+    plan: Callable[[DriverContext, Any], Plan[A]]
+
+
+Entry = Handler[Any] | Steps[Any]
+Handlers = Mapping[type[Request[Any]], Entry]
+"""Request type to what answers it."""
 
 
 def handler(kind: type[Request[A]], call: Callable[[DriverContext, Any], A],
@@ -104,6 +138,12 @@ def handler(kind: type[Request[A]], call: Callable[[DriverContext, Any], A],
             ) -> tuple[type[Request[Any]], Handler[Any]]:
     """A table entry; mypy checks that both functions give the request's answer type."""
     return kind, Handler(call, acall)
+
+
+def steps(kind: type[Request[A]], plan: Callable[[DriverContext, Any], Plan[A]]
+          ) -> tuple[type[Request[Any]], Steps[Any]]:
+    """A table entry answered by a plan."""
+    return kind, Steps(plan)
 
 
 # ---------------------------------------------------------------------------- the models
@@ -132,11 +172,11 @@ async def _aner(context: DriverContext, request: Ner) -> list[str]:
 
 
 def _embed(context: DriverContext, request: EmbedTexts) -> list[list[float]]:
-    return context.index.embed_model.get_text_embedding_batch(list(request.texts))
+    return context.embed_model.get_text_embedding_batch(list(request.texts))
 
 
 async def _aembed(context: DriverContext, request: EmbedTexts) -> list[list[float]]:
-    return await context.index.embed_model.aget_text_embedding_batch(list(request.texts))
+    return await context.embed_model.aget_text_embedding_batch(list(request.texts))
 
 
 MODEL_HANDLERS: Handlers = dict([
@@ -200,31 +240,6 @@ async def _aentity_names(context: DriverContext, r: GetEntityNames) -> dict[str,
     return await context.store.aget_entity_names(r.ids)
 
 
-def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return context.store.served.relations_around(r.vector, r.entity_ids, r.limit)
-
-
-async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return await context.store.served.arelations_around(r.vector, r.entity_ids, r.limit)
-
-
-def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
-    return context.store.served.relations(r.ids, r.vector)
-
-
-async def _arelations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
-    return await context.store.served.arelations(r.ids, r.vector)
-
-
-def _entity_passages(context: DriverContext, r: EntityPassages) -> dict[str, list[str]]:
-    return context.store.served.entity_passages(r.entity_ids, r.cap)
-
-
-async def _aentity_passages(context: DriverContext, r: EntityPassages
-                            ) -> dict[str, list[str]]:
-    return await context.store.served.aentity_passages(r.entity_ids, r.cap)
-
-
 MILVUS_HANDLERS: Handlers = dict([
     handler(SearchEntities, _search_entities, _asearch_entities),
     handler(SearchRelations, _search_relations, _asearch_relations),
@@ -232,9 +247,6 @@ MILVUS_HANDLERS: Handlers = dict([
     handler(GetPassages, _get_passages, _aget_passages),
     handler(GetRelationTexts, _relation_texts, _arelation_texts),
     handler(GetEntityNames, _entity_names, _aentity_names),
-    handler(RelationsAround, _around, _aaround),
-    handler(GetRelations, _relations, _arelations),
-    handler(EntityPassages, _entity_passages, _aentity_passages),
 ])
 """Answered by the index's Milvus collections (one request, one Milvus call)."""
 
@@ -243,38 +255,38 @@ MILVUS_HANDLERS: Handlers = dict([
 
 
 def _graph(context: DriverContext, r: LoadGraph) -> EntityRelationGraph:
-    return context.index.graph
+    return context.cache.graph()
 
 
 async def _agraph(context: DriverContext, r: LoadGraph) -> EntityRelationGraph:
-    return await context.index.aget_graph()
+    return await context.cache.aget_graph()
 
 
 def _entities(context: DriverContext, r: LoadEntities) -> EntityTable:
-    return context.index.entity_table
+    return context.cache.entity_table()
 
 
 async def _aentities(context: DriverContext, r: LoadEntities) -> EntityTable:
-    return await context.index.aget_entity_table()
+    return await context.cache.aget_entity_table()
 
 
 def _passages(context: DriverContext, r: LoadPassages) -> PassageTable | None:
-    return context.index.passage_table(r.max_floats)
+    return context.cache.passage_table(r.max_floats)
 
 
 async def _apassages(context: DriverContext, r: LoadPassages) -> PassageTable | None:
-    return await context.index.aget_passage_table(r.max_floats)
+    return await context.cache.apassage_table(r.max_floats)
 
 
 def _communities(context: DriverContext, r: LoadCommunities) -> CommunitySet:
-    return context.index.communities
+    return context.cache.communities()
 
 
 async def _acommunities(context: DriverContext, r: LoadCommunities) -> CommunitySet:
-    return await context.index.aget_communities()
+    return await context.cache.aget_communities()
 
 
-MEMORY_HANDLERS: Handlers = dict([
+COPY_HANDLERS: Handlers = dict([
     handler(LoadGraph, _graph, _agraph),
     handler(LoadEntities, _entities, _aentities),
     handler(LoadPassages, _passages, _apassages),
@@ -290,21 +302,28 @@ async def _known(context: DriverContext, r: Known[A]) -> A:
 HANDLERS: Handlers = {
     **MODEL_HANDLERS,
     **MILVUS_HANDLERS,
-    **MEMORY_HANDLERS,
+    **COPY_HANDLERS,
     Known: Handler(lambda context, r: r.value, _known),
 }
-"""Every request type the built-in plans yield, and how each is answered."""
+"""Every request type but the graph requests (those are the graph source's)."""
+
+
+def default_handlers(context: DriverContext) -> Handlers:
+    """:data:`HANDLERS` and the table of the context's graph source."""
+    from llama_index_graphrag_milvus.retrieval.sources import source_handlers
+
+    return {**HANDLERS, **source_handlers(context.graph)}
 
 
 # ---------------------------------------------------------------------------- the drivers
 
 
 class _Driver:
-    def __init__(self, context: DriverContext, handlers: Handlers = HANDLERS) -> None:
+    def __init__(self, context: DriverContext, handlers: Handlers | None = None) -> None:
         self.context = context
-        self.handlers = handlers
+        self.handlers = default_handlers(context) if handlers is None else handlers
 
-    def _handler(self, request: Request[Any]) -> Handler[Any]:
+    def _entry(self, request: Request[Any]) -> Entry:
         found = self.handlers.get(type(request))
         if found is None:
             raise TypeError(f"no handler for the retrieval request {request!r}: add one to "
@@ -331,7 +350,10 @@ class SyncDriver(_Driver):
             answers: Any = self.context.store.concurrently_all(
                 [partial(self.answer, r) for r in request.requests])
             return answers
-        return self._handler(request).call(self.context, request)
+        entry = self._entry(request)
+        if isinstance(entry, Steps):
+            return self.run(entry.plan(self.context, request))
+        return entry.call(self.context, request)
 
 
 class AsyncDriver(_Driver):
@@ -351,4 +373,7 @@ class AsyncDriver(_Driver):
             answers: Any = tuple(await asyncio.gather(*(self.answer(r)
                                                         for r in request.requests)))
             return answers
-        return await self._handler(request).acall(self.context, request)
+        entry = self._entry(request)
+        if isinstance(entry, Steps):
+            return await self.run(entry.plan(self.context, request))
+        return await entry.acall(self.context, request)

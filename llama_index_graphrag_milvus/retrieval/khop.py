@@ -12,7 +12,11 @@ from llama_index_graphrag_milvus.graph import ExpansionConfig
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
-from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
+from llama_index_graphrag_milvus.retrieval.neighbourhood import (
+    expand_pool,
+    expansion_of,
+    expansion_settings,
+)
 from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
     read_relation_texts,
@@ -20,6 +24,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
 )
 from llama_index_graphrag_milvus.retrieval.requests import GetPassages, Plan, first
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
+from llama_index_graphrag_milvus.retrieval.settings import Choice
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
     Seeds,
@@ -29,16 +34,25 @@ from llama_index_graphrag_milvus.retrieval.steps import (
 )
 
 
+class PoolOrder(Choice):
+    """How :class:`KHopRetrieval` ranks the passages of its pool."""
+
+    PASSAGE = "passage"
+    """Every passage of the pool by its own similarity to the query."""
+    RELATION = "relation"
+    """The passages in the order of their best candidate relation."""
+
+
 def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[CandidateRelation],
-                 order_by: str = "passage") -> Plan[list[NodeWithScore]]:
+                 order_by: PoolOrder | str = PoolOrder.PASSAGE) -> Plan[list[NodeWithScore]]:
     """The passages of a candidate pool with the relations that reached them.
 
     ``order_by="passage"``: every passage of the pool ranked by its own similarity to the
-    query (one filtered search, which is also the fetch); ``"relation"``: the first
-    ``similarity_top_k`` passages in the order of their best candidate relation.
+    query (one filtered ranking); ``"relation"``: the first ``similarity_top_k`` passages in
+    the order of their best candidate relation.
     """
     hits: ScoredPassages
-    if order_by == "passage":
+    if order_by == PoolOrder.PASSAGE:
         pool = select_passages(candidates, len(candidates) * MAX_PASSAGES_PER_RELATION)
         hits = first((yield from search_passages(
             query, (query.vector,), min(query.similarity_top_k, len(pool)), tuple(pool))))
@@ -46,24 +60,36 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
         pool = select_passages(candidates, query.similarity_top_k)
         nodes = yield from GetPassages(tuple(pool), query.where)
         hits = [(node, None) for node in nodes]
-    texts = yield from read_relation_texts(query, attached_relations(hits, pool), seeds)
+    texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
     return build_results(hits, pool, texts)
 
 
 class KHopRetrieval(RetrievalMethod):
-    """The candidate pool of the bounded k-hop expansion, and its passages.
+    """The candidate pool of the bounded k-hop expansion (the Milvus tutorial's method), and
+    its passages. A query whose pool reaches no passage falls back to the passages' own
+    similarity.
 
-    ``passage_scoring="passage"`` ranks every passage of the pool by its own similarity to
-    the query (one filtered search, which is also the fetch); ``"relation"`` keeps the first
-    ``similarity_top_k`` passages in the order of their best candidate relation. A query whose
-    pool reaches no passage falls back to the passages' own similarity.
+    Args:
+        hops: expansion steps after the seed relations (0 = seeds only). Default 1.
+        expansion: the other bounds of the pool (:class:`~llama_index_graphrag_milvus.
+            graph.ExpansionConfig`: ``max_candidate_relations``, the per-hop caps...).
+        order_by: :class:`PoolOrder`: ``"passage"`` (default) ranks every passage of the
+            pool by its own similarity to the query; ``"relation"`` keeps the first
+            ``similarity_top_k`` passages in the order of their best candidate relation.
+
+    Example::
+
+        retriever = index.as_retriever(method=KHopRetrieval(hops=2), llm=llm)
+        engine = RetrieverQueryEngine.from_args(
+            retriever, node_postprocessors=[GraphRelationRerank(llm=llm)])
     """
 
     name: ClassVar[str] = "khop"
 
-    def __init__(self, expansion: ExpansionConfig, order_by: str = "passage") -> None:
-        self.expansion = expansion
-        self.order_by = order_by
+    def __init__(self, hops: int | None = None, expansion: ExpansionConfig | None = None,
+                 order_by: PoolOrder | str = PoolOrder.PASSAGE) -> None:
+        self.expansion = expansion_of(hops, expansion)
+        self.order_by = PoolOrder.of("order_by", order_by)
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         seeds, _ = yield from find_seeds(query, seeds_config)
@@ -75,4 +101,5 @@ class KHopRetrieval(RetrievalMethod):
         return (yield from pool_results(query, seeds, candidates, self.order_by))
 
     def describe(self) -> dict[str, Any]:
-        return {"passage_scoring": self.order_by}
+        return {"passage_scoring": str(self.order_by), **expansion_settings(self.expansion)}
+

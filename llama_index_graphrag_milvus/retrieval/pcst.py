@@ -20,8 +20,9 @@ With ``pcst_subgraph_node=True`` that text also comes first as a node of its own
 LLM.
 
 Edges: seeds that reach nothing give the passages' own similarity (as every method); no prize
-in the neighbourhood, a subgraph without a relation, or a solver error give the k-hop pool's
-passages (``passage_scoring="passage"``) and a warning.
+in the neighbourhood, a subgraph without a relation, or a solver error
+(:class:`~llama_index_graphrag_milvus.errors.SolverError`) give the k-hop pool's passages
+(``passage_scoring="passage"``), a warning and a note in the explanation.
 """
 
 from __future__ import annotations
@@ -30,15 +31,17 @@ import copy
 import hashlib
 import logging
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar
 
 import numpy as np
 from llama_index.core.schema import NodeWithScore, TextNode
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.errors import SolverError
+from llama_index_graphrag_milvus.graph import ExpansionConfig
 from llama_index_graphrag_milvus.graph.pcst import (
+    DEFAULT_RELATION_PRIZES,
     PCSTConfig,
     Solver,
     load_solver,
@@ -57,13 +60,17 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.khop import pool_results
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
-from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
+from llama_index_graphrag_milvus.retrieval.neighbourhood import (
+    expand_pool,
+    expansion_of,
+    expansion_settings,
+)
 from llama_index_graphrag_milvus.retrieval.passages import (
     by_own_similarity,
     read_relation_texts,
     search_passages,
 )
-from llama_index_graphrag_milvus.retrieval.requests import LoadGraph, Plan, first
+from llama_index_graphrag_milvus.retrieval.requests import Plan, first
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
@@ -98,63 +105,35 @@ class ChosenSubgraph:
     """Time of the prizes and the solve."""
 
 
-def choose_subgraph(graph: EntityRelationGraph, seeds: Seeds,
-                    candidates: Sequence[CandidateRelation], config: PCSTConfig,
-                    solver: Solver | None = None) -> ChosenSubgraph:
-    """The PCST subgraph of the candidate pool (pure: the in-memory graph and the solver).
+def choose_subgraph(seeds: Seeds, candidates: Sequence[CandidateRelation],
+                    config: PCSTConfig, solver: Solver | None = None) -> ChosenSubgraph:
+    """The PCST subgraph of the candidate pool (pure: the records and the solver).
 
-    Entity prizes go to the best entity-search hits, relation prizes to the pool's relations
-    most similar to the query (``candidates`` come best first, with their similarity).
+    ``candidates`` come best first, with their similarity and ends (relations without ends
+    are left out). Entity prizes go to the best entity-search hits, relation prizes to the
+    pool's relations most similar to the query. The entities are numbered by id (the order
+    of the in-memory graph's rows), so the solver sees the same problem whichever source
+    read the pool.
     """
-    started = time.perf_counter()
-    rows = graph.relation_rows([c.id for c in candidates])
-    row_of = dict(zip(graph.relation_ids.ids(rows), rows.tolist(), strict=True))
-    kept = [c for c in candidates if c.id in row_of]
-    ends = graph.endpoints[[row_of[c.id] for c in kept]].astype(np.int64).reshape(-1, 2)
-    hits = [(int(row), hit.score) for hit in seeds.entities
-            for row in graph.entity_ids.lookup([hit.id]).tolist()]
-    return _solve_pool(kept, ends, hits, lambda rows: graph.entity_ids.ids(rows), config,
-                       solver, started)
-
-
-def choose_record_subgraph(seeds: Seeds, candidates: Sequence[CandidateRelation],
-                           config: PCSTConfig, solver: Solver | None = None) -> ChosenSubgraph:
-    """:func:`choose_subgraph` on a pool whose relations carry their ends (the served
-    graph's)."""
     started = time.perf_counter()
     kept = [c for c in candidates if c.subject_id and c.object_id]
     ends = np.array([(c.subject_id, c.object_id) for c in kept], dtype=object).reshape(-1, 2)
-    hits = [(hit.id, hit.score) for hit in seeds.entities]
-    return _solve_pool(kept, ends, hits, lambda ids: [str(i) for i in ids], config, solver,
-                       started)
-
-
-def _solve_pool(kept: Sequence[CandidateRelation], global_ends: np.ndarray,
-                hits: Sequence[tuple[Any, float]], names: Callable[[np.ndarray], list[str]],
-                config: PCSTConfig, solver: Solver | None, started: float) -> ChosenSubgraph:
-    """The solve of one pool: ``global_ends`` are the ends of ``kept`` as keys of any
-    sortable kind (graph rows, or entity ids), ``hits`` the entity hits' keys and
-    similarities, ``names`` turns keys into entity ids."""
-    nodes, local = np.unique(global_ends, return_inverse=True)
+    nodes, local = np.unique(ends.astype(str), return_inverse=True)
     local = local.reshape(-1, 2)
-    node_prizes = np.zeros(nodes.size)
-    best: dict[int, float] = {}  # entity position in the problem -> best hit similarity
     position = {key: i for i, key in enumerate(nodes.tolist())}
-    for key, score in hits:
-        if key in position:
-            best[position[key]] = max(best.get(position[key], -np.inf), score)
+    best: dict[int, float] = {}  # entity position in the problem -> best hit similarity
+    for hit in seeds.entities:
+        if hit.id in position:
+            best[position[hit.id]] = max(best.get(position[hit.id], -np.inf), hit.score)
+    node_prizes = np.zeros(nodes.size)
     if best:
         node_prizes[list(best)] = rank_prizes(list(best.values()), config.entity_prizes)
     edge_prizes = rank_prizes([c.score for c in kept], config.relation_prizes)
     subgraph = solve(local, node_prizes, edge_prizes, config.edge_cost, solver)
     chosen = [kept[i] for i in subgraph.edges.tolist()]
-    entity_ids = names(nodes[subgraph.nodes])
-    endpoints: dict[str, tuple[str, str]] = {}
-    for i in subgraph.edges.tolist():
-        subject, obj = names(global_ends[i])
-        endpoints[kept[i].id] = (subject, obj)
-    return ChosenSubgraph(chosen, endpoints,
-                          entity_ids, subgraph.trees, time.perf_counter() - started)
+    endpoints = {c.id: (c.subject_id, c.object_id) for c in chosen}
+    return ChosenSubgraph(chosen, endpoints, [str(e) for e in nodes[subgraph.nodes].tolist()],
+                          subgraph.trees, time.perf_counter() - started)
 
 
 def describe_subgraph(chosen: ChosenSubgraph, hits: ScoredPassages, seeds: Seeds,
@@ -202,42 +181,62 @@ def subgraph_node(subgraph: dict[str, Any], score: float | None) -> NodeWithScor
 
 
 class PCSTRetrieval(RetrievalMethod):
-    """Passages of the prize-collecting Steiner tree chosen in the query's neighbourhood."""
+    """Passages of the prize-collecting Steiner tree chosen in the query's neighbourhood
+    (G-Retriever; see the module docstring). Needs the ``[pcst]`` extra.
+
+    Args:
+        hops: expansion steps of the pool around the seeds. Default 1.
+        expansion: the other bounds of the pool (:class:`~llama_index_graphrag_milvus.
+            graph.ExpansionConfig`).
+        entity_prizes: entity-search hits that get a prize (``k .. 1`` by similarity).
+            Default 3 (G-Retriever).
+        relation_prizes: pool relations that get a prize (``k .. 1`` by similarity); more
+            gives a larger subgraph. Default 20 (G-Retriever: 3; see
+            :data:`~llama_index_graphrag_milvus.graph.pcst.DEFAULT_RELATION_PRIZES`).
+        edge_cost: cost of every relation; higher gives a smaller subgraph. Default 0.5.
+        subgraph_node: put the subgraph's text first, as a node of its own, for the LLM.
+            Default ``False``.
+        solver: ``pcst_fast.pcst_fast`` (default) or a stand-in with its signature.
+
+    Example::
+
+        retriever = index.as_retriever(method=PCSTRetrieval(relation_prizes=10))
+        print(retriever.retrieve("...")[0].node.metadata["graphrag_subgraph"]["text"])
+    """
 
     name: ClassVar[str] = "pcst"
 
-    def __init__(self, expansion: ExpansionConfig, config: PCSTConfig,
-                 subgraph_node: bool = False, solver: Solver | None = None) -> None:
+    def __init__(self, hops: int | None = None, expansion: ExpansionConfig | None = None,
+                 entity_prizes: int = 3, relation_prizes: int = DEFAULT_RELATION_PRIZES,
+                 edge_cost: float = 0.5, subgraph_node: bool = False,
+                 solver: Solver | None = None) -> None:
         check_instance("pcst_subgraph_node", subgraph_node, bool, "True or False")
-        self.expansion = expansion
-        self.config = config
+        self.expansion = expansion_of(hops, expansion)
+        self.config = PCSTConfig(entity_prizes, relation_prizes, edge_cost)
         self.subgraph_node = subgraph_node
         self.solver = solver
 
     def plan(self, query: QueryContext, seeds_config: SeedConfig) -> Plan[list[NodeWithScore]]:
         solver = self.solver or load_solver()  # a missing extra is an error, not a fallback
         seeds, _ = yield from find_seeds(query, seeds_config)
-        candidates = yield from expand_pool(query, seeds, self.expansion, required=False)
+        candidates = yield from expand_pool(query, seeds, self.expansion)
         if query.trace:
             query.trace.on_seeds(seeds, candidates)
         if not candidates:
             return (yield from by_own_similarity(query, "question (the seeds reach nothing)"))
-        graph = None if query.graph_served else (yield from LoadGraph())
         try:
-            chosen = (choose_subgraph(graph, seeds, candidates, self.config, solver)
-                      if graph is not None
-                      else choose_record_subgraph(seeds, candidates, self.config, solver))
-        except Exception as exc:  # the k-hop answer beats no answer
-            logger.warning("the PCST solver failed (%r); returning the k-hop pool's passages",
-                           exc)
-            return (yield from pool_results(query, seeds, candidates))
+            chosen = choose_subgraph(seeds, candidates, self.config, solver)
+        except SolverError as exc:  # the k-hop answer beats no answer
+            return (yield from self._fallback(query, seeds, candidates,
+                                              f"{exc}; the k-hop pool's passages are "
+                                              "returned instead"))
         if query.trace:
             query.trace.on_subgraph(chosen)
         if not chosen.relations:
-            logger.warning("the PCST subgraph holds no relation (no prize in the "
-                           "neighbourhood, or only a lone entity); returning the k-hop "
-                           "pool's passages")
-            return (yield from pool_results(query, seeds, candidates))
+            return (yield from self._fallback(
+                query, seeds, candidates, "the PCST subgraph holds no relation (no prize in "
+                "the neighbourhood, or only a lone entity); the k-hop pool's passages are "
+                "returned instead"))
         pool = select_passages(chosen.relations,
                                len(chosen.relations) * MAX_PASSAGES_PER_RELATION)
         hits: ScoredPassages = first((yield from search_passages(
@@ -245,7 +244,7 @@ class PCSTRetrieval(RetrievalMethod):
         if not hits:
             return (yield from by_own_similarity(
                 query, "question (the filters exclude the subgraph's passages)"))
-        texts = yield from read_relation_texts(query, attached_relations(hits, pool), seeds)
+        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
         subgraph = describe_subgraph(chosen, hits, seeds, texts)
         results = [as_result(node, score, pool[node.node_id], texts,
                              **{FOUND_BY_KEY: {"query": "pcst", "similarity": score},
@@ -256,9 +255,18 @@ class PCSTRetrieval(RetrievalMethod):
             results.insert(0, subgraph_node(subgraph, results[0].score))
         return results
 
+    @staticmethod
+    def _fallback(query: QueryContext, seeds: Seeds, candidates: Sequence[CandidateRelation],
+                  why: str) -> Plan[list[NodeWithScore]]:
+        """The k-hop pool's passages, with a warning and a note in the explanation."""
+        logger.warning("%s", why)
+        if query.trace:
+            query.trace.on_note(why)
+        return (yield from pool_results(query, seeds, candidates))
+
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "pcst",
                 "pcst_entity_prizes": self.config.entity_prizes,
                 "pcst_relation_prizes": self.config.relation_prizes,
                 "pcst_edge_cost": self.config.edge_cost,
-                "pcst_subgraph_node": self.subgraph_node}
+                "pcst_subgraph_node": self.subgraph_node, **expansion_settings(self.expansion)}

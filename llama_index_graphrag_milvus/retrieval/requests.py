@@ -5,23 +5,31 @@ receives their answers. Everything between the requests is pure; a driver
 (:mod:`.drivers`) answers the requests, with blocking calls or with awaits, so that
 ``_retrieve`` and ``_aretrieve`` share every line but the I/O ones.
 
-Each request class is generic in its answer: ``SearchRelations`` is a
+Each request class is generic in its answer: ``RelationSeeds`` is a
 ``Request[list[RelationHit]]``. A plan asks with ``yield from``, which is typed::
 
     def plan(query: QueryContext) -> Plan[int]:
-        hits = yield from SearchRelations(query.vector, 5, None)  # list[RelationHit]
+        hits = yield from RelationSeeds(query.vector, 5, None)  # list[RelationHit]
         return len(hits)
 
 (``answer = yield request`` works too, untyped.) :class:`Together` asks several at once.
 
-Requests come in three kinds, by what answers them (see the tables of :mod:`.drivers`):
-the models (:class:`Ner`, :class:`EmbedTexts`), the Milvus collections
-(:class:`SearchEntities`, :class:`SearchRelations`, :class:`SearchPassages`,
-:class:`GetPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`, and the served graph's
-:class:`RelationsAround`, :class:`GetRelations`, :class:`EntityPassages`) and the in-memory
-copies of the index
-(:class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`,
-:class:`LoadCommunities`). :class:`Known` is an answer that needs no I/O.
+Requests come in four kinds, by what answers them (see :mod:`.drivers`):
+
+- **the graph** (what a method asks): :class:`RelationSeeds`, :class:`EntitySeeds`,
+  :class:`RankPassages`, :class:`ExpandPool`, :class:`RelationsAround`,
+  :class:`GetRelations`, :class:`OwnRelations`, :class:`EntityPassages`,
+  :class:`EntityDegrees`, :class:`RelationTexts`, :class:`EntityNames`. The *graph source*
+  of the query answers them: the graph held in memory, or served by Milvus
+  (:mod:`.sources`). Both answer with the same records, so a method never knows where the
+  graph lives;
+- **the models**: :class:`Ner`, :class:`EmbedTexts`;
+- **the Milvus collections**, one request one call: :class:`SearchEntities`,
+  :class:`SearchRelations`, :class:`SearchPassages`, :class:`GetPassages`,
+  :class:`GetRelationTexts`, :class:`GetEntityNames`;
+- **the in-memory copies** of the index, which the in-memory source reads:
+  :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, and
+  :class:`LoadCommunities` (local search). :class:`Known` is an answer that needs no I/O.
 
 >>> def plan() -> Plan[int]:
 ...     vectors = yield from EmbedTexts(("a question",))
@@ -44,9 +52,14 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.graph.seeds import EntityTable, PassageTable
-from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
+from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+from llama_index_graphrag_milvus.records import (
+    CandidateRelation,
+    EntityHit,
+    PassageHit,
+    RelationHit,
+)
 
 if TYPE_CHECKING:  # the communities import the retrievers
     from llama_index_graphrag_milvus.communities.build import CommunitySet  # noqa: F401
@@ -65,6 +78,124 @@ class Request(Generic[A]):
 
 Plan = Generator[Request[Any], Any, T]
 """A retrieval step: yields requests, receives their answers, returns a ``T``."""
+
+PassageRef = BaseNode | str
+"""A passage a request names: its node when the plan has read it, else its id."""
+
+
+# ---------------------------------------------------------------------------- the graph
+
+
+@dataclass(frozen=True)
+class RelationSeeds(Request[list[RelationHit]]):
+    """The ``top_k`` relations most similar to ``vector`` (those below ``threshold`` left
+    out), best first, with their texts, ends, kinds and passages."""
+
+    vector: Sequence[float]
+    top_k: int
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class EntitySeeds(Request[list[list[EntityHit]]]):
+    """One batched entity search: per searched name (one vector each), the ``top_k`` most
+    similar entities."""
+
+    vectors: Sequence[Sequence[float]]
+    names: tuple[str, ...]
+    top_k: int
+    threshold: float | None = None
+
+
+@dataclass(frozen=True)
+class RankPassages(Request[list[list[PassageHit]]]):
+    """One batched passage ranking: per vector, the ``limit`` passages most similar to it
+    (among ``ids`` when given, matching the ``where`` filter expression), best first. A hit
+    carries its node when the ranking read it (a Milvus search), else only its id (a ranking
+    in memory): read the missing ones with :class:`GetPassages`."""
+
+    vectors: tuple[Sequence[float], ...]
+    limit: int
+    ids: tuple[str, ...] | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class ExpandPool(Request[list[CandidateRelation]]):
+    """The bounded k-hop candidate pool of the seeds (see
+    :class:`~llama_index_graphrag_milvus.graph.ExpansionConfig`), best first, each relation
+    with its ends, kinds and passages (its text may be empty: :class:`RelationTexts`)."""
+
+    vector: Sequence[float]
+    entity_ids: tuple[str, ...]
+    relation_ids: tuple[str, ...]
+    config: ExpansionConfig
+
+
+@dataclass(frozen=True)
+class RelationsAround(Request[list[CandidateRelation]]):
+    """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first (ties
+    by id), with their ends, kinds, passages and texts."""
+
+    vector: Sequence[float]
+    entity_ids: tuple[str, ...]
+    limit: int
+
+
+@dataclass(frozen=True)
+class GetRelations(Request[list[CandidateRelation]]):
+    """Relations by id, scored against ``vector``, with their ends, kinds, passages and
+    texts (unknown ids are left out)."""
+
+    ids: tuple[str, ...]
+    vector: Sequence[float]
+
+
+@dataclass(frozen=True)
+class OwnRelations(Request[list[list[CandidateRelation]]]):
+    """Per passage, the relations of its own triplets (with ends, kinds, all their passages
+    and texts, ``hop=1``), most similar to ``vector`` first (ties by id), at most ``limit``
+    (``None``: all)."""
+
+    passages: tuple[PassageRef, ...]
+    vector: Sequence[float]
+    limit: int | None = None
+
+
+@dataclass(frozen=True)
+class EntityPassages(Request[dict[str, list[str]]]):
+    """For each entity, the passages its relations come from (those of at most ``cap`` of
+    its relations, at most ``cap`` passages)."""
+
+    entity_ids: tuple[str, ...]
+    cap: int
+
+
+@dataclass(frozen=True)
+class EntityDegrees(Request[dict[str, int]]):
+    """The number of relations of each entity (its degree)."""
+
+    entity_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class RelationTexts(Request[dict[str, str]]):
+    """Relation texts by id (ids not stored are left out)."""
+
+    ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EntityNames(Request[dict[str, str]]):
+    """Entity names by id (ids not stored are left out)."""
+
+    ids: tuple[str, ...]
+
+
+GRAPH_REQUESTS: tuple[type[Request[Any]], ...] = (
+    RelationSeeds, EntitySeeds, RankPassages, ExpandPool, RelationsAround, GetRelations,
+    OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames)
+"""What a graph source must answer (:mod:`.sources` checks its tables against it)."""
 
 
 # ---------------------------------------------------------------------------- the models
@@ -89,7 +220,7 @@ class EmbedTexts(Request[list[list[float]]]):
 
 @dataclass(frozen=True)
 class SearchEntities(Request[list[list[EntityHit]]]):
-    """One batched entity search: hits per searched name."""
+    """One batched search of the entity collection: hits per searched name."""
 
     vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
@@ -99,19 +230,19 @@ class SearchEntities(Request[list[list[EntityHit]]]):
 
 @dataclass(frozen=True)
 class SearchRelations(Request[list[RelationHit]]):
-    """The relations most similar to ``vector``."""
+    """A search of the relation collection: the relations most similar to ``vector``."""
 
-    vector: list[float]
+    vector: Sequence[float]
     top_k: int
     threshold: float | None
 
 
 @dataclass(frozen=True)
 class SearchPassages(Request[list[list[tuple[BaseNode, float]]]]):
-    """One batched passage search: ``(node, similarity)`` lists, one per vector, among
-    ``ids`` when given, matching the ``where`` filter expression."""
+    """One batched search of the passage collection: ``(node, similarity)`` lists, one per
+    vector, among ``ids`` when given, matching the ``where`` filter expression."""
 
-    vectors: tuple[list[float], ...]
+    vectors: tuple[Sequence[float], ...]
     limit: int
     ids: tuple[str, ...] | None = None
     where: str = ""
@@ -127,45 +258,16 @@ class GetPassages(Request[list[BaseNode]]):
 
 @dataclass(frozen=True)
 class GetRelationTexts(Request[dict[str, str]]):
-    """Relation texts by id."""
+    """Relation texts by id, read from the relation collection."""
 
     ids: tuple[str, ...]
 
 
 @dataclass(frozen=True)
 class GetEntityNames(Request[dict[str, str]]):
-    """Entity names by id (ids not stored are left out)."""
+    """Entity names by id, read from the entity collection (ids not stored are left out)."""
 
     ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
-class RelationsAround(Request[list[CandidateRelation]]):
-    """The served graph: the ``limit`` relations of ``entity_ids`` most similar to
-    ``vector``, best first, with their ends, kinds, passages and texts (one filtered
-    search)."""
-
-    vector: tuple[float, ...]
-    entity_ids: tuple[str, ...]
-    limit: int
-
-
-@dataclass(frozen=True)
-class GetRelations(Request[list[CandidateRelation]]):
-    """The served graph: relations by id, scored against ``vector`` (one read by primary
-    key; unknown ids are left out)."""
-
-    ids: tuple[str, ...]
-    vector: tuple[float, ...]
-
-
-@dataclass(frozen=True)
-class EntityPassages(Request[dict[str, list[str]]]):
-    """The served graph: for each entity, the passages its relations come from (those of at
-    most ``cap`` of its relations)."""
-
-    entity_ids: tuple[str, ...]
-    cap: int
 
 
 # ---------------------------------------------------------------------------- in memory
@@ -183,7 +285,7 @@ class LoadEntities(Request[EntityTable]):
 
 @dataclass(frozen=True)
 class LoadPassages(Request[PassageTable | None]):
-    """The index's in-memory passage table, or ``None`` when it holds more than
+    """The index's in-memory passage table, or ``None`` when it would hold more than
     ``max_floats`` floats (``None``: no limit)."""
 
     max_floats: int | None
@@ -199,8 +301,8 @@ class LoadCommunities(Request["CommunitySet"]):
 
 @dataclass(frozen=True)
 class Known(Request[A]):
-    """An answer found without I/O (a seed search done in memory): ``value`` comes back, so
-    that a plan keeps one shape whether a step runs in Milvus or in memory."""
+    """An answer found without I/O: ``value`` comes back, so that a plan keeps one shape
+    whether a step needs I/O or not."""
 
     value: A
 

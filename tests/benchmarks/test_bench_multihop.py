@@ -46,6 +46,7 @@ from benchmarks.multihop import (
 )
 from benchmarks.multihop.agreement import agreement
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever
+from llama_index_graphrag_milvus.graph import ExpansionConfig
 from tests.fakes import HashEmbedding, ScriptedLLM
 
 CORPUS = [
@@ -271,25 +272,32 @@ def test_defaults_follow_the_retriever_and_describe_is_recorded(tmp_path: Path,
                                                                 ) -> None:
     import inspect
 
+    from benchmarks.multihop.methods import retriever_default
+
     defaults = {name: p.default for name, p in
-                inspect.signature(GraphRAGRetriever.__init__).parameters.items()}
-    # the benchmark's knob rows run the k-hop method (the retriever's default is the bridge)
+                inspect.signature(GraphRAGRetriever.__init__).parameters.items()
+                if p.kind is not p.VAR_KEYWORD}
+    # the benchmark's knob rows run the k-hop method (the retriever's default is the bridge);
+    # its pool settings are the method's own defaults
     assert GraphConfig().retriever_kwargs() == {"passage_scoring": "passage", **{
-        name: defaults[name] for name in ("hops", "entity_top_k", "relation_top_k",
-                                          "max_candidate_relations")}}
+        name: retriever_default(name) for name in ("hops", "entity_top_k", "relation_top_k",
+                                                   "max_candidate_relations")}}
+    assert (retriever_default("hops"), retriever_default("max_candidate_relations")) == (
+        ExpansionConfig().hops, ExpansionConfig().max_candidate_relations)
     args = parse_args(["folder"])
     assert (args.entity_top_k, args.relation_top_k, args.pool_size) == (
         defaults["entity_top_k"], defaults["relation_top_k"],
-        defaults["max_candidate_relations"])
-    assert defaults["hops"] in args.hops
+        retriever_default("max_candidate_relations"))
+    assert retriever_default("hops") in args.hops
     report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
                                   fusion=False), embed_model)
     assert [m["kind"] for m in report["methods"]] == ["naive", "graph"]
     recorded = method(report, "graph")["config"]
-    # Every retriever argument with a default is in the record (describe()).
+    # Every retriever argument with a default is in the record (describe()), and the
+    # method's own settings.
     assert set(defaults) - {"self", "index", "llm", "ner_prompt", "callback_manager",
-                            "verbose"} <= set(recorded)
-    assert recorded["per_hop_max_entities"] == defaults["per_hop_max_entities"]
+                            "verbose", "method"} <= set(recorded)
+    assert recorded["per_hop_max_entities"] == ExpansionConfig().per_hop_max_entities
 
 
 def test_sweep_graph_kwargs_variants_are_a_dimension() -> None:

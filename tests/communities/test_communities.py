@@ -544,7 +544,7 @@ def test_local_search_from_the_served_graph(uri: str) -> None:
         ends = index.graph.endpoints[index.graph.relation_rows(served_relations)]
         assert served_relations and all(
             {index.graph.entity_ids[int(e)] for e in pair} & selected for pair in ends)
-        assert served._cache.peek("graph") is None
+        assert served.cache.peek("graph") is None
         assert [n.node.get_content() for n in asyncio.run(local.aretrieve(QUESTION))] == [
             n.node.get_content() for n in nodes]
     finally:

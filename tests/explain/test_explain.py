@@ -154,6 +154,6 @@ async def test_explain_with_the_graph_served_reads_nothing_whole(index: GraphRAG
         assert drawn and all(drawn[e] == names[e] for e in drawn if e in names)
         assert all(name != eid for eid, name in drawn.items())  # every name was read
         check_graph(explanation)
-        assert all(served._cache.peek(name) is None for name in COPIES if name != GRAPH_MODE)
+        assert all(served.cache.peek(name) is None for name in COPIES if name != GRAPH_MODE)
     finally:
         served.close()

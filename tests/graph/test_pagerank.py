@@ -1,4 +1,5 @@
-"""Personalized PageRank and the local entity-passage graph, on hand-built graphs (no Milvus)."""
+"""Personalized PageRank and one query's entity-passage neighbourhood, on hand-built graphs
+(no Milvus)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,15 @@ from llama_index_graphrag_milvus.graph import (
     EntityRelationGraph,
     ExpansionConfig,
     PageRankConfig,
-    local_graph,
+    neighbourhood_graph,
     personalized_pagerank,
 )
-from llama_index_graphrag_milvus.records import EntityHit, RelationHit
-from llama_index_graphrag_milvus.retrieval.pagerank import rank_passages, seed_weights
+from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
+from llama_index_graphrag_milvus.retrieval.pagerank import (
+    rank_by_mass,
+    relation_record,
+    seed_weights,
+)
 from llama_index_graphrag_milvus.retrieval.steps import Seeds
 
 
@@ -92,19 +97,26 @@ def test_bad_reset_or_shape_is_refused() -> None:
         personalized_pagerank(square, np.array([1.0, np.nan]))
 
 
-def test_local_graph_holds_only_the_neighbourhood_with_documented_weights(
+def records(graph: EntityRelationGraph, ids: list[str]) -> list[CandidateRelation]:
+    rows = graph.relation_rows(ids)
+    return graph.relation_records(rows, [1.0] * rows.size)
+
+
+def test_the_neighbourhood_holds_only_its_relations_with_documented_weights(
         chain: EntityRelationGraph) -> None:
-    local = local_graph(chain, chain.relation_rows(["r1"]), passage_edge_weight=0.5)
-    assert chain.entity_ids.ids(local.entity_rows) == ["euler", "johann"]
-    assert chain.passage_ids.ids(local.passage_rows) == ["p_euler"]
+    local = neighbourhood_graph(records(chain, ["r1"]), passage_edge_weight=0.5)
+    assert local.entities == ["euler", "johann"] and local.passages == ["p_euler"]
     dense = local.adjacency.toarray()
     # nodes: euler, johann, p_euler; one relation edge, two mention edges of weight 0.5
     assert dense.tolist() == [[0.0, 1.0, 0.5], [1.0, 0.0, 0.5], [0.5, 0.5, 0.0]]
-    # a passage brings its own relations (p_daniel: r2 and r3) and their entities
-    wider = local_graph(chain, chain.relation_rows(["r1"]), chain.passage_ids.lookup(["p_daniel"]))
-    assert chain.entity_ids.ids(wider.entity_rows) == ["daniel", "euler", "fluid", "johann"]
-    assert chain.relation_ids.ids(wider.relation_rows) == ["r1", "r2", "r3"]
+    # the relations of a passage (its own relations, read by the plan) and their entities;
+    # a relation given twice counts once, a passage without relations is an isolated node
+    wider = neighbourhood_graph(records(chain, ["r1", "r2", "r3", "r2"]), ["p_lonely"])
+    assert wider.entities == ["daniel", "euler", "fluid", "johann"]
+    assert wider.passages == ["p_daniel", "p_euler", "p_lonely"]
     assert (wider.adjacency != wider.adjacency.T).nnz == 0
+    assert wider.adjacency[0, 3] == 1.0  # daniel - johann: r2 once
+    assert wider.adjacency[6].nnz == 0  # p_lonely
 
 
 def test_passage_relations_is_the_transpose_and_counts_in_memory(
@@ -121,7 +133,7 @@ def test_pagerank_reaches_the_second_hop_passage(chain: EntityRelationGraph) -> 
     hangs off Johann too, but Daniel's passage names two entities of the chain."""
     seeds = Seeds((EntityHit("euler", "Euler", 0.9, "q"),), ())
     candidates = chain.expand([1.0, 0.0, 0.0], ["euler"], [], ExpansionConfig(hops=2))
-    ranking = rank_passages(chain, seeds, candidates, [], PageRankConfig(damping=0.8))
+    ranking = rank_by_mass(candidates, seeds, [], PageRankConfig(damping=0.8))
     assert [p.id for p in ranking][:2] == ["p_euler", "p_daniel"]
     assert {p.id for p in ranking} == {"p_euler", "p_daniel", "p_jakob"}
     assert sum(p.mass for p in ranking) < 1.0  # the rest sits on entity nodes
@@ -129,14 +141,16 @@ def test_pagerank_reaches_the_second_hop_passage(chain: EntityRelationGraph) -> 
 
 def test_isolated_passages_are_still_ranked(chain: EntityRelationGraph) -> None:
     """A passage without triplets (unknown to the graph) keeps its restart mass."""
-    seeds = Seeds((), (RelationHit("r4", "Jakob brother of Johann", 0.7, "jakob", "johann"),))
-    ranking = rank_passages(chain, seeds, [], [("p_no_triplets", 0.9), ("p_jakob", 0.1)],
-                            PageRankConfig(), passage_weight=0.5)
+    seeds = Seeds((), (RelationHit("r4", "Jakob brother of Johann", 0.7, "jakob", "johann",
+                                   passage_ids=("p_jakob",)),))
+    ranking = rank_by_mass([relation_record(h) for h in seeds.relations], seeds,
+                           [("p_no_triplets", 0.9), ("p_jakob", 0.1)], PageRankConfig(),
+                           passage_weight=0.5)
     ids = [p.id for p in ranking]
     assert "p_no_triplets" in ids and "p_jakob" in ids
     # only passages, no seeds reaching the graph: the dense order is kept
-    only_dense = rank_passages(chain, Seeds((), ()), [], [("p_x", 0.9), ("p_y", 0.3)],
-                               PageRankConfig())
+    only_dense = rank_by_mass([], Seeds((), ()), [("p_x", 0.9), ("p_y", 0.3)],
+                              PageRankConfig())
     assert [p.id for p in only_dense] == ["p_x", "p_y"]
 
 

@@ -292,7 +292,7 @@ def test_a_hub_with_100k_relations_is_solved_on_the_capped_neighbourhood() -> No
     candidates = graph.expand(vectors[7], ["hub"], [], config)
     assert len(candidates) <= 100
     seeds = Seeds((EntityHit("hub", "Hub", 0.9, "query"),), ())
-    chosen = choose_subgraph(graph, seeds, candidates, PCSTConfig())
+    chosen = choose_subgraph(seeds, candidates, PCSTConfig())
     assert 1 <= len(chosen.relations) <= len(candidates)
     assert "r7" in {c.id for c in chosen.relations}  # the most similar relation is prized
     assert "hub" in chosen.entities

@@ -19,7 +19,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import ENTITY_KINDS_KEY
-from llama_index_graphrag_milvus.retrieval.bridge import choose_bridges
+from llama_index_graphrag_milvus.retrieval.bridge import distinct_bridges, rank_bridges
 from tests.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
@@ -99,8 +99,8 @@ def test_an_index_without_kinds_is_read_and_written_without_them(tmp_path: Path)
         "Night Harbour is a film"), 1, None)
     assert (hit.subject_kind, hit.object_kind) == ("", "")
     # the kinds are inferred from the names then: "film" is a concept, a last resort
-    assert [(b.name, b.kind) for b in choose_bridges("Who made Night Harbour?", [hit], 3)
-            ] == [("film", "concept")]
+    bridges = rank_bridges(distinct_bridges("Who made Night Harbour?", [hit]), 3)
+    assert [(b.name, b.kind) for b in bridges] == [("film", "concept")]
     index.close()
     reopened = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
     assert not reopened.store.records_kinds and reopened.graph.kinds is None

@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Callable
+from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -14,7 +15,7 @@ from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.index_cache import PASSAGES, PASSAGES_TOO_LARGE
+from llama_index_graphrag_milvus.index_cache import PASSAGE_COUNT, PASSAGES
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     RELATIONS_KEY,
@@ -23,13 +24,19 @@ from llama_index_graphrag_milvus.records import (
     Triplet,
 )
 from llama_index_graphrag_milvus.retrieval.bridge import (
-    choose_bridges,
+    DEFAULT_HUB_PASSAGES,
+    Bridge,
     content_words,
+    distinct_bridges,
     endpoint_names,
     interleave,
     is_named,
+    rank_bridges,
     second_query,
 )
+from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDriver
+from llama_index_graphrag_milvus.retrieval.method import QueryContext
+from llama_index_graphrag_milvus.retrieval.neighbourhood import bridge_spreads
 from tests.conftest import FAMILY
 from tests.fakes import ScriptedLLM
 
@@ -40,9 +47,30 @@ QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
 
 
-def hit(subject: str, predicate: str, obj: str, score: float = 0.9) -> RelationHit:
+def hit(subject: str, predicate: str, obj: str, score: float = 0.9,
+        passage: str | None = None) -> RelationHit:
     t = Triplet(subject, predicate, obj)
-    return RelationHit(t.id, t.text, score, t.subject_id, t.object_id)
+    return RelationHit(t.id, t.text, score, t.subject_id, t.object_id,
+                       passage_ids=(passage,) if passage else ())
+
+
+def choose_bridges(question: str, hits: list[RelationHit], limit: int,
+                   graph: EntityRelationGraph | None = None,
+                   hub_passages: int = DEFAULT_HUB_PASSAGES,
+                   fallback_hits: list[RelationHit] | tuple[()] = ()) -> list[Bridge]:
+    """The bridge method's own steps: the distinct bridges of the hits, where they lead
+    (``bridge_spreads``, answered by the in-memory source from ``graph`` when given), then
+    their ranking."""
+    candidates = distinct_bridges(question, hits, fallback_hits)
+    spreads = None
+    if graph is not None:
+        context = DriverContext(store=None, embed_model=None,  # type: ignore[arg-type]
+                                cache=SimpleNamespace(graph=lambda: graph))
+        spreads = SyncDriver(context).run(bridge_spreads(
+            QueryContext(question, [1.0, 0.0], 5),
+            [(Triplet(b.name, "x", "y").subject_id, b.relation) for b in candidates],
+            hub_passages + 1))
+    return rank_bridges(candidates, limit, spreads, hub_passages)
 
 
 def texts(hits: list) -> list[str]:
@@ -95,8 +123,8 @@ def test_the_graph_puts_bridges_that_lead_elsewhere_first() -> None:
     graph = graph_of([("p_euler", ("Basel Academy", "was joined by", "Leonhard Euler")),
                       ("p_euler", ("Leonhard Euler", "was a student of", "Johann Bernoulli")),
                       ("p_daniel", ("Daniel Bernoulli", "was the son of", "Johann Bernoulli"))])
-    hits = [hit("Basel Academy", "was joined by", "Leonhard Euler", 0.95),
-            hit("Leonhard Euler", "was a student of", "Johann Bernoulli", 0.9)]
+    hits = [hit("Basel Academy", "was joined by", "Leonhard Euler", 0.95, "p_euler"),
+            hit("Leonhard Euler", "was a student of", "Johann Bernoulli", 0.9, "p_euler")]
     question = "Who is the son of Leonhard Euler's teacher?"
     assert [b.name for b in choose_bridges(question, hits, 3)] == ["Basel Academy",
                                                                     "Johann Bernoulli"]
@@ -110,8 +138,8 @@ def test_hubs_come_after_entities_that_lead_somewhere_in_particular() -> None:
     graph = graph_of([*((f"p{i}", (f"Town {i}", "is in", "United States")) for i in range(5)),
                       ("p_ada", ("Ada Kovar", "was born in", "Leeds")),
                       ("p_leeds", ("Leeds", "is a city in", "England"))])
-    hits = [hit("Ada Kovar", "lived in", "United States", 0.95),
-            hit("Ada Kovar", "was born in", "Leeds", 0.9)]
+    hits = [hit("Ada Kovar", "lived in", "United States", 0.95, "p_ada"),
+            hit("Ada Kovar", "was born in", "Leeds", 0.9, "p_ada")]
     question = "Where was Ada Kovar's birthplace?"
     assert [b.name for b in choose_bridges(question, hits, 2, graph)] == [
         "United States", "Leeds"]  # five passages are not a hub with the default
@@ -377,7 +405,7 @@ def test_passage_search_in_memory_leaves_filters_to_milvus(
     hits = retriever.retrieve(QUESTION)
     assert hits and {h.node.metadata["tenant"] for h in hits} == {"a"}
     assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
-    assert index._cache.peek(PASSAGES) is None  # never read: the filter needs Milvus
+    assert index.cache.peek(PASSAGES) is None  # never read: the filter needs Milvus
     with pytest.raises(InvalidInputError, match="passage_search must be one of auto"):
         index.as_retriever(passage_search="gpu")
 
@@ -401,6 +429,29 @@ def test_the_passage_table_follows_writes_and_stays_out_above_its_budget(
                                    memory_search_max_floats=5 * 64 - 1)  # 5 passages, 64 dim
     spy = CallSpy(index, monkeypatch)
     retriever.retrieve(QUESTION)
-    assert index._cache.peek(PASSAGES) is None  # one count decided it
-    assert index._cache.peek(PASSAGES_TOO_LARGE)
+    assert index.cache.peek(PASSAGES) is None  # one count decided it
+    assert index.cache.peek(PASSAGE_COUNT) == 5
     assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
+
+
+@LITE_ONLY
+def test_each_retriever_keeps_its_own_memory_budget(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    """The budget is the retriever's, the passage count the index's: a retriever with a
+    larger budget reads the table that a smaller one left in Milvus, and the smaller one
+    keeps searching Milvus even once the table is in memory (sync and async alike)."""
+    index = make_index()  # 4 passages of 64 dimensions
+    small = index.as_retriever(passage_search="auto", memory_search_max_floats=4 * 64 - 1)
+    large = index.as_retriever(passage_search="auto", memory_search_max_floats=4 * 64)
+    spy = CallSpy(index, monkeypatch)
+    expected = texts(small.retrieve(QUESTION))
+    assert index.cache.peek(PASSAGES) is None and index.cache.peek(PASSAGE_COUNT) == 4
+    assert texts(large.retrieve(QUESTION)) == expected
+    assert index.cache.peek(PASSAGES) is not None  # the larger budget read it
+    spy.calls.clear()
+    assert texts(small.retrieve(QUESTION)) == expected
+    assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
+    assert texts(asyncio.run(small.aretrieve(QUESTION))) == expected
+    spy.calls.clear()
+    assert texts(large.retrieve(QUESTION)) == expected
+    assert ("search", "graphrag_passages") not in [(n, c) for n, c, _ in spy.calls]

@@ -11,24 +11,30 @@ import pytest
 from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.graph import ExpansionConfig
 from llama_index_graphrag_milvus.records import FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.retrieval import (
-    AsyncDriver,
-    DriverContext,
     Plan,
     QueryContext,
-    Request,
     Result,
     RetrievalMethod,
     SeedConfig,
-    SyncDriver,
+    expand_pool,
+    find_seeds,
     first,
+    read_relation_texts,
+    relations_of,
     search_passages,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.drivers import HANDLERS, handler
-from llama_index_graphrag_milvus.retrieval.requests import Known, Together
-from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+from llama_index_graphrag_milvus.retrieval.drivers import (
+    HANDLERS,
+    AsyncDriver,
+    DriverContext,
+    SyncDriver,
+    handler,
+)
+from llama_index_graphrag_milvus.retrieval.requests import Known, Request, Together
 
 LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 QUESTION = "What did the son of Euler's teacher contribute?"
@@ -58,7 +64,7 @@ class NearestPassages(RetrievalMethod):
 @LITE_ONLY
 async def test_a_method_of_your_own_runs_sync_and_async(family_index: GraphRAGIndex) -> None:
     method = NearestPassages()
-    retriever = family_index.as_retriever(passage_scoring=method, similarity_top_k=2)
+    retriever = family_index.as_retriever(method=method, similarity_top_k=2)
     assert retriever.method is method
     hits = retriever.retrieve(QUESTION)
     again = await retriever.aretrieve(QUESTION)
@@ -72,8 +78,57 @@ async def test_a_method_of_your_own_runs_sync_and_async(family_index: GraphRAGIn
     described = retriever.describe()
     assert described["passage_scoring"] == "nearest" and described["plans"] == 2
     with pytest.raises(InvalidInputError,
-                       match=r"passage_scoring must be one of bridge, .* or a RetrievalMethod"):
-        family_index.as_retriever(passage_scoring=NearestPassages)  # the class, not one
+                       match=r"method must be a RetrievalMethod or one of bridge, .*got ABCMeta"):
+        family_index.as_retriever(method=NearestPassages)  # the class, not one
+
+
+class SeedNeighbours(RetrievalMethod):
+    """A method of one's own on the graph building blocks: the seeds, their k-hop pool and
+    the relations of the seed entities, then the passages those relations come from,
+    ranked by their own similarity, each with the relations that reached it."""
+
+    name: ClassVar[str] = "seed-neighbours"
+
+    def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:
+        found, _ = yield from find_seeds(query, seeds)
+        pool = yield from expand_pool(query, found, ExpansionConfig(hops=1))
+        around = yield from relations_of(query, [h.id for h in found.entities], 5)
+        texts = yield from read_relation_texts([c.id for c in pool], found)
+        reached: dict[str, list[str]] = {}
+        for relation_id, passages in [*((c.id, c.passage_ids) for c in pool),
+                                      *((h.id, h.passage_ids) for h in around)]:
+            for passage in passages:
+                reached.setdefault(passage, []).append(texts.get(relation_id, relation_id))
+        hits = first((yield from search_passages(query, (query.vector,),
+                                                 query.similarity_top_k, tuple(reached))))
+        return (yield from with_own_relations(query, [
+            Result(node, score, metadata={FOUND_BY_KEY: {"via": reached[node.node_id]}})
+            for node, score in hits]))
+
+    def describe(self) -> dict[str, Any]:
+        return {"passage_scoring": self.name}
+
+
+@LITE_ONLY
+async def test_a_method_on_the_graph_building_blocks_runs_unchanged_in_both_modes(
+        family_index: GraphRAGIndex) -> None:
+    served = GraphRAGIndex(uri=family_index.store.uri, embed_model=family_index.embed_model,
+                           collection_prefix=family_index.store.prefix, graph="milvus")
+    try:
+        answers = []
+        for index in (family_index, served):
+            retriever = index.as_retriever(method=SeedNeighbours(), similarity_top_k=3)
+            for nodes in (retriever.retrieve(QUESTION), await retriever.aretrieve(QUESTION)):
+                answers.append([(n.node.node_id, round(n.score or 0, 6),
+                                 sorted(n.node.metadata[FOUND_BY_KEY]["via"]),
+                                 [r["text"] for r in n.node.metadata[RELATIONS_KEY]])
+                                for n in nodes])
+        assert answers[0] and all(answer == answers[0] for answer in answers)
+        assert family_index.graph_mode == "memory" and served.graph_mode == "milvus"
+        assert all(served.cache.peek(name) is None for name in ("graph", "entities",
+                                                                "passages"))
+    finally:
+        served.close()
 
 
 # ---------------------------------------------------------------------- the request table
@@ -109,8 +164,8 @@ class SequentialStore:
 
 def context() -> DriverContext:
     """No Milvus, no models: these plans ask for nothing that needs them."""
-    index: Any = SimpleNamespace(store=SequentialStore())
-    return DriverContext(index=index, llm=None, ner_prompt=DEFAULT_NER_PROMPT)
+    index: Any = SimpleNamespace(store=SequentialStore(), cache=None, embed_model=None)
+    return DriverContext.of(index)
 
 
 def test_a_request_without_a_handler_says_where_to_add_one() -> None:

@@ -210,7 +210,7 @@ def test_seeds_that_reach_nothing_fall_back_to_the_passages_own_similarity(
 def test_thresholds_drop_weak_hits(family_index: GraphRAGIndex) -> None:
     """With ``hops=0`` the pool is the seeds' relations: a threshold between the best seed
     and the next drops the next, and a threshold above every hit leaves no seed at all."""
-    def pool(**thresholds: float) -> tuple[list[NodeWithScore], dict[str, float]]:
+    def pool(**thresholds: Any) -> tuple[list[NodeWithScore], dict[str, float]]:
         hits = khop(family_index, hops=0, **thresholds).retrieve(QUESTION)
         return hits, {r["text"]: r["score"] for h in hits for r in h.node.metadata[RELATIONS_KEY]}
 
@@ -222,8 +222,10 @@ def test_thresholds_drop_weak_hits(family_index: GraphRAGIndex) -> None:
     _, strict = pool(entity_similarity_threshold=nothing,
                      relation_similarity_threshold=(best + second) / 2)
     assert list(strict.values()) == [best]  # the weaker relation hits were dropped
-    # entity seeds alone: the relations of the entities similar to the query
-    _, by_entities = pool(entity_similarity_threshold=-1.0, relation_similarity_threshold=nothing)
+    # entity seeds alone: the relations of the entities similar to the query (the fourth
+    # ties with the third under the test embedding: both are taken)
+    _, by_entities = pool(entity_similarity_threshold=-1.0, relation_similarity_threshold=nothing,
+                          entity_top_k=4)
     assert set(loose) < set(by_entities)
     # neither: no seed passes, the passages come by their own similarity
     hits, _ = pool(entity_similarity_threshold=nothing, relation_similarity_threshold=nothing)
@@ -397,21 +399,21 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
     )
     from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
     from llama_index_graphrag_milvus.retrieval.seeds import search_relations
-    from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+    from llama_index_graphrag_milvus.retrieval.settings import SearchSettings
 
     vector = family_index.embed_model.get_query_embedding(QUESTION)
     query = QueryContext(QUESTION, vector, 5)
     found = {}
     for where in ("memory", "milvus"):
-        config = SeedConfig(relation_top_k=4, relation_threshold=threshold,
-                            relation_search=where)
-        context = DriverContext(family_index, None, DEFAULT_NER_PROMPT)
+        config = SeedConfig(relation_top_k=4, relation_threshold=threshold)
+        context = DriverContext.of(family_index,
+                                   searches=SearchSettings(relation_search=where))
         found[where] = SyncDriver(context).run(search_relations(query, config))
         async_driver = AsyncDriver(context)
         assert asyncio.run(async_driver.run(search_relations(query, config))) == found[where]
     memory, milvus = found["memory"], found["milvus"]
-    assert [(h.id, h.text, h.subject_id, h.object_id) for h in memory] == [
-        (h.id, h.text, h.subject_id, h.object_id) for h in milvus]
+    assert [(h.id, h.text, h.subject_id, h.object_id, h.passage_ids) for h in memory] == [
+        (h.id, h.text, h.subject_id, h.object_id, h.passage_ids) for h in milvus]
     assert [h.score for h in memory] == pytest.approx([h.score for h in milvus], abs=1e-5)
     if threshold == 0.99:
         assert memory == []
@@ -430,26 +432,28 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
     )
     from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
     from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
-    from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT
+    from llama_index_graphrag_milvus.retrieval.settings import SearchSettings
 
     vector = family_index.embed_model.get_query_embedding(QUESTION)
     query = QueryContext(QUESTION, vector, 5)
     llm = ner(["Euler", "Johann Bernoulli", "fluid dynamics"])
-    found = {}
-    for where in ("memory", "milvus"):
-        # every entity (the test embedding ties many scores, and ties may come in any order)
-        config = SeedConfig(entity_top_k=50, entity_threshold=threshold, entity_search=where)
-        context = DriverContext(family_index, llm, DEFAULT_NER_PROMPT)
-        seeds, _ = SyncDriver(context).run(find_seeds(query, config))
-        again, _ = asyncio.run(AsyncDriver(context).run(find_seeds(query, config)))
-        assert again == seeds
-        found[where] = seeds.entities
-    memory, milvus = ([(h.searched, -round(h.score, 4), h.id, h.name) for h in found[where]]
-                      for where in ("memory", "milvus"))
-    assert [h[0] for h in memory] == [h[0] for h in milvus]  # grouped by name, in order
-    assert sorted(memory) == sorted(milvus)
-    everything = 3 * family_index.graph.num_entities
-    assert len(memory) == everything if threshold is None else 0 < len(memory) < everything
+    for top_k in (50, 3):  # every entity, and a cut inside the test embedding's ties
+        found = {}
+        for where in ("memory", "milvus"):
+            config = SeedConfig(entity_top_k=top_k, entity_threshold=threshold)
+            context = DriverContext.of(family_index, llm=llm,
+                                       searches=SearchSettings(entity_search=where))
+            seeds, _ = SyncDriver(context).run(find_seeds(query, config))
+            again, _ = asyncio.run(AsyncDriver(context).run(find_seeds(query, config)))
+            assert again == seeds
+            found[where] = seeds.entities
+        memory, milvus = ([(h.searched, h.id, h.name) for h in found[where]]
+                          for where in ("memory", "milvus"))
+        assert memory == milvus  # most similar first, ties by id, at the cut too
+        assert [h.score for h in found["memory"]] == pytest.approx(
+            [h.score for h in found["milvus"]], abs=1e-5)
+        everything = 3 * (family_index.graph.num_entities if top_k == 50 else top_k)
+        assert len(memory) == everything if threshold is None else 0 < len(memory) < everything
 
 
 def test_seed_search_auto_uses_milvus_above_the_memory_budget(

@@ -1,0 +1,37 @@
+"""Where the graph lives: the two graph sources that answer the graph requests.
+
+A method's plan asks the graph requests of :mod:`..requests` (:class:`~..requests.
+RelationSeeds`, :class:`~..requests.ExpandPool`, :class:`~..requests.RelationsAround`,
+...). The driver of a query answers them from one of two tables, chosen once per query from
+where the index reads its graph (``GraphRAGIndex(graph=...)``):
+
+- :mod:`.memory` (:data:`MEMORY_SOURCE`): the graph held in the process, with the seed
+  searches and passage rankings in memory where the retriever's settings allow;
+- :mod:`.served` (:data:`SERVED_SOURCE`): the graph served by Milvus, a bounded number of
+  Milvus requests per graph request.
+
+Both answer with the same records, so the methods, the explanations and local search contain
+no branch on the mode, and a method of your own runs unchanged in both.
+
+>>> from llama_index_graphrag_milvus.retrieval.requests import GRAPH_REQUESTS
+>>> all(set(GRAPH_REQUESTS) <= set(source_handlers(mode)) for mode in ("memory", "milvus"))
+True
+"""
+
+from __future__ import annotations
+
+from llama_index_graphrag_milvus.retrieval.drivers import Handlers
+from llama_index_graphrag_milvus.retrieval.settings import GraphMode
+from llama_index_graphrag_milvus.retrieval.sources.memory import MEMORY_SOURCE
+from llama_index_graphrag_milvus.retrieval.sources.served import SERVED_SOURCE
+
+__all__ = ["MEMORY_SOURCE", "SERVED_SOURCE", "source_handlers"]
+
+
+def source_handlers(graph: GraphMode | str) -> Handlers:
+    """The table of the graph source for ``graph`` (``"memory"`` or ``"milvus"``)."""
+    mode = GraphMode.of("graph", graph)
+    if mode == GraphMode.AUTO:
+        raise ValueError("the graph mode of a query is 'memory' or 'milvus': resolve 'auto' "
+                         "first (GraphRAGIndex.graph_mode)")
+    return MEMORY_SOURCE if mode == GraphMode.MEMORY else SERVED_SOURCE

@@ -1,0 +1,193 @@
+"""The graph served by Milvus: the graph requests answered by a bounded number of Milvus
+requests each, whatever the size of the graph (``GraphRAGIndex(graph="milvus")``).
+
+The worker holds nothing that grows with the corpus: the seeds and passage rankings are
+Milvus searches, and the graph steps are the filtered queries and searches of
+:class:`~llama_index_graphrag_milvus.milvus.served.ServedGraph`.
+
+The k-hop pool follows the in-memory expansion hop by hop: hop 0 is the relations of the
+seed entities (the ``per_hop_max_relations`` most similar to the query) and the seed
+relations; each further hop searches the relations of the best unexpanded ends of the
+previous hop. The in-memory graph probes a hub's closest relation clusters; Milvus returns
+the hub's relations most similar to the query.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from llama_index_graphrag_milvus.records import (
+    CandidateRelation,
+    EntityHit,
+    PassageHit,
+    RelationHit,
+    best_relations,
+)
+from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, Handlers, handler, steps
+from llama_index_graphrag_milvus.retrieval.requests import (
+    EntityDegrees,
+    EntityNames,
+    EntityPassages,
+    EntitySeeds,
+    ExpandPool,
+    GetEntityNames,
+    GetPassages,
+    GetRelations,
+    GetRelationTexts,
+    OwnRelations,
+    Plan,
+    RankPassages,
+    RelationsAround,
+    RelationSeeds,
+    RelationTexts,
+    SearchEntities,
+    SearchRelations,
+    Together,
+)
+from llama_index_graphrag_milvus.retrieval.sources.shared import milvus_ranking, rank_own
+from llama_index_graphrag_milvus.retrieval.steps import own_triplets
+
+
+def _relation_seeds(context: DriverContext, r: RelationSeeds) -> Plan[list[RelationHit]]:
+    return (yield from SearchRelations(r.vector, r.top_k, r.threshold))
+
+
+def _entity_seeds(context: DriverContext, r: EntitySeeds) -> Plan[list[list[EntityHit]]]:
+    return (yield from SearchEntities(r.vectors, r.names, r.top_k, r.threshold))
+
+
+def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:
+    return (yield from milvus_ranking(r))
+
+
+def next_entities(relations: list[CandidateRelation], expanded: set[str], limit: int
+                  ) -> list[str]:
+    """The ends of ``relations`` (best first) not expanded yet, at most ``limit``, in the
+    order of the best relation that reaches them.
+
+    >>> r = [CandidateRelation("r1", .9, 0, subject_id="a", object_id="b"),
+    ...      CandidateRelation("r2", .8, 0, subject_id="b", object_id="c")]
+    >>> next_entities(r, {"a"}, 5)
+    ['b', 'c']
+    """
+    found = dict.fromkeys(e for c in relations for e in (c.subject_id, c.object_id)
+                          if e and e not in expanded)
+    return list(found)[:limit]
+
+
+def cap_per_passage(relations: list[CandidateRelation], cap: int, limit: int
+                    ) -> list[CandidateRelation]:
+    """The first ``limit`` relations (best first) that bring a passage still under ``cap``
+    relations in the pool (the in-memory graph's ``max_relations_per_passage``)."""
+    used: dict[str, int] = {}
+    kept: list[CandidateRelation] = []
+    for relation in relations:
+        if any(used.get(p, 0) < cap for p in relation.passage_ids):
+            kept.append(relation)
+            for p in relation.passage_ids:
+                used[p] = used.get(p, 0) + 1
+            if len(kept) == limit:
+                break
+    return kept
+
+
+def _expand_pool(context: DriverContext, r: ExpandPool) -> Plan[list[CandidateRelation]]:
+    config = r.config
+    entities = list(dict.fromkeys(r.entity_ids))
+    around, seed_relations = yield from Together((
+        RelationsAround(r.vector, tuple(entities), config.per_hop_max_relations),
+        GetRelations(tuple(dict.fromkeys(r.relation_ids)), r.vector)))
+    frontier = best_relations(list({c.id: c for c in (*around, *seed_relations)}.values()),
+                              config.per_hop_max_relations)
+    kept = list(frontier)
+    seen = {c.id for c in frontier}
+    expanded = set(entities)
+    for hop in range(1, config.hops + 1):
+        following = next_entities(frontier, expanded, config.per_hop_max_entities)
+        if not following:
+            break
+        expanded.update(following)
+        found = yield from RelationsAround(r.vector, tuple(following),
+                                           config.per_hop_max_relations + len(seen))
+        frontier = [replace(c, hop=hop) for c in found if c.id not in seen]
+        frontier = frontier[:config.per_hop_max_relations]
+        seen.update(c.id for c in frontier)
+        kept += frontier
+    ranked = best_relations(kept, len(kept))
+    if config.max_relations_per_passage is not None:
+        return cap_per_passage(ranked, config.max_relations_per_passage,
+                               config.max_candidate_relations)
+    return ranked[:config.max_candidate_relations]
+
+
+def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
+    return context.store.served.relations_around(r.vector, r.entity_ids, r.limit)
+
+
+async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
+    return await context.store.served.arelations_around(r.vector, r.entity_ids, r.limit)
+
+
+def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
+    return context.store.served.relations(r.ids, r.vector)
+
+
+async def _arelations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
+    return await context.store.served.arelations(r.ids, r.vector)
+
+
+def _own_relations(context: DriverContext, r: OwnRelations
+                   ) -> Plan[list[list[CandidateRelation]]]:
+    """The relation rows of each passage's stored triplets, read by primary key (a passage
+    named by its id is read first)."""
+    named = tuple(p for p in r.passages if isinstance(p, str))
+    read = {n.node_id: n for n in ((yield from GetPassages(named)) if named else [])}
+    nodes = [read.get(p) if isinstance(p, str) else p for p in r.passages]
+    triplets = [[t.id for t in own_triplets(node)] if node is not None else []
+                for node in nodes]
+    wanted = tuple(dict.fromkeys(rid for ids in triplets for rid in ids))
+    found = {c.id: replace(c, hop=1)
+             for c in ((yield from GetRelations(wanted, r.vector)) if wanted else [])}
+    return rank_own([[found[rid] for rid in dict.fromkeys(ids) if rid in found]
+                     for ids in triplets], r.limit)
+
+
+def _entity_passages(context: DriverContext, r: EntityPassages) -> dict[str, list[str]]:
+    return context.store.served.entity_passages(r.entity_ids, r.cap)
+
+
+async def _aentity_passages(context: DriverContext, r: EntityPassages
+                            ) -> dict[str, list[str]]:
+    return await context.store.served.aentity_passages(r.entity_ids, r.cap)
+
+
+def _entity_degrees(context: DriverContext, r: EntityDegrees) -> dict[str, int]:
+    return context.store.served.entity_degrees(r.entity_ids)
+
+
+async def _aentity_degrees(context: DriverContext, r: EntityDegrees) -> dict[str, int]:
+    return await context.store.served.aentity_degrees(r.entity_ids)
+
+
+def _relation_texts(context: DriverContext, r: RelationTexts) -> Plan[dict[str, str]]:
+    return (yield from GetRelationTexts(r.ids))
+
+
+def _entity_names(context: DriverContext, r: EntityNames) -> Plan[dict[str, str]]:
+    return (yield from GetEntityNames(r.ids))
+
+
+SERVED_SOURCE: Handlers = dict([
+    steps(RelationSeeds, _relation_seeds),
+    steps(EntitySeeds, _entity_seeds),
+    steps(RankPassages, _rank_passages),
+    steps(ExpandPool, _expand_pool),
+    handler(RelationsAround, _around, _aaround),
+    handler(GetRelations, _relations, _arelations),
+    steps(OwnRelations, _own_relations),
+    handler(EntityPassages, _entity_passages, _aentity_passages),
+    handler(EntityDegrees, _entity_degrees, _aentity_degrees),
+    steps(RelationTexts, _relation_texts),
+    steps(EntityNames, _entity_names),
+])
+"""The graph requests, answered by Milvus (no copy of a whole collection)."""

@@ -1,0 +1,37 @@
+"""What both graph sources answer the same way: Milvus's passage ranking, the relation hits
+of relation records, and the order of a passage's own relations."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
+from llama_index_graphrag_milvus.retrieval.requests import Plan, RankPassages, SearchPassages
+
+
+def milvus_ranking(r: RankPassages) -> Plan[list[list[PassageHit]]]:
+    """``r`` as one Milvus search (the hits carry their nodes)."""
+    lists = yield from SearchPassages(r.vectors, r.limit, r.ids, r.where)
+    return [[PassageHit(node.node_id, score, node) for node, score in hits] for hits in lists]
+
+
+def as_hits(relations: Sequence[CandidateRelation]) -> list[RelationHit]:
+    """Relation records as relation-search hits (same order).
+
+    >>> as_hits([CandidateRelation("r1", 0.5, 0, "a b c", ("p",), "a", "c")])[0].passage_ids
+    ('p',)
+    """
+    return [RelationHit(c.id, c.text, c.score, c.subject_id, c.object_id, c.subject_kind,
+                        c.object_kind, c.passage_ids) for c in relations]
+
+
+def rank_own(lists: Sequence[Sequence[CandidateRelation]], limit: int | None
+             ) -> list[list[CandidateRelation]]:
+    """Each passage's own relations, most similar first (ties by id), at most ``limit``.
+
+    >>> r = [CandidateRelation("b", .5, 1), CandidateRelation("a", .5, 1),
+    ...      CandidateRelation("c", .9, 1)]
+    >>> [[c.id for c in own] for own in rank_own([r], 2)]
+    [['c', 'a']]
+    """
+    return [sorted(own, key=lambda c: (-c.score, c.id))[:limit] for own in lists]

@@ -8,8 +8,9 @@ top 2 passages next to the graph pipeline's top 2.
   needs no LLM: the relation "Leonhard Euler was a student of Johann Bernoulli" names a bridge
   entity the question does not (Johann Bernoulli), and the second query "the son of 's
   teacher ... Johann Bernoulli" finds Daniel Bernoulli's passage.
-- It then prints the prize-collecting Steiner tree subgraph (G-Retriever, passage_scoring=
-  "pcst", with G-Retriever's 3 prized relations) beside the size of the k-hop pool: the
+- It then prints the prize-collecting Steiner tree subgraph (G-Retriever,
+  PCSTRetrieval(relation_prizes=3): G-Retriever's 3 prized relations) beside the size of
+  the k-hop pool (KHopRetrieval): the
   small connected context an LLM would read instead of every relation around the seeds.
 - It writes the explanation of the second hop (seeds, bridges, second queries, the lists
   and how they were interleaved, naive RAG's list beside, the graph drawn) as an HTML page
@@ -33,7 +34,9 @@ from llama_index.core.schema import NodeWithScore
 from llama_index_graphrag_milvus import (
     GraphRAGIndex,
     GraphRelationRerank,
+    KHopRetrieval,
     MissingDependencyError,
+    PCSTRetrieval,
 )
 
 QUESTION = "What contribution did the son of Euler's teacher make?"
@@ -129,11 +132,11 @@ def first_line(hit: NodeWithScore) -> str:
 def show_subgraph(index: GraphRAGIndex, llm: Any) -> None:
     """The PCST subgraph (G-Retriever's 3 prized relations) next to the k-hop pool."""
     try:
-        tree = index.as_retriever(passage_scoring="pcst", pcst_relation_prizes=3, llm=llm)
+        tree = index.as_retriever(method=PCSTRetrieval(relation_prizes=3), llm=llm)
     except MissingDependencyError as exc:  # the [pcst] extra is not installed
         print(f"\nPCST subgraph skipped: {exc}")
         return
-    pool = index.as_retriever(passage_scoring="passage", llm=llm).retrieve(QUESTION)
+    pool = index.as_retriever(method=KHopRetrieval(), llm=llm).retrieve(QUESTION)
     pool_relations = {r["id"] for h in pool for r in h.node.metadata["graphrag_relations"]}
     hits = tree.retrieve(QUESTION)
     subgraph = hits[0].node.metadata.get("graphrag_subgraph")

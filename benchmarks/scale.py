@@ -50,7 +50,7 @@ from llama_index_graphrag_milvus.graph import (
     EntityRelationGraph,
     ExpansionConfig,
 )
-from llama_index_graphrag_milvus.graph.pcst import PCSTConfig
+from llama_index_graphrag_milvus.graph.steiner_tree import PCSTConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, EntityColumns, EntityHit
 from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph

@@ -4,8 +4,8 @@
   (:mod:`.hubs`: the clusters of hub entities' relations it probes);
 - :mod:`.tables`: ids, packed texts, exact nearest rows, the entity and passage tables
   (the seed searches in memory);
-- :mod:`.pagerank`: personalized PageRank on one query's entity-passage neighbourhood;
-- :mod:`.pcst`: the prize-collecting Steiner tree of a neighbourhood (G-Retriever; the
+- :mod:`.personalized_pagerank`: personalized PageRank on one query's entity-passage neighbourhood;
+- :mod:`.steiner_tree`: the prize-collecting Steiner tree of a neighbourhood (G-Retriever; the
   solver is the ``pcst`` extra, imported only when called);
 - :mod:`.leiden`: hierarchical Leiden communities of the entity graph (Microsoft GraphRAG;
   needs graspologic-native, the ``communities`` extra, imported only when called).
@@ -26,7 +26,7 @@ from llama_index_graphrag_milvus.graph.leiden import (
     modularity,
     relation_weights,
 )
-from llama_index_graphrag_milvus.graph.pagerank import (
+from llama_index_graphrag_milvus.graph.personalized_pagerank import (
     Neighbourhood,
     PageRankConfig,
     PageRankResult,

@@ -20,7 +20,7 @@ from typing import Any
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import ExpansionConfig
-from llama_index_graphrag_milvus.graph.pcst import DEFAULT_RELATION_PRIZES
+from llama_index_graphrag_milvus.graph.steiner_tree import DEFAULT_RELATION_PRIZES
 from llama_index_graphrag_milvus.retrieval.bridge import (
     DEFAULT_HUB_PASSAGES,
     DEFAULT_MAX_BRIDGES,

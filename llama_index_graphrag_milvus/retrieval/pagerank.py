@@ -2,9 +2,8 @@
 
 The neighbourhood of one query (the k-hop candidate pool, the seed relations and the
 relations of the passages most similar to the query, as relation records whichever graph
-source read them) becomes a graph of entity and passage nodes
-(:func:`~llama_index_graphrag_milvus.graph.pagerank.neighbourhood_graph`). PageRank restarts
-at the query:
+source read them) becomes a graph of entity and passage nodes (:func:`~llama_index_graphrag_
+milvus.graph.personalized_pagerank.neighbourhood_graph`). PageRank restarts at the query:
 
 - entity nodes: the entity-search hits (NER names with an LLM, else the query vector) and the
   subjects and objects of the relation-search hits (query-to-triplet linking, as HippoRAG 2),

@@ -2,7 +2,7 @@
 
 The same seeds and bounded k-hop expansion as the k-hop method give the neighbourhood (the
 candidate pool, ``max_candidate_relations`` relations at most: the solver never sees more).
-On it (:mod:`llama_index_graphrag_milvus.graph.pcst`):
+On it (:mod:`llama_index_graphrag_milvus.graph.steiner_tree`):
 
 - prizes: the ``pcst_entity_prizes`` best entity-search hits (NER names with an LLM, else the
   query vector) get ``k .. 1`` by similarity, the ``pcst_relation_prizes`` relations of the
@@ -40,7 +40,7 @@ from llama_index.core.schema import NodeWithScore, TextNode
 
 from llama_index_graphrag_milvus.errors import SolverError
 from llama_index_graphrag_milvus.graph import ExpansionConfig
-from llama_index_graphrag_milvus.graph.pcst import (
+from llama_index_graphrag_milvus.graph.steiner_tree import (
     DEFAULT_RELATION_PRIZES,
     PCSTConfig,
     Solver,
@@ -192,7 +192,7 @@ class PCSTRetrieval(RetrievalMethod):
             Default 3 (G-Retriever).
         relation_prizes: pool relations that get a prize (``k .. 1`` by similarity); more
             gives a larger subgraph. Default 20 (G-Retriever: 3; see
-            :data:`~llama_index_graphrag_milvus.graph.pcst.DEFAULT_RELATION_PRIZES`).
+            :data:`~llama_index_graphrag_milvus.graph.steiner_tree.DEFAULT_RELATION_PRIZES`).
         edge_cost: cost of every relation; higher gives a smaller subgraph. Default 0.5.
         subgraph_node: put the subgraph's text first, as a node of its own, for the LLM.
             Default ``False``.

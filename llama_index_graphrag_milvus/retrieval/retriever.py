@@ -23,7 +23,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import EmptyIndexError
-from llama_index_graphrag_milvus.graph.pcst import load_solver
+from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, DriverContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig

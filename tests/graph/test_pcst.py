@@ -21,8 +21,13 @@ from llama_index_graphrag_milvus import (
     InvalidInputError,
     MissingDependencyError,
 )
-from llama_index_graphrag_milvus.graph import pcst as pcst_module
-from llama_index_graphrag_milvus.graph.pcst import PCSTConfig, rank_prizes, solve, textualize
+from llama_index_graphrag_milvus.graph import steiner_tree as pcst_module
+from llama_index_graphrag_milvus.graph.steiner_tree import (
+    PCSTConfig,
+    rank_prizes,
+    solve,
+    textualize,
+)
 from llama_index_graphrag_milvus.records import (
     FOUND_BY_KEY,
     RELATIONS_KEY,

@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from llama_index_graphrag_milvus.records import CommunityReport
     from llama_index_graphrag_milvus.retrieval.bridge import Bridge
     from llama_index_graphrag_milvus.retrieval.pcst import ChosenSubgraph
-    from llama_index_graphrag_milvus.retrieval.steps import Seeds
+    from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 
 TOP_PAGERANK_ENTITIES = 15
 """PageRank entities an explanation keeps (the heaviest)."""

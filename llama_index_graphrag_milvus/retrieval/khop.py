@@ -23,11 +23,10 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     search_passages,
 )
 from llama_index_graphrag_milvus.retrieval.requests import GetPassages, Plan, first
-from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds, find_seeds
 from llama_index_graphrag_milvus.retrieval.settings import Choice
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
-    Seeds,
     attached_relations,
     build_results,
     select_passages,

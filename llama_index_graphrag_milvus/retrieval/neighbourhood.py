@@ -20,8 +20,8 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Plan,
     RelationsAround,
 )
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from llama_index_graphrag_milvus.retrieval.sources.shared import as_hits
-from llama_index_graphrag_milvus.retrieval.steps import Seeds
 
 
 def expand_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig

@@ -54,9 +54,8 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.requests import OwnRelations, Plan, first
-from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds, find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
-    Seeds,
     attached_relations,
     select_passages,
 )

@@ -20,7 +20,8 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     RelationTexts,
     first,
 )
-from llama_index_graphrag_milvus.retrieval.steps import Seeds, as_result
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds
+from llama_index_graphrag_milvus.retrieval.steps import as_result
 
 OWN_RELATIONS_PER_PASSAGE = 5
 """A passage found by its own similarity carries its best own relations, at most this many."""

@@ -71,10 +71,9 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     search_passages,
 )
 from llama_index_graphrag_milvus.retrieval.requests import Plan, first
-from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds, find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     ScoredPassages,
-    Seeds,
     as_result,
     attached_relations,
     own_triplets,

@@ -4,9 +4,10 @@ query's graph source searches them (see :class:`~.settings.SearchSettings`)."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
-from llama_index_graphrag_milvus.records import RelationHit
+from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
@@ -17,7 +18,14 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Request,
     Together,
 )
-from llama_index_graphrag_milvus.retrieval.steps import Seeds
+
+
+@dataclass(frozen=True)
+class Seeds:
+    """What the seed searches found for one query: the start of the expansion."""
+
+    entities: tuple[EntityHit, ...]
+    relations: tuple[RelationHit, ...]
 
 
 def relation_seeds(query: QueryContext, config: SeedConfig) -> RelationSeeds:

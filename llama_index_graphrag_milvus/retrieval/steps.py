@@ -9,7 +9,6 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence, Sized
-from dataclasses import dataclass
 from typing import Any
 
 from llama_index.core.prompts import PromptTemplate
@@ -22,9 +21,7 @@ from llama_index_graphrag_milvus.records import (
     RETRIEVAL_KEYS,
     TRIPLETS_KEY,
     CandidateRelation,
-    EntityHit,
     GraphPassageNode,
-    RelationHit,
     Triplet,
     hide_from_models,
 )
@@ -43,14 +40,6 @@ DEFAULT_NER_PROMPT = PromptTemplate(
 
 DEFAULT_SIMILARITY_TOP_K = 20
 """Default passage cap: generous, because a reranker can only choose among what it gets."""
-
-
-@dataclass(frozen=True)
-class Seeds:
-    """What the Milvus searches found for one query: the start of the expansion."""
-
-    entities: tuple[EntityHit, ...]
-    relations: tuple[RelationHit, ...]
 
 
 ScoredPassages = Sequence[tuple[BaseNode, float | None]]

@@ -21,7 +21,7 @@ from llama_index_graphrag_milvus.retrieval.pagerank import (
     relation_record,
     seed_weights,
 )
-from llama_index_graphrag_milvus.retrieval.steps import Seeds
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 
 
 def relation(rid: str, subject: str, obj: str, passages: list[str], vector: list[float]

@@ -285,7 +285,7 @@ def test_a_hub_with_100k_relations_is_solved_on_the_capped_neighbourhood() -> No
     from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
     from llama_index_graphrag_milvus.records import EntityHit
     from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
-    from llama_index_graphrag_milvus.retrieval.steps import Seeds
+    from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 
     rng = np.random.default_rng(0)
     vectors = rng.normal(size=(100_000, 8))

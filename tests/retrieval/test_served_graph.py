@@ -21,7 +21,7 @@ from llama_index_graphrag_milvus.retrieval import QueryContext
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
 from llama_index_graphrag_milvus.retrieval.requests import OwnRelations
-from llama_index_graphrag_milvus.retrieval.steps import Seeds
+from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from tests.fakes import HashEmbedding
 
 QUESTION = "What did the son of Euler's teacher contribute?"

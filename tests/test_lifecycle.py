@@ -160,3 +160,20 @@ def test_other_connect_failures_are_not_blamed_on_another_process(tmp_path: Path
         GraphRAGIndex(uri=str(tmp_path / "missing" / "graph.db"),
                       embed_model=HashEmbedding(dim=64))
     assert "another process" not in str(caught.value)
+
+
+async def test_lite_clients_send_no_keepalive_pings(db: Path) -> None:
+    """pymilvus pings every 10 s, also idle; Lite's gRPC server answers GOAWAY
+    "too_many_pings" after two, which grpc prints to stderr: every client of a Lite store
+    (its own, the passage vector store's, the async one) has keepalive off."""
+    off = {"grpc.keepalive_time_ms": 2**31 - 1}
+    with build(db) as index:
+        store = index.store
+        clients = [store.client, store.passages.client, store.aclient()]
+        for client in clients[:2]:
+            assert client._get_connection()._grpc_options == off  # pymilvus' handler
+        assert (await clients[2]._get_connection())._grpc_options == off
+    kept = {"grpc.keepalive_time_ms": 60_000}
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64),
+                       milvus_client_kwargs={"grpc_options": kept}) as index:
+        assert index.store.client._get_connection()._grpc_options == kept

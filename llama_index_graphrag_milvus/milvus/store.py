@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -137,6 +138,11 @@ class MilvusGraphStore(QueryPath):
         self.read_options: dict[str, Any] = {"consistency_level": consistency_level}
         """The consistency of every read and search (the collections' own level)."""
         self.is_lite = "://" not in uri
+        if self.is_lite and os.path.isfile(uri):  # Lite would log a traceback, then fail
+            raise InvalidInputError(
+                f"uri {uri!r} is a file: Milvus Lite keeps an index in a folder whose name "
+                "ends in .db; give a new path or such a folder (a file of Milvus Lite 2 "
+                "cannot be opened by Milvus Lite 3).")
         self._client_kwargs = (lite_client_kwargs(dict(client_kwargs or {})) if self.is_lite
                                else dict(client_kwargs or {}))
         self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"

@@ -65,7 +65,7 @@ def test_importing_the_package_does_not_import_the_web_framework() -> None:
 
 def missing_model_files() -> object:
     """Fails as a model loader does when its path does not exist."""
-    return open("/nonexistent/graphrag-model/config.json")  # noqa: SIM115
+    return open("/nonexistent/graphrag-model/config.json")
 
 
 def tree(path: Path) -> list[tuple[str, int, int]] | None:

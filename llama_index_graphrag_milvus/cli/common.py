@@ -19,7 +19,7 @@ from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
 
 USAGE_ERROR = 2
 """Exit code of a command line to change (argparse's own)."""
@@ -92,6 +92,8 @@ dict nor a function that returns one
                                 f"a function that takes none and returns {kind_name}")
     try:
         made = target()
+    except GraphRAGError:  # says what to do already (a missing extra...)
+        raise
     except Exception as exc:
         raise InvalidInputError(f"{flag} {spec} failed: {type(exc).__name__}: "
                                 f"{shorten(str(exc))}") from exc

@@ -45,7 +45,7 @@ EMBED_EXCLUDED = ("file_path", "file_name", "file_type", "file_size", "creation_
                   "last_modified_date", "last_accessed_date")
 """File metadata ``SimpleDirectoryReader`` records, kept out of the embedded text (it
 embeds ``file_path`` by default: every passage would carry its folder's path)."""
-BATCH_PASSAGES = 64
+BATCH_PASSAGES = 16
 """Passages extracted and written together (one ingestion call, one progress step)."""
 
 

@@ -32,6 +32,7 @@ from llama_index_graphrag_milvus.cli.common import (
     is_server,
     load_embed_model,
 )
+from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
 from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL, extractor, load_llm
 from llama_index_graphrag_milvus.errors import GraphRAGError
 
@@ -65,7 +66,7 @@ def parser() -> argparse.ArgumentParser:
                         "(default: every file SimpleDirectoryReader reads)")
     result.add_argument("--chunk-size", type=int, default=1024,
                         help="tokens per passage (default %(default)s)")
-    result.add_argument("--batch-size", type=int, default=64,
+    result.add_argument("--batch-size", type=int, default=BATCH_PASSAGES,
                         help="passages extracted and stored together (default %(default)s): "
                              "Ctrl-C loses at most one batch")
     result.add_argument("--ask", action="append", default=[], metavar="QUESTION",

@@ -49,12 +49,18 @@ return cy.nodes().map(function (n) {
 """
 
 
+BASEL = ("Leonhard Euler was born in Basel, a city on the Rhine in Switzerland.",
+         [("Basel", "is a city on", "the Rhine"), ("the Rhine", "flows through", "Switzerland"),
+          ("Basel", "is a city in", "Switzerland")])
+"""A fifth passage, so that PageRank's drawing holds more than 25 entities."""
+
+
 @pytest.fixture(scope="module")
 def quick_start_pages(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Path]]:
-    """The quick start's four passages (21 to 24 entities drawn), explained by the second
-    hop (top 4) and by PageRank (top 10), as saved pages."""
+    """The quick start's four passages and one more, explained by the second hop (top 4,
+    22 entities drawn) and by PageRank (top 10, 26), as saved pages."""
     folder = tmp_path_factory.mktemp("quick")
-    index = GraphRAGIndex.from_triplets(DATASET, uri=str(folder / "bernoulli.db"),
+    index = GraphRAGIndex.from_triplets([*DATASET, BASEL], uri=str(folder / "bernoulli.db"),
                                         embed_model=HashEmbedding(dim=64))
     try:
         yield {method: index.as_retriever(passage_scoring=method, similarity_top_k=top_k)
@@ -80,7 +86,7 @@ def test_labels_do_not_overlap_and_stay_legible(driver: Any, quick_start_pages: 
     driver.get(quick_start_pages[method].as_uri())
     wait(driver, lambda d: js(d, f"return !!{PAGE_GRAPH}"), "the page's graph")
     boxes = driver.execute_script(LABEL_BOXES, ".gr-graph")
-    assert len(boxes) >= 20  # the quick start's graph: 21 to 24 entities
+    assert len(boxes) >= {"bridge": 20, "ppr": 25}[method]
     assert overlapping(boxes) == []
     zoom, width, height, drawn_width, drawn_height = js(
         driver, f"var cy = {PAGE_GRAPH}; var b = cy.elements().renderedBoundingBox();"

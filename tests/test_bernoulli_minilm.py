@@ -94,12 +94,19 @@ def test_quick_start_example_runs_offline(tmp_path: Path) -> None:
         capture_output=True, text=True, env=env, timeout=300, check=False)
     assert done.returncode == 0, done.stderr
     assert "offline run" in done.stdout
+    # one line per stage, with its time
+    assert re.search(r"^Loading the embedding model .*\.\.\. \d+\.\d s$", done.stdout, re.M)
+    assert re.search(r"^Embedding and storing 4 passages and 22 triplets at .*\.\.\. \d+\.\d s$",
+                     done.stdout, re.M)
     naive, graph = done.stdout.split("Graph RAG top 2")
     assert naive.count("Leonhard Euler") == 1 and "Daniel Bernoulli" not in naive
-    top2 = graph.split("(graph candidates")[0]
+    assert re.search(r"#1  Leonhard Euler   similarity 0\.\d{3}\n  #2  ", naive)
+    top2 = graph.split("(the order interleaves")[0]
     # the offline default (the second hop) finds the answer's source: Daniel Bernoulli
-    assert "Leonhard Euler" in top2 and "Daniel Bernoulli" in top2
-    assert "found by bridge Johann Bernoulli" in top2 and "via:" in top2
+    assert re.search(r"#1  Leonhard Euler   found by the question, similarity 0\.\d{3}; via:", top2)
+    assert re.search(r"#2  Daniel Bernoulli   found by bridge Johann Bernoulli, similarity "
+                     r"0\.\d{3} to its second query; via:", top2)
+    assert "reranker" not in done.stdout  # no LLM, no reranker
     subgraph = graph.split("PCST subgraph (G-Retriever): ")[1]
     relations, pool = re.match(r"(\d+) relations and \d+ entities, against the k-hop "
                                r"pool's (\d+) relations", subgraph).groups()
@@ -110,3 +117,4 @@ def test_quick_start_example_runs_offline(tmp_path: Path) -> None:
     assert f"Why these passages: open {page.as_uri()}" in done.stdout
     assert "Johann Bernoulli" in page.read_text(encoding="utf-8")
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr
+    assert "Loading weights" not in done.stderr  # the stage line says it instead

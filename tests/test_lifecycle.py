@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from tests.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
@@ -31,7 +31,7 @@ CLOSED = r"is closed: close\(\) was called"
 CHILD = """
 import sys
 from tests.fakes import HashEmbedding
-from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 try:
     index = GraphRAGIndex(uri=sys.argv[1], embed_model=HashEmbedding(dim=64))
 except MilvusStoreError as exc:
@@ -160,3 +160,31 @@ def test_other_connect_failures_are_not_blamed_on_another_process(tmp_path: Path
         GraphRAGIndex(uri=str(tmp_path / "missing" / "graph.db"),
                       embed_model=HashEmbedding(dim=64))
     assert "another process" not in str(caught.value)
+
+
+
+def test_a_file_where_lite_keeps_a_folder_is_refused_quietly(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str]) -> None:
+    (tmp_path / "old.db").write_bytes(b"")
+    with pytest.raises(InvalidInputError, match="is a file: Milvus Lite keeps an index in a "
+                                                "folder"):
+        GraphRAGIndex(uri=str(tmp_path / "old.db"), embed_model=HashEmbedding(dim=64))
+    assert "Traceback" not in capfd.readouterr().err  # Lite's FileExistsError, logged
+    assert (tmp_path / "old.db").is_file()
+
+
+async def test_lite_clients_send_no_keepalive_pings(db: Path) -> None:
+    """pymilvus pings every 10 s, also idle; Lite's gRPC server answers GOAWAY
+    "too_many_pings" after two, which grpc prints to stderr: every client of a Lite store
+    (its own, the passage vector store's, the async one) has keepalive off."""
+    off = {"grpc.keepalive_time_ms": 2**31 - 1}
+    with build(db) as index:
+        store = index.store
+        clients = [store.client, store.passages.client, store.aclient()]
+        for client in clients[:2]:
+            assert client._get_connection()._grpc_options == off  # pymilvus' handler
+        assert (await clients[2]._get_connection())._grpc_options == off
+    kept = {"grpc.keepalive_time_ms": 60_000}
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64),
+                       milvus_client_kwargs={"grpc_options": kept}) as index:
+        assert index.store.client._get_connection()._grpc_options == kept

@@ -9,8 +9,10 @@ what the graph source read for the :class:`~.view.Lookup`.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
+from difflib import SequenceMatcher
 from typing import Any
 
 from llama_index.core.schema import BaseNode, NodeWithScore
@@ -42,6 +44,38 @@ from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
 MAX_POOL = 100
 """Pool relations an explanation lists (the pool itself is ``max_candidate_relations``)."""
+_WORDS = re.compile(r"\w+")
+
+
+def read_second_query(question: str, second_query: str, bridge: str) -> str:
+    """A bridge's second query in words: the question with the words the query dropped
+    replaced by the bridge, or the question followed by the bridge when it dropped none
+    (``bridge_query="append"``). What is embedded is ``second_query`` itself: this is
+    how to read it.
+
+    >>> read_second_query("What did the son of Euler's teacher make?",
+    ...                   "What did the son of 's teacher make? Johann Bernoulli",
+    ...                   "Johann Bernoulli")
+    "the question with 'Euler' replaced by the bridge: What did the son of Johann \
+Bernoulli's teacher make?"
+    >>> read_second_query("Who taught Euler?", "Who taught Euler? Johann Bernoulli",
+    ...                   "Johann Bernoulli")
+    'the question followed by the bridge: Who taught Euler? Johann Bernoulli'
+    """
+    kept = second_query[:-len(bridge)].rstrip() if second_query.endswith(bridge) \
+        else second_query
+    words = list(_WORDS.finditer(question))
+    matcher = SequenceMatcher(None, [w.group() for w in words], _WORDS.findall(kept),
+                              autojunk=False)
+    dropped = [(words[i1].start(), words[i2 - 1].end())
+               for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("delete", "replace")]
+    if not dropped:
+        return f"the question followed by the bridge: {question} {bridge}"
+    first = question[dropped[0][0]:dropped[0][1]]
+    text = question
+    for start, end in reversed(dropped):
+        text = text[:start] + (bridge if start == dropped[0][0] else "") + text[end:]
+    return f"the question with {first!r} replaced by the bridge: {' '.join(text.split())}"
 
 
 def _ref(relation: RelationHit | CandidateRelation | Mapping[str, Any]) -> RelationRef:
@@ -136,9 +170,10 @@ def _reports(trace: Trace, nodes: Sequence[NodeWithScore]) -> list[ReportStep]:
                        report.as_text(), report.id in used) for report, matches in trace.reports]
 
 
-def _bridges(trace: Trace) -> list[BridgeStep]:
+def _bridges(trace: Trace, question: str) -> list[BridgeStep]:
     return [BridgeStep(entity_id(bridge.name), bridge.name, bridge.kind, _ref(bridge.relation),
-                       query, bridge.named, bridge.fallback)
+                       query, bridge.named, bridge.fallback,
+                       read_second_query(question, query, bridge.name))
             for bridge, query in trace.bridges]
 
 
@@ -170,7 +205,7 @@ def build_explanation(trace: Trace, question: str, method: str, settings: dict[s
                     for rank, (node, score) in enumerate(naive, 1)),
         entity_seeds=tuple(_seed(h) for h in trace.entity_hits),
         relation_seeds=tuple(_ref(h) for h in trace.relation_hits),
-        bridges=tuple(_bridges(trace)), candidate_lists=tuple(_lists(trace, question)),
+        bridges=tuple(_bridges(trace, question)), candidate_lists=tuple(_lists(trace, question)),
         pool=tuple(_ref(c) for c in trace.pool[:MAX_POOL]),
         pagerank=tuple(EntityMass(eid, lookup.name(eid), mass)
                        for eid, mass in trace.pagerank),

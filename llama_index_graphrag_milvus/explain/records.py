@@ -86,6 +86,8 @@ class BridgeStep(_Record):
     ``named`` is the relation's other end when the question names it (the words a
     ``"substitute"`` second query drops); ``fallback``: the relation came from the
     relations of the entities the question names, not from the relation search.
+    ``second_query`` is the text that was embedded; ``reading`` says it in words (see
+    :func:`~llama_index_graphrag_milvus.explain.build.read_second_query`).
     """
 
     entity_id: str
@@ -95,6 +97,7 @@ class BridgeStep(_Record):
     second_query: str
     named: str | None = None
     fallback: bool = False
+    reading: str = ""
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,12 @@ Routes, all ``GET`` (any other method is refused with 405: nothing can write):
   of an entity's relations;
 - ``/api/passages?offset=&limit=``, ``/api/passage/{id}``: passages with their triplets;
 - ``/api/communities?level=&offset=&limit=``: the community reports of a level;
-- ``/api/ask?q=&method=&top_k=``: the explanation of a question (naive RAG's list inside).
+- ``/api/ask?q=&method=&top_k=``: the explanation of a question (naive RAG's list inside);
+  ``HEAD`` checks the arguments and runs nothing.
+
+Errors are JSON ``{"error": ...}``: 404 for what the index does not hold, 400 for a bad
+request (``method=local`` on an index without communities included), 500 otherwise; an
+error repeats at most :data:`MAX_ERROR_CHARS` characters of what it was given.
 
 Every response carries a Content-Security-Policy that allows the page's own scripts only
 (``script-src 'self'``, no inline script, no connection elsewhere). Bound to a loopback
@@ -30,6 +35,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
 
+from llama_index_graphrag_milvus.cli.common import shorten
 from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
 from llama_index_graphrag_milvus.explore.data import (
     DEFAULT_PAGE,
@@ -54,6 +60,8 @@ ASSETS: dict[str, tuple[str, str]] = {
 """The files the app serves, from the ``assets/`` folder of a package: name to (package,
 content type). Nothing else is served."""
 
+MAX_ERROR_CHARS = 500
+"""Characters of an error message a response holds at most."""
 LOOPBACK_NAMES = ("127.0.0.1", "localhost", "::1", "[::1]")
 """``Host`` names the app answers when it is bound to a loopback address."""
 
@@ -91,10 +99,14 @@ class SecurityHeaders:
 def _asset(name: str) -> Response:
     found = ASSETS.get(name)
     if found is None:
-        return JSONResponse({"error": f"no asset {name!r}"}, status_code=404)
+        return _error(f"no asset {shorten(repr(name), 80)}", 404)
     package, media_type = found
     body = resources.files(package).joinpath("assets").joinpath(name).read_bytes()
     return Response(body, media_type=media_type)
+
+
+def _error(message: str, status: int) -> JSONResponse:
+    return JSONResponse({"error": shorten(message, MAX_ERROR_CHARS)}, status_code=status)
 
 
 def _int(request: Request, name: str, default: int | None) -> int | None:
@@ -130,12 +142,21 @@ def create_app(index_or_data: Any, loopback_only: bool = True) -> Starlette:
             try:
                 return JSONResponse(handler(request))
             except NotFoundError as exc:
-                return JSONResponse({"error": str(exc)}, status_code=404)
+                return _error(str(exc), 404)
             except InvalidInputError as exc:
-                return JSONResponse({"error": str(exc)}, status_code=400)
+                return _error(str(exc), 400)
             except GraphRAGError as exc:
-                return JSONResponse({"error": str(exc)}, status_code=500)
+                return _error(str(exc), 500)
         return endpoint
+
+    def ask(request: Request) -> Any:
+        arguments = (request.query_params.get("q", ""),
+                     request.query_params.get("method", "bridge"),
+                     _required_int(request, "top_k", DEFAULT_TOP_K))
+        if request.method == "HEAD":  # the headers of a GET, without running the question
+            data.check_question(*arguments)
+            return None
+        return data.ask(*arguments)
 
     routes = [
         Route("/", lambda r: _asset("explorer.html"), methods=["GET"]),
@@ -154,9 +175,7 @@ def create_app(index_or_data: Any, loopback_only: bool = True) -> Starlette:
         Route("/api/communities", api(lambda r: data.communities(
             _int(r, "level", None), _required_int(r, "offset", 0),
             _required_int(r, "limit", DEFAULT_PAGE))), methods=["GET"]),
-        Route("/api/ask", api(lambda r: data.ask(
-            r.query_params.get("q", ""), r.query_params.get("method", "bridge"),
-            _required_int(r, "top_k", DEFAULT_TOP_K))), methods=["GET"]),
+        Route("/api/ask", api(ask), methods=["GET"]),
     ]
     middleware = [Middleware(SecurityHeaders)]
     if loopback_only:

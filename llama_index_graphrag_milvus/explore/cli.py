@@ -8,46 +8,24 @@ prefix, an embedding model that does not load or does not fit, a port in use, th
 from __future__ import annotations
 
 import argparse
-import importlib
-import sys
 from collections.abc import Sequence
-from pathlib import Path
-from typing import Any
 
-from llama_index.core.base.embeddings.base import BaseEmbedding
-
+from llama_index_graphrag_milvus.cli.common import (
+    USAGE_ERROR,
+    check_lite_index,
+    fail,
+    load_embed_model,
+)
 from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
 
-USAGE_ERROR = 2
-"""Exit code of a command line to change."""
-
-
-def load_embed_model(spec: str) -> BaseEmbedding:
-    """The embedding model of ``module:callable`` (called when callable), e.g.
-    ``mymodels:embed_model`` for ``def embed_model(): return HuggingFaceEmbedding(...)``."""
-    module_name, sep, attribute = spec.partition(":")
-    if not sep or not module_name or not attribute:
-        raise InvalidInputError(f"--embed-model takes MODULE:CALLABLE, got {spec!r}")
-    try:
-        target: Any = importlib.import_module(module_name)
-        for part in attribute.split("."):
-            target = getattr(target, part)
-    except (ImportError, AttributeError) as exc:
-        raise InvalidInputError(f"--embed-model {spec}: cannot load it ({exc}); name a module "
-                                "on the Python path and a function in it") from exc
-    model = target if isinstance(target, BaseEmbedding) else target()
-    if not isinstance(model, BaseEmbedding):
-        raise InvalidInputError(f"--embed-model {spec} gave a {type(model).__name__}, not a "
-                                "LlamaIndex embedding model (BaseEmbedding)")
-    return model
+__all__ = ["USAGE_ERROR", "check_uri", "load_embed_model", "main", "parser"]
 
 
 def check_uri(uri: str) -> None:
-    """A Milvus Lite path must exist: the explorer opens an index, it never creates one."""
-    if "://" not in uri and not Path(uri).exists():
-        raise InvalidInputError(f"--uri {uri}: no Milvus Lite index there (the path does not "
-                                "exist); give the path an index was built at, or a server "
-                                "URL such as http://localhost:19530")
+    """A Milvus Lite path must hold an index: the explorer opens one, it never creates one,
+    and it leaves a path it refuses as it found it (see
+    :func:`~llama_index_graphrag_milvus.cli.common.check_lite_index`)."""
+    check_lite_index(uri)
 
 
 def parser() -> argparse.ArgumentParser:
@@ -90,10 +68,9 @@ def main(argv: Sequence[str] | None = None) -> int:
                 f"collections there: {sorted(index.store.client.list_collections())}")
         server = serve(index, host=args.host, port=args.port)
     except GraphRAGError as exc:
-        print(f"error: {exc}", file=sys.stderr)
         if index is not None:
             index.close()
-        return USAGE_ERROR
+        return fail(exc)
     print(f"Explorer of {args.uri} ({args.collection_prefix}): open {server.url}  "
           "(Ctrl-C stops it)", flush=True)
     try:

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llama_index_graphrag_milvus.cli.common import shorten
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     GraphRAGError,
@@ -59,6 +60,8 @@ MAX_SEARCH_CHARS = 200
 """Longest entity search text."""
 PASSAGES_PER_RELATION = 5
 """Passage ids listed per relation of a neighbourhood."""
+MAX_SHOWN_ID = 80
+"""Characters of a requested id an error repeats at most."""
 METHODS = (*PASSAGE_SCORINGS, "local")
 """The methods a question can run: the retriever's, and local search when the index has
 communities."""
@@ -190,7 +193,8 @@ class ExplorerData:
         graph = self.index.graph
         [row] = graph.entity_ids.rows_of([entity_id]).tolist()
         if row < 0:
-            raise NotFoundError(f"no entity {entity_id!r} in this index's graph")
+            raise NotFoundError(f"no entity {shorten(repr(entity_id), MAX_SHOWN_ID)} in "
+                                "this index's graph")
         incidence = graph.incidence
         relations = incidence.indices[incidence.indptr[row]:incidence.indptr[row + 1]].astype(
             np.int64)
@@ -244,7 +248,8 @@ class ExplorerData:
         """One passage with its triplets."""
         nodes = self.index.store.get_passages([passage_id])
         if not nodes:
-            raise NotFoundError(f"no passage {passage_id!r} in this index")
+            raise NotFoundError(f"no passage {shorten(repr(passage_id), MAX_SHOWN_ID)} in "
+                                "this index")
         return self._passage(nodes[0])
 
     # ------------------------------------------------------------------ communities
@@ -277,8 +282,7 @@ class ExplorerData:
     def retriever(self, method: str, top_k: int = DEFAULT_TOP_K) -> GraphRAGRetriever:
         """The retriever of ``method`` (one of :data:`METHODS`) returning ``top_k``
         passages, built once and reused."""
-        if method not in METHODS:
-            raise InvalidInputError(f"unknown method {method!r}; expected one of {METHODS}")
+        self.check_method(method)
         check_int("top_k", top_k, maximum=MAX_TOP_K)
         with self._lock:
             found = self._retrievers.get((method, top_k))
@@ -290,9 +294,36 @@ class ExplorerData:
                 self._retrievers[(method, top_k)] = found
         return found
 
+    def check_method(self, method: str) -> str:
+        """``method`` when the index can run it: :class:`InvalidInputError` for an unknown
+        one, and for ``"local"`` on an index without communities (it says how to build
+        them)."""
+        if method not in METHODS:
+            raise InvalidInputError(f"unknown method {shorten(repr(method), MAX_SHOWN_ID)}; "
+                                    f"expected one of {METHODS}")
+        if method == "local":
+            try:
+                self.index.communities  # noqa: B018 (reads them once; cached by the index)
+            except CommunitiesNotBuiltError as exc:
+                raise InvalidInputError(f"the method 'local' searches communities: {exc}"
+                                        ) from exc
+        return method
+
+    def check_question(self, question: str, method: str = "bridge",
+                       top_k: int = DEFAULT_TOP_K) -> str:
+        """The arguments of :meth:`ask` checked, nothing run: the stripped question."""
+        self.check_method(method)
+        check_int("top_k", top_k, maximum=MAX_TOP_K)
+        return _check_text("the question", question, MAX_QUESTION_CHARS)
+
     def ask(self, question: str, method: str = "bridge", top_k: int = DEFAULT_TOP_K
             ) -> dict[str, Any]:
         """The explanation of ``method`` on ``question`` (with naive RAG's list), as
-        :meth:`~llama_index_graphrag_milvus.explain.records.Explanation.to_dict` gives it."""
-        question = _check_text("the question", question, MAX_QUESTION_CHARS)
+        :meth:`~llama_index_graphrag_milvus.explain.records.Explanation.to_dict` gives it.
+
+        Raises:
+            InvalidInputError: see :meth:`check_question` (``"local"`` without communities
+                included).
+        """
+        question = self.check_question(question, method, top_k)
         return self.retriever(method, top_k).explain(question).to_dict()

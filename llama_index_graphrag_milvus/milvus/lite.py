@@ -19,7 +19,7 @@ import threading
 import weakref
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pymilvus import MilvusException
 
@@ -57,6 +57,31 @@ def quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
         yield
     finally:
         target.removeFilter(quiet)
+
+
+NO_KEEPALIVE = 2**31 - 1
+"""gRPC's "never" for ``grpc.keepalive_time_ms`` (INT_MAX turns keepalive pings off)."""
+
+
+def lite_client_kwargs(client_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The pymilvus client arguments for a Milvus Lite path: keepalive pings off, unless the
+    caller set ``grpc_options`` of its own.
+
+    pymilvus pings its server every 10 s, also when idle
+    (``grpc.keepalive_permit_without_calls``); Lite's in-process gRPC server keeps gRPC's
+    defaults, which allow one ping per 5 minutes without calls, and after two early pings
+    answers GOAWAY "too_many_pings", which grpc logs to stderr (an idle explorer printed it
+    every few minutes). A loopback connection to a server in the same process needs no
+    keepalive: its end is seen when the server stops.
+
+    >>> lite_client_kwargs({"timeout": 5})["grpc_options"]
+    {'grpc.keepalive_time_ms': 2147483647}
+    >>> lite_client_kwargs({"grpc_options": {"grpc.keepalive_time_ms": 60000}})
+    {'grpc_options': {'grpc.keepalive_time_ms': 60000}}
+    """
+    options = dict(client_kwargs.get("grpc_options") or {})
+    options.setdefault("grpc.keepalive_time_ms", NO_KEEPALIVE)
+    return {**client_kwargs, "grpc_options": options}
 
 
 _LITE_LOCK = threading.Lock()

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -40,7 +41,12 @@ from llama_index_graphrag_milvus.milvus.columns import (
     read_columns,
 )
 from llama_index_graphrag_milvus.milvus.filters import in_list, quote
-from llama_index_graphrag_milvus.milvus.lite import lite_connection, quiet_lite, release_lite
+from llama_index_graphrag_milvus.milvus.lite import (
+    lite_client_kwargs,
+    lite_connection,
+    quiet_lite,
+    release_lite,
+)
 from llama_index_graphrag_milvus.milvus.queries import QueryPath
 from llama_index_graphrag_milvus.milvus.rows import (
     rows_to_passages,
@@ -126,13 +132,19 @@ class MilvusGraphStore(QueryPath):
                 f"written), got {consistency_level!r}.")
         self.uri = uri
         self._token = token
-        self._client_kwargs = dict(client_kwargs or {})
         self.consistency_level = consistency_level
         self.reads = check_instance("reads", reads or CollectionReads(), CollectionReads,
                                     "a CollectionReads")
         self.read_options: dict[str, Any] = {"consistency_level": consistency_level}
         """The consistency of every read and search (the collections' own level)."""
         self.is_lite = "://" not in uri
+        if self.is_lite and os.path.isfile(uri):  # Lite would log a traceback, then fail
+            raise InvalidInputError(
+                f"uri {uri!r} is a file: Milvus Lite keeps an index in a folder whose name "
+                "ends in .db; give a new path or such a folder (a file of Milvus Lite 2 "
+                "cannot be opened by Milvus Lite 3).")
+        self._client_kwargs = (lite_client_kwargs(dict(client_kwargs or {})) if self.is_lite
+                               else dict(client_kwargs or {}))
         self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
         """The vector index of the collections this store creates (Milvus Lite: ``FLAT``)."""
         self.index_params: dict[str, Any] = {}

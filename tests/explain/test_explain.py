@@ -56,6 +56,8 @@ def test_the_second_hop_says_which_bridge_found_daniel(index: GraphRAGIndex) -> 
     assert (johann.name, johann.named) == ("Johann Bernoulli", "Leonhard Euler")
     assert johann.second_query == ("What contribution did the son of 's teacher make? "
                                    "Johann Bernoulli")
+    assert johann.reading == ("the question with 'Euler' replaced by the bridge: What "
+                              "contribution did the son of Johann Bernoulli's teacher make?")
     assert len(explanation.candidate_lists) == 1 + len(explanation.bridges)
     assert explanation.candidate_lists[1].query == johann.second_query
     [daniel] = [p for p in explanation.passages if p.text == DANIEL]

@@ -160,3 +160,41 @@ def test_communities_and_local_search_once_built(tmp_path: object) -> None:
         assert answer["method"] == "local" and answer["reports"]
     finally:
         index.close()
+
+
+def test_errors_repeat_little_of_what_they_were_given(client: TestClient) -> None:
+    huge = "x" * 60_000  # the test client refuses longer URLs
+    for path in (f"/api/entity/{huge}", f"/api/passage/{huge}", f"/assets/{huge}"):
+        response = client.get(path)
+        assert response.status_code == 404
+        assert len(response.content) < 300 and "xxxx…" in response.json()["error"]
+    response = client.get(f"/api/ask?q=Euler&method={huge}")
+    assert response.status_code == 400 and len(response.content) < 500
+
+
+def test_local_search_without_communities_is_a_bad_request(client: TestClient) -> None:
+    response = client.get(f"/api/ask?q={QUESTION}&method=local")
+    assert response.status_code == 400
+    assert "Run index.build_communities()" in response.json()["error"]
+    assert client.head(f"/api/ask?q={QUESTION}&method=local").status_code == 400
+
+
+class CountingData(ExplorerData):
+    """Counts the questions it runs."""
+
+    asked = 0
+
+    def ask(self, *args: object, **kwargs: object) -> dict[str, object]:
+        CountingData.asked += 1
+        return super().ask(*args, **kwargs)
+
+
+def test_head_checks_a_question_and_runs_nothing(index: GraphRAGIndex) -> None:
+    with TestClient(create_app(CountingData(index)), base_url="http://127.0.0.1") as client:
+        response = client.head(f"/api/ask?q={QUESTION}&top_k=2")
+        assert response.status_code == 200 and CountingData.asked == 0
+        assert response.headers["content-type"] == "application/json"
+        assert client.head("/api/ask?q=").status_code == 400  # checked all the same
+        assert client.head(f"/api/ask?q={QUESTION}&top_k=99").status_code == 400
+        assert client.get(f"/api/ask?q={QUESTION}&top_k=2").status_code == 200
+        assert CountingData.asked == 1

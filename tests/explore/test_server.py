@@ -63,20 +63,64 @@ def test_importing_the_package_does_not_import_the_web_framework() -> None:
     assert result.stdout.strip() == "[]"
 
 
-@pytest.mark.parametrize(("arguments", "message"), [
-    (["--uri", "{tmp}/missing.db", "--embed-model", EMBED], "no Milvus Lite index there"),
-    (["--uri", "{db}", "--embed-model", "no_such_module:model"], "cannot load it"),
-    (["--uri", "{db}", "--embed-model", "tests.fakes"], "takes MODULE:CALLABLE"),
-    (["--uri", "{db}", "--embed-model", EMBED, "--collection-prefix", "other"],
-     "no index with --collection-prefix 'other'"),
+def missing_model_files() -> object:
+    """Fails as a model loader does when its path does not exist."""
+    return open("/nonexistent/graphrag-model/config.json")
+
+
+def tree(path: Path) -> list[tuple[str, int, int]] | None:
+    """What is at ``path``: each file and folder with its size and modification time."""
+    if not path.exists():
+        return None
+    found = [path, *sorted(path.rglob("*"))] if path.is_dir() else [path]
+    return [(str(p.relative_to(path.parent)), p.stat().st_size, p.stat().st_mtime_ns)
+            for p in found]
+
+
+def make_path(tmp_path: Path, kind: str) -> Path:
+    """The ``--uri`` of one refused case, made as a user would have it."""
+    if kind == "index":
+        build(tmp_path / "family.db").close()
+        return tmp_path / "family.db"
+    if kind == "plain folder":
+        (tmp_path / "notes").mkdir()
+        (tmp_path / "notes" / "a.txt").write_text("keep me", encoding="utf-8")
+        return tmp_path / "notes"
+    if kind == "empty file":
+        (tmp_path / "x.db").touch()
+        return tmp_path / "x.db"
+    if kind == "empty folder":
+        (tmp_path / "x.db").mkdir()
+        return tmp_path / "x.db"
+    return tmp_path / "missing.db"
+
+
+@pytest.mark.parametrize(("kind", "arguments", "message"), [
+    ("missing", [], "no Milvus Lite index there"),
+    ("plain folder", [], "Milvus Lite opens only folders whose name ends in .db"),
+    ("empty file", [], "is a file, not a Milvus Lite index"),
+    ("empty folder", [], "holds no Milvus Lite index (no collections/ in it)"),
+    ("index", ["--collection-prefix", "other"], "no index with --collection-prefix 'other'"),
+    ("index", ["--embed-model", "no_such_module:model"], "cannot load it"),
+    ("index", ["--embed-model", "tests.fakes"], "takes MODULE:CALLABLE"),
+    ("index", ["--embed-model", "examples.bernoulli:QUESTION"],
+     "examples.bernoulli:QUESTION names a str, neither a LlamaIndex embedding model"),
+    ("index", ["--embed-model", "examples.bernoulli:first_line"],
+     "examples.bernoulli:first_line needs arguments (hit)"),
+    ("index", ["--embed-model", "tests.explore.test_server:missing_model_files"],
+     "missing_model_files failed: FileNotFoundError: [Errno 2] No such file or directory"),
+    ("index", ["--embed-model", "tests.fakes:ScriptedLLM"], "needs arguments (script)"),
 ])
-def test_the_command_line_says_what_to_fix(tmp_path: Path, capsys: pytest.CaptureFixture[str],
-                                           arguments: list[str], message: str) -> None:
-    db = tmp_path / "family.db"
-    build(db).close()
-    argv = [a.format(tmp=tmp_path, db=db) for a in arguments]
+def test_the_command_line_says_what_to_fix_and_leaves_the_path_alone(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, arguments: list[str],
+        message: str) -> None:
+    uri = make_path(tmp_path, kind)
+    before = tree(uri)
+    argv = ["--uri", str(uri), "--embed-model", EMBED, *arguments]
     assert main(argv) == 2
-    assert message in capsys.readouterr().err
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("error: ") and message in err, err
+    assert tree(uri) == before  # a read-only command leaves a path it refuses as it was
 
 
 def test_the_command_line_refuses_a_port_in_use(tmp_path: Path,

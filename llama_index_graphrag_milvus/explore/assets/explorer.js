@@ -88,14 +88,33 @@
 
   /* ---------------------------------------------------------------- ask */
 
-  function expandInto(id, name, cy) {
-    var offset = state.offsets[id] || 0;
-    return api("/api/entity/" + encodeURIComponent(id), { offset: offset, limit: 15 })
-      .then(function (page) {
-        state.offsets[id] = page.offset + page.relations.length;
-        X.addNeighbourhood(cy, page);
-        return page;
-      });
+  function plural(count, word) { return count + " " + word + (count === 1 ? "" : "s"); }
+
+  /* Draw the next page of an entity's relations, skipping pages whose relations are all
+   * drawn already; resolves to {page, added} (added: relations drawn by this click). */
+  function expandInto(id, cy) {
+    function next() {
+      return api("/api/entity/" + encodeURIComponent(id), { offset: state.offsets[id] || 0,
+                                                             limit: 15 })
+        .then(function (page) {
+          state.offsets[id] = page.offset + page.relations.length;
+          var added = X.addNeighbourhood(cy, page);
+          if (!added && page.relations.length && state.offsets[id] < page.total) return next();
+          return { page: page, added: added };
+        });
+    }
+    return next();
+  }
+
+  /* What an expansion did, in words: what it added and whether a click adds more. */
+  function expansion(name, id, result) {
+    var total = result.page.total, left = total - state.offsets[id];
+    if (!result.added) {
+      return name + ": all " + plural(total, "relation") + " are drawn already";
+    }
+    return name + ": " + plural(result.added, "relation") + " added" + (left > 0
+      ? " (" + left + " not drawn yet: click again for more)"
+      : " (all " + total + " drawn)");
   }
 
   function ask(event) {
@@ -110,9 +129,8 @@
         state.offsets = {};
         X.render($("explanation"), data, { onEntity: function (id, name, cy) {
           status("ask-status", "Expanding " + name + "…");
-          expandInto(id, name, cy).then(function (page) {
-            status("ask-status", name + ": " + page.total + " relations, " +
-              state.offsets[id] + " shown (click again for more)");
+          expandInto(id, cy).then(function (result) {
+            status("ask-status", expansion(name, id, result));
           }, function (error) { status("ask-status", error.message, true); });
         } });
         status("ask-status", "Answered in " + Math.round(performance.now() - started) +
@@ -163,7 +181,8 @@
 
   function expandEntity(id) {
     var cy = entityGraph();
-    return expandInto(id, "", cy).then(function (page) {
+    return expandInto(id, cy).then(function (result) {
+      var page = result.page;
       state.current = page.entity;
       var more = $("more-relations");
       var shown = state.offsets[id];
@@ -173,11 +192,11 @@
       var list = $("relations-list");
       clear(list);
       page.relations.forEach(function (r) {
-        list.appendChild(el("li", null, r.text + (r.passages.length ? "  [" +
-          r.passages.length + (r.more_passages ? "+" + r.more_passages : "") +
-          " passages]" : "")));
+        var passages = r.passages.length + r.more_passages;
+        list.appendChild(el("li", null, r.text + (passages ? "  [" + plural(passages,
+          "passage") + "]" : "")));
       });
-      status("entity-status", page.entity.name + ": " + page.total + " relations");
+      status("entity-status", expansion(page.entity.name, page.entity.id, result));
     }, function (error) { status("entity-status", error.message, true); });
   }
 

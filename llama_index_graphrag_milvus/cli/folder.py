@@ -1,0 +1,211 @@
+"""A folder of files into an index, resumable: what ``graphrag-milvus FOLDER`` runs.
+
+:func:`read_folder` reads the files (LlamaIndex's ``SimpleDirectoryReader``, recursive, a
+document per file or per page, each with its path as id) and splits them into passages.
+:func:`stored_documents` says which documents the index already holds whole, and
+:func:`ingest` extracts and writes the others, a batch at a time, with a progress bar.
+
+A document is *stored* when every passage it splits into is in the passage collection, and
+every relation of those passages is in the relation collection and links back to the
+passage. Passages are written first and relations last (see
+:mod:`~llama_index_graphrag_milvus.ingestion.write`), so a run stopped halfway (Ctrl-C)
+leaves the documents of its last batch not stored: the next run extracts and writes them
+again (an upsert: ids are deterministic) and skips the others. A file that changed since it
+was stored splits into other passages: its old ones are deleted before it is stored again.
+
+Example::
+
+    folder = read_folder(Path("./docs"))
+    stored = stored_documents(index, folder)
+    ingest(index, [d for d in folder.documents if d.doc_id not in stored], extractor)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from llama_index.core import SimpleDirectoryReader
+from llama_index.core.ingestion import run_transformations
+from llama_index.core.node_parser import SentenceSplitter
+from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
+
+from llama_index_graphrag_milvus.cli.common import shorten
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
+from llama_index_graphrag_milvus.index import GraphRAGIndex
+from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+
+DEFAULT_CHUNK_SIZE = 1024
+"""Tokens per passage (LlamaIndex's ``SentenceSplitter`` default)."""
+EMBED_EXCLUDED = ("file_path", "file_name", "file_type", "file_size", "creation_date",
+                  "last_modified_date", "last_accessed_date")
+"""File metadata ``SimpleDirectoryReader`` records, kept out of the embedded text (it
+embeds ``file_path`` by default: every passage would carry its folder's path)."""
+BATCH_PASSAGES = 16
+"""Passages extracted and written together (one ingestion call, one progress step)."""
+
+
+@dataclass(frozen=True)
+class FolderDocument:
+    """One document of the folder and the passages it splits into (without triplets yet),
+    with their ids as the index computes them."""
+
+    doc_id: str
+    name: str
+    passages: tuple[BaseNode, ...]
+    passage_ids: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Folder:
+    """What :func:`read_folder` read: the documents with text, and the files without."""
+
+    path: Path
+    documents: tuple[FolderDocument, ...]
+    empty: tuple[str, ...] = ()
+
+    @property
+    def passages(self) -> int:
+        """Passages of all the documents."""
+        return sum(len(d.passages) for d in self.documents)
+
+
+def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
+                chunk_size: int = DEFAULT_CHUNK_SIZE,
+                extensions: Sequence[str] | None = None) -> Folder:
+    """Read and split the files under ``path`` (recursive, hidden files skipped).
+
+    ``index_keys`` are the index's ``passage_identity_keys`` (the passage ids depend on
+    them); ``extensions`` (``[".txt", ".md"]``) keeps only those files.
+
+    Raises:
+        InvalidInputError: ``path`` does not exist or is not a folder, it holds no file (of
+            ``extensions``), no file holds text, or a file type needs a reader package
+            that is not installed (the message names it).
+    """
+    if not path.exists():
+        raise InvalidInputError(f"{path}: no such folder; give the folder of the files to "
+                                "index")
+    if not path.is_dir():
+        raise InvalidInputError(f"{path} is a file; give the folder that holds it")
+    try:
+        reader = SimpleDirectoryReader(input_dir=str(path.resolve()), recursive=True,
+                                       filename_as_id=True, required_exts=list(extensions)
+                                       if extensions else None)
+        documents = reader.load_data()
+    except ImportError as exc:
+        raise InvalidInputError(f"reading {path} needs a package that is not installed: "
+                                f"{shorten(str(exc))}; install it, or keep other files with "
+                                "--extensions .txt,.md") from exc
+    except ValueError as exc:  # "No files found in ..."
+        kinds = f" with the extensions {', '.join(extensions)}" if extensions else ""
+        raise InvalidInputError(f"{path} holds no file{kinds} to index") from exc
+    splitter = SentenceSplitter(chunk_size=chunk_size,
+                                chunk_overlap=min(200, chunk_size // 5))
+    found: list[FolderDocument] = []
+    empty: list[str] = []
+    for document in documents:
+        name = str(document.metadata.get("file_name") or document.doc_id)
+        # the path stays in the metadata (shown with each passage), out of the vectors
+        document.excluded_embed_metadata_keys = list(dict.fromkeys(
+            [*document.excluded_embed_metadata_keys, *EMBED_EXCLUDED]))
+        if not document.get_content(metadata_mode=MetadataMode.NONE).strip():
+            empty.append(name)
+            continue
+        passages = [node for node in run_transformations([document], [splitter])
+                    if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
+        ids = tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
+        found.append(FolderDocument(document.doc_id, name, tuple(passages), ids))
+    if not found:
+        raise InvalidInputError(f"no file under {path} holds text ({len(empty)} empty)")
+    return Folder(path, tuple(found), tuple(empty))
+
+
+def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:
+    """The ids of the documents the index holds whole (see the module docstring): two reads
+    by primary key per thousand passages."""
+    store = index.store
+    if store.dim is None:
+        return set()
+    wanted = [pid for d in folder.documents for pid in d.passage_ids]
+    passages = {node.node_id: node for node in store.get_passages(wanted)}
+    links: dict[str, set[str]] = {}
+    for node in passages.values():
+        for triplet in triplets_from_node(node)[0]:
+            links.setdefault(triplet.id, set()).add(node.node_id)
+    relations = store.get_rows(store.relation_collection, list(links), ["id", "passage_ids"])
+    whole: set[str] = set()
+    for relation_id, passage_ids in links.items():
+        row = relations.get(relation_id)
+        linked = set(row["passage_ids"]) if row is not None else set()
+        if row is not None and (passage_ids <= linked
+                                or len(linked) >= MAX_PASSAGES_PER_RELATION):
+            whole.add(relation_id)
+    stored = set()
+    for document in folder.documents:
+        nodes = [passages.get(pid) for pid in document.passage_ids]
+        if all(node is not None and all(t.id in whole for t in triplets_from_node(node)[0])
+               for node in nodes):
+            stored.add(document.doc_id)
+    return stored
+
+
+@dataclass
+class Progress:
+    """What :func:`ingest` did so far (read after an interruption too)."""
+
+    documents: int = 0
+    passages: int = 0
+    replaced: list[str] = field(default_factory=list)
+
+
+def batches(documents: Sequence[FolderDocument], size: int = BATCH_PASSAGES
+            ) -> list[list[FolderDocument]]:
+    """Documents grouped in order until a group holds ``size`` passages or more.
+
+    >>> docs = [FolderDocument(str(i), str(i), (), ("p",) * n) for i, n in enumerate([3, 2, 5])]
+    >>> [[d.doc_id for d in batch] for batch in batches(docs, 4)]
+    [['0', '1'], ['2']]
+    """
+    groups: list[list[FolderDocument]] = []
+    current: list[FolderDocument] = []
+    count = 0
+    for document in documents:
+        current.append(document)
+        count += len(document.passage_ids)
+        if count >= size:
+            groups.append(current)
+            current, count = [], 0
+    if current:
+        groups.append(current)
+    return groups
+
+
+def ingest(index: GraphRAGIndex, documents: Sequence[FolderDocument],
+           kg_extractor: TransformComponent, progress: Progress | None = None,
+           batch_size: int = BATCH_PASSAGES,
+           on_batch: Callable[[int, int], Any] | None = None) -> Progress:
+    """Extract the triplets of ``documents`` and write them, a batch of about
+    ``batch_size`` passages at a time; ``on_batch(documents, passages)`` is called
+    after each batch is stored (a progress bar). A document with passages stored from an
+    older version of its file has them deleted first. ``progress`` is updated as batches
+    are stored, so that a caller interrupted (``KeyboardInterrupt``) can say how far it got.
+    """
+    done = progress if progress is not None else Progress()
+    for batch in batches(documents, batch_size):
+        for document in batch:
+            stale = {n.node_id for n in index.store.document_passages(document.doc_id)}
+            if stale - set(document.passage_ids):  # the file changed since it was stored
+                index.delete_ref_doc(document.doc_id)
+                done.replaced.append(document.name)
+        nodes = [node.model_copy(deep=True) for d in batch for node in d.passages]
+        index.insert_nodes(kg_extractor(nodes))
+        done.documents += len(batch)
+        done.passages += len(nodes)
+        if on_batch is not None:
+            on_batch(len(batch), len(nodes))
+    return done

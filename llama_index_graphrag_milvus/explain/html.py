@@ -7,7 +7,7 @@ are written as JSON escapes such as ``\u003c``, so no text of the index can clos
 Content-Security-Policy allows only the page's own three scripts (by their SHA-256) and no
 connection at all: the page works offline and fetches nothing.
 
->>> from llama_index_graphrag_milvus.explain.records import Explanation
+>>> from llama_index_graphrag_milvus.explain.explanation import Explanation
 >>> page = render_page(Explanation("Who taught <b>Euler</b>?", "bridge", {}, ()))
 >>> "Who taught &lt;b&gt;Euler&lt;/b&gt;?" in page, "<b>Euler" in page
 (True, False)
@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from llama_index_graphrag_milvus.explain.records import Explanation
+from llama_index_graphrag_milvus.explain.explanation import Explanation
 
 ASSETS = "llama_index_graphrag_milvus.explain"
 """The package whose ``assets/`` folder holds the vendored and own assets."""

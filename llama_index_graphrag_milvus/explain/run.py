@@ -15,8 +15,8 @@ from typing import TYPE_CHECKING
 
 from llama_index.core.schema import QueryBundle
 
-from llama_index_graphrag_milvus.explain.build import build_explanation
-from llama_index_graphrag_milvus.explain.records import Explanation
+from llama_index_graphrag_milvus.explain.assemble import build_explanation
+from llama_index_graphrag_milvus.explain.explanation import Explanation
 from llama_index_graphrag_milvus.explain.trace import Trace
 from llama_index_graphrag_milvus.explain.view import Lookup
 from llama_index_graphrag_milvus.retrieval.method import QueryContext

@@ -5,8 +5,8 @@ Every retrieval method carries a few hook lines, ``if query.trace: query.trace.o
 collects nothing and pays one attribute test per hook. Under ``explain`` the hooks hand the
 :class:`Trace` the objects the method computed anyway (seeds, bridges, lists, pool, PageRank
 masses, subgraph, local context); the trace keeps references and copies small slices, and
-:mod:`~llama_index_graphrag_milvus.explain.build` turns them into an
-:class:`~llama_index_graphrag_milvus.explain.records.Explanation` afterwards.
+:mod:`~llama_index_graphrag_milvus.explain.assemble` turns them into an
+:class:`~llama_index_graphrag_milvus.explain.explanation.Explanation` afterwards.
 
 >>> from llama_index_graphrag_milvus.records import RelationHit
 >>> trace = Trace()

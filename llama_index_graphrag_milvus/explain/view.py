@@ -7,7 +7,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 from llama_index.core.schema import BaseNode
 
-from llama_index_graphrag_milvus.explain.records import (
+from llama_index_graphrag_milvus.explain.explanation import (
     Explanation,
     GraphEdge,
     GraphNode,

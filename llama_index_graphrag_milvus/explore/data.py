@@ -319,7 +319,7 @@ class ExplorerData:
     def ask(self, question: str, method: str = "bridge", top_k: int = DEFAULT_TOP_K
             ) -> dict[str, Any]:
         """The explanation of ``method`` on ``question`` (with naive RAG's list), as
-        :meth:`~llama_index_graphrag_milvus.explain.records.Explanation.to_dict` gives it.
+        :meth:`~llama_index_graphrag_milvus.explain.explanation.Explanation.to_dict` gives it.
 
         Raises:
             InvalidInputError: see :meth:`check_question` (``"local"`` without communities

@@ -7,7 +7,7 @@
 - :mod:`.described`: Microsoft GraphRAG's entities and relations with descriptions
   (:func:`parse_described`, :func:`descriptions_from_node`);
 - :mod:`.cache`: :class:`ExtractionCache`, what makes a run resumable;
-- :mod:`.report`: :class:`ExtractionReport`, :func:`extraction_failures`;
+- :mod:`.extraction_report`: :class:`ExtractionReport`, :func:`extraction_failures`;
 - :mod:`.spacy_extractor`: :class:`SpacyTripletExtractor` (spaCy, no LLM; the ``nlp``
   extra, imported only when one is created).
 
@@ -20,16 +20,16 @@ from llama_index_graphrag_milvus.extraction.described import (
     descriptions_from_node,
     parse_described,
 )
-from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
-from llama_index_graphrag_milvus.extraction.prompts import (
-    DEFAULT_DESCRIBED_EXTRACT_PROMPT,
-    DEFAULT_TRIPLET_EXTRACT_PROMPT,
-)
-from llama_index_graphrag_milvus.extraction.report import (
+from llama_index_graphrag_milvus.extraction.extraction_report import (
     EXTRACTION_ERROR_KEY,
     ExtractionFailure,
     ExtractionReport,
     extraction_failures,
+)
+from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
+from llama_index_graphrag_milvus.extraction.prompts import (
+    DEFAULT_DESCRIBED_EXTRACT_PROMPT,
+    DEFAULT_TRIPLET_EXTRACT_PROMPT,
 )
 from llama_index_graphrag_milvus.extraction.spacy_extractor import SpacyTripletExtractor
 from llama_index_graphrag_milvus.extraction.triplets import (

@@ -52,16 +52,16 @@ from llama_index_graphrag_milvus.extraction.described import (
     parse_described,
     store_descriptions,
 )
-from llama_index_graphrag_milvus.extraction.prompts import (
-    DEFAULT_DESCRIBED_EXTRACT_PROMPT,
-    DEFAULT_ENTITY_TYPES,
-    DEFAULT_TRIPLET_EXTRACT_PROMPT,
-)
-from llama_index_graphrag_milvus.extraction.report import (
+from llama_index_graphrag_milvus.extraction.extraction_report import (
     EXTRACTION_ERROR_KEY,
     ExtractionReport,
     Outcome,
     Tally,
+)
+from llama_index_graphrag_milvus.extraction.prompts import (
+    DEFAULT_DESCRIBED_EXTRACT_PROMPT,
+    DEFAULT_ENTITY_TYPES,
+    DEFAULT_TRIPLET_EXTRACT_PROMPT,
 )
 from llama_index_graphrag_milvus.extraction.triplets import parse_triplets, store_triplets
 from llama_index_graphrag_milvus.llm import (

@@ -21,7 +21,7 @@ from llama_index_graphrag_milvus.communities.build import (
     community_rows,
 )
 from llama_index_graphrag_milvus.communities.local_search import LocalSearchConfig
-from llama_index_graphrag_milvus.communities.reports import CommunityReporter
+from llama_index_graphrag_milvus.communities.report_writer import CommunityReporter
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     EmptyIndexError,

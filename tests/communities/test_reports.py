@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from llama_index.core.utils import get_tokenizer
 
-from llama_index_graphrag_milvus.communities.reports import (
+from llama_index_graphrag_milvus.communities.report_writer import (
     DEFAULT_REPORT_PROMPT,
     CommunityData,
     CommunityReporter,

@@ -9,7 +9,7 @@ import pytest
 
 from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.explain import Explanation, Trace
-from llama_index_graphrag_milvus.explain.build import is_passage
+from llama_index_graphrag_milvus.explain.assemble import is_passage
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod
 from tests.explain_data import DANIEL, EULER, QUESTION, build
 from tests.fakes import HashEmbedding

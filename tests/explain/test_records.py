@@ -20,7 +20,7 @@ from llama_index_graphrag_milvus.explain import (
     RelationRef,
     Trace,
 )
-from llama_index_graphrag_milvus.explain.build import reason
+from llama_index_graphrag_milvus.explain.assemble import reason
 from llama_index_graphrag_milvus.explain.html import asset, render_frame, render_page
 from llama_index_graphrag_milvus.explain.view import predicate
 from tests.explain_data import HOSTILE, IMAGE, QUESTION, SCRIPT

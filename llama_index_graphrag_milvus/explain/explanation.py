@@ -87,7 +87,7 @@ class BridgeStep(_Record):
     ``"substitute"`` second query drops); ``fallback``: the relation came from the
     relations of the entities the question names, not from the relation search.
     ``second_query`` is the text that was embedded; ``reading`` says it in words (see
-    :func:`~llama_index_graphrag_milvus.explain.build.read_second_query`).
+    :func:`~llama_index_graphrag_milvus.explain.assemble.read_second_query`).
     """
 
     entity_id: str

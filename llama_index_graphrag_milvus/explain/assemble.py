@@ -1,5 +1,5 @@
 """From a filled :class:`~.trace.Trace` and the returned nodes to an
-:class:`~.records.Explanation` (pure).
+:class:`~.explanation.Explanation` (pure).
 
 The final passages come from the nodes the method returned, with the reason read from
 their metadata (``graphrag_found_by``, ``graphrag_relations``); the other steps from the
@@ -17,7 +17,7 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.explain.records import (
+from llama_index_graphrag_milvus.explain.explanation import (
     BridgeStep,
     CandidateList,
     EntityMass,

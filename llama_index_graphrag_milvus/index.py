@@ -5,7 +5,7 @@ from __future__ import annotations
 import inspect
 import logging
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
@@ -60,9 +60,6 @@ GRAPH_SETTINGS = ("auto", "memory", "milvus")
 """Where queries read the graph (the ``graph`` argument of :class:`GraphRAGIndex`)."""
 DEFAULT_GRAPH_MEMORY_BUDGET = 1 << 30
 """``graph="auto"`` holds the graph in memory up to this many bytes (1 GiB)."""
-
-if TYPE_CHECKING:
-    pass
 
 logger = logging.getLogger(__name__)
 

@@ -16,7 +16,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 from llama_index.core.schema import BaseNode
@@ -73,8 +73,6 @@ logger = logging.getLogger(__name__)
 
 WORKER_PREFIX = "graphrag-milvus"
 """The names of a store's worker threads (see :meth:`MilvusGraphStore.concurrently_all`)."""
-_A = TypeVar("_A")
-_B = TypeVar("_B")
 
 
 async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
@@ -390,12 +388,6 @@ class MilvusGraphStore(QueryPath):
         if client is not None:
             await client.close()
         await asyncio.to_thread(self.close)
-
-    def concurrently(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
-        """Run two blocking Milvus calls at the same time: ``second`` in this thread while
-        ``first`` runs in the store's worker thread (gRPC waits release the GIL)."""
-        answer_first, answer_second = self.concurrently_all([first, second])
-        return answer_first, answer_second
 
     def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
         """Run blocking Milvus calls at the same time: all but the last in the store's

@@ -16,8 +16,10 @@ from collections.abc import Iterator
 from urllib.parse import urlparse
 
 import pytest
+from pymilvus import MilvusClient
 
-from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
+from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus.errors import MilvusUnavailableError
 from tests.conftest import FAMILY
 from tests.fakes import HashEmbedding
 from tests.proxy import TcpProxy
@@ -73,10 +75,30 @@ def test_a_query_during_a_restart_fails_clearly_and_the_next_one_succeeds(
     worker.join(timeout=6 * TIMEOUT)
     assert not worker.is_alive(), "the query hangs past the client timeout"
     error = outcome.get("error")
-    assert isinstance(error, MilvusStoreError), outcome
+    assert isinstance(error, MilvusUnavailableError), outcome  # a MilvusStoreError to retry
     assert f"Milvus failed to {'read' if graph == 'memory' else 'search'}" in str(error)
     assert outcome["seconds"] < 3 * TIMEOUT  # bounded by the client timeout (plus retries)
 
     proxy.start()  # the server is back
     assert DANIEL in run()
     index.close()
+
+
+@SERVER_ONLY
+def test_a_collection_the_server_has_not_loaded_again_is_unavailable(
+        family_index: GraphRAGIndex, milvus_uri: str) -> None:
+    """A restarted server loads its collections again by itself; until then a read fails
+    with "collection not loaded" (code 101), which a retry cures."""
+    retriever = family_index.as_retriever()
+    assert DANIEL in [h.node.get_content() for h in retriever.retrieve(QUESTION)]
+    admin = MilvusClient(uri=milvus_uri)
+    admin.release_collection(family_index.store.passage_collection)
+    try:
+        with pytest.raises(MilvusUnavailableError,
+                           match=r"Milvus failed to read graphrag_passages: .*collection not "
+                                 r"loaded.* may succeed if retried"):
+            retriever.retrieve(QUESTION)
+    finally:
+        admin.load_collection(family_index.store.passage_collection)
+        admin.close()
+    assert DANIEL in [h.node.get_content() for h in retriever.retrieve(QUESTION)]

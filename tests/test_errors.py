@@ -14,7 +14,7 @@ from pymilvus import MilvusException
 from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, MilvusStoreError, errors
 from llama_index_graphrag_milvus.errors import MilvusUnavailableError
 from llama_index_graphrag_milvus.explore.data import NotFoundError
-from llama_index_graphrag_milvus.milvus.schema import milvus_errors
+from llama_index_graphrag_milvus.milvus.schema import fresh_connections, milvus_errors
 from tests.fakes import HashEmbedding
 
 _NODE = re.compile(r"^ *(?:[│ ]   )*(?:[├└]── )?([A-Za-z_.]+)")
@@ -111,3 +111,12 @@ def test_a_server_address_nobody_listens_on_is_unavailable() -> None:
                              r"connecting to server"):
         GraphRAGIndex(uri=f"http://127.0.0.1:{port}", embed_model=HashEmbedding(dim=64),
                       milvus_client_kwargs={"timeout": 1.0})
+
+
+def test_clients_connect_on_their_own_and_the_callers_grpc_options_win() -> None:
+    kwargs = {"timeout": 5, "grpc_options": {"grpc.keepalive_time_ms": 1000,
+                                             "grpc.use_local_subchannel_pool": 0}}
+    assert fresh_connections(kwargs) == {
+        "timeout": 5, "grpc_options": {"grpc.use_local_subchannel_pool": 0,
+                                       "grpc.keepalive_time_ms": 1000}}
+    assert fresh_connections({})["grpc_options"] == {"grpc.use_local_subchannel_pool": 1}

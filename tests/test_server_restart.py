@@ -15,6 +15,7 @@ import time
 from collections.abc import Iterator
 from urllib.parse import urlparse
 
+import grpc
 import pytest
 from pymilvus import MilvusClient
 
@@ -82,6 +83,63 @@ def test_a_query_during_a_restart_fails_clearly_and_the_next_one_succeeds(
     proxy.start()  # the server is back
     assert DANIEL in run()
     index.close()
+
+
+PYMILVUS_CHANNEL_OPTIONS = [
+    ("grpc.max_send_message_length", -1), ("grpc.max_receive_message_length", -1),
+    ("grpc.enable_retries", 1), ("grpc.keepalive_time_ms", 10000),
+    ("grpc.keepalive_timeout_ms", 5000), ("grpc.keepalive_permit_without_calls", True)]
+"""The options of pymilvus' channels (2.6): a channel with the same options and address
+shares gRPC's connection to the address, unless a channel asks for its own."""
+
+
+def channel_that_failed_to_connect(address: str, mode: str) -> grpc.Channel | grpc.aio.Channel:
+    """A channel of this process that tried to connect while nothing listened: its
+    connection waits before the next attempt (gRPC's reconnect backoff, 1 s at first), as a
+    client's does when its reconnect fails while the server is away."""
+    if mode == "sync":
+        channel = grpc.insecure_channel(address, options=PYMILVUS_CHANNEL_OPTIONS)
+        with pytest.raises(grpc.FutureTimeoutError):
+            grpc.channel_ready_future(channel).result(timeout=0.3)
+        return channel
+
+    async def connect() -> grpc.aio.Channel:
+        channel = grpc.aio.insecure_channel(address, options=PYMILVUS_CHANNEL_OPTIONS)
+        with pytest.raises(asyncio.TimeoutError):
+            await asyncio.wait_for(channel.channel_ready(), 0.3)
+        return channel
+
+    return asyncio.run(connect())
+
+
+@SERVER_ONLY
+@pytest.mark.parametrize("mode", ["sync", "async"])
+def test_the_first_query_after_a_restart_does_not_inherit_another_channels_backoff(
+        family_index: GraphRAGIndex, proxy: TcpProxy, mode: str) -> None:
+    """What made the restart test above fail now and then (async, graph in memory): the
+    query after the restart reconnects through a new gRPC channel, which shared the failed
+    connection of another channel of the process (its connect attempt while the server was
+    away) and failed at once with "Fail connecting to server". The store's clients connect
+    on their own (``milvus.schema.fresh_connections``)."""
+    index = GraphRAGIndex(uri=proxy.uri, embed_model=HashEmbedding(dim=64),
+                          milvus_client_kwargs={"timeout": TIMEOUT}, graph="memory")
+    retriever = index.as_retriever()
+
+    def run() -> list[str]:
+        hits = (retriever.retrieve(QUESTION) if mode == "sync"
+                else asyncio.run(retriever.aretrieve(QUESTION)))
+        return [h.node.get_content() for h in hits]
+
+    assert DANIEL in run()
+    proxy.stop()
+    other = channel_that_failed_to_connect(f"127.0.0.1:{proxy.port}", mode)
+    proxy.start()  # the server is back while the other channel waits to reconnect
+    try:
+        assert DANIEL in run()
+    finally:
+        if isinstance(other, grpc.Channel):
+            other.close()
+        index.close()
 
 
 @SERVER_ONLY

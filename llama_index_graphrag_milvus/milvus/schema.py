@@ -188,6 +188,25 @@ def milvus_errors(action: str) -> Iterator[None]:
         raise MilvusStoreError(f"Milvus failed to {action}: {exc}") from exc
 
 
+def fresh_connections(client_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``client_kwargs`` for a pymilvus client whose gRPC channels each connect on their
+    own (``grpc.use_local_subchannel_pool``; options the caller gives in ``grpc_options``
+    win).
+
+    gRPC shares a connection to an address between the channels of a process, and with it
+    the wait before the next connection attempt after one failed (1 s, then longer). When a
+    server comes back, pymilvus reconnects by opening a new channel, whose first call is
+    not told to wait: sharing the failed connection of another channel (a client of an
+    event loop that ended, a reconnect that failed while the server was away), that call
+    failed at once with "Fail connecting to server" although the server answered.
+
+    >>> fresh_connections({"timeout": 5})["grpc_options"]
+    {'grpc.use_local_subchannel_pool': 1}
+    """
+    options = {"grpc.use_local_subchannel_pool": 1, **(client_kwargs.get("grpc_options") or {})}
+    return {**client_kwargs, "grpc_options": options}
+
+
 def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],
                       dim: int, index_type: str, consistency_level: str,
                       properties: Mapping[str, str] | None = None,

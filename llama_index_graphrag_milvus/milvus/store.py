@@ -57,6 +57,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     Fields,
     add_scalar_index,
     create_collection,
+    fresh_connections,
     milvus_errors,
     validate_collection_prefix,
 )
@@ -89,7 +90,9 @@ class MilvusGraphStore(QueryPath):
         token: ``"user:password"`` or an API key for a server; empty for Lite.
         collection_prefix: several graphs can share one Milvus under different prefixes.
         consistency_level: Milvus consistency for the collections this store creates.
-        client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...).
+        client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...),
+            with ``grpc.use_local_subchannel_pool`` added to its ``grpc_options`` (see
+            :func:`~llama_index_graphrag_milvus.milvus.schema.fresh_connections`).
         reads: how whole collections are read (the graph, the entity and passage tables):
             range sizes and the column path; the defaults are the measured ones.
 
@@ -124,7 +127,7 @@ class MilvusGraphStore(QueryPath):
                 f"written), got {consistency_level!r}.")
         self.uri = uri
         self._token = token
-        self._client_kwargs = dict(client_kwargs or {})
+        self._client_kwargs = fresh_connections(client_kwargs or {})
         self.consistency_level = consistency_level
         self.reads = check_instance("reads", reads or CollectionReads(), CollectionReads,
                                     "a CollectionReads")

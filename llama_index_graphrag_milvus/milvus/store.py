@@ -142,14 +142,8 @@ class MilvusGraphStore(QueryPath):
         self.entity_collection = f"{self.prefix}_entities"
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
-        self.communities = SideCollection(self, f"{self.prefix}_communities", COMMUNITY_FIELDS)
-        """The communities and their reports (``build_communities``)."""
-        self.descriptions = SideCollection(self, f"{self.prefix}_descriptions",
-                                           DESCRIPTION_FIELDS)
-        """The merged entity and relation descriptions (``build_communities`` on passages
-        extracted with descriptions)."""
-        self.community_collection = self.communities.name
-        self.description_collection = self.descriptions.name
+        self.community_collection = f"{self.prefix}_communities"
+        self.description_collection = f"{self.prefix}_descriptions"
         self._closed = False
         with milvus_errors(f"connect to {uri!r}"), \
                 (lite_connection(self) if self.is_lite else nullcontext()):
@@ -163,8 +157,6 @@ class MilvusGraphStore(QueryPath):
         self._open_lock = threading.Lock()
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
-        self.served = ServedGraph(self)
-        """The graph queries of the served graph (``GraphRAGIndex(graph="milvus")``)."""
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
@@ -175,6 +167,28 @@ class MilvusGraphStore(QueryPath):
         except BaseException:
             self.close()  # release a Milvus Lite file this failed open would keep held
             raise
+
+    # ------------------------------------------------------------------ views
+    # Views of this store made at each access (they hold nothing but the store), not kept
+    # in attributes: a store that refers to objects that refer to it lives on in a reference
+    # cycle once dropped, until the garbage collector runs, and keeps its Milvus Lite file
+    # held meanwhile (milvus.lite counts the stores alive).
+
+    @property
+    def communities(self) -> SideCollection:
+        """The communities and their reports (``build_communities``)."""
+        return SideCollection(self, self.community_collection, COMMUNITY_FIELDS)
+
+    @property
+    def descriptions(self) -> SideCollection:
+        """The merged entity and relation descriptions (``build_communities`` on passages
+        extracted with descriptions)."""
+        return SideCollection(self, self.description_collection, DESCRIPTION_FIELDS)
+
+    @property
+    def served(self) -> ServedGraph:
+        """The graph queries of the served graph (``GraphRAGIndex(graph="milvus")``)."""
+        return ServedGraph(self)
 
     # ------------------------------------------------------------------ set-up
 

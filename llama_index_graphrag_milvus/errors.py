@@ -2,7 +2,30 @@
 
 Every error the package raises on purpose derives from :class:`GraphRAGError`, so a caller
 can catch them all with one ``except``. Errors about bad arguments or bad input data also
-derive from :class:`ValueError`.
+derive from :class:`ValueError`; the other builtin bases are listed in parentheses. The
+tree, one line per class and when it is raised::
+
+    GraphRAGError                   any error the package raises on purpose
+    ├── InvalidInputError           (ValueError) a bad argument or input, before any write
+    ├── EmptyIndexError             a query reaches an index that holds no relations
+    ├── EmbeddingModelError         (ValueError) a reopened index gets another embedding model
+    │   └── EmbeddingDimensionError     ... whose dimension differs from the collections'
+    ├── MilvusStoreError            a Milvus call failed for good, or the index is closed
+    │   └── MilvusUnavailableError      ... because the server is away or late: may be retried
+    ├── MissingDependencyError      (ImportError) an optional dependency is not installed
+    ├── CommunitiesNotBuiltError    communities are read before build_communities() ran
+    ├── LLMTimeoutError             (TimeoutError) an LLM call gave no answer in time
+    ├── SolverError                 (RuntimeError) the PCST solver failed (k-hop answers)
+    └── NotFoundError               (LookupError) the explorer is asked for a missing item
+
+Catch :class:`MilvusUnavailableError` to retry a call (a server restarts, a network drops,
+a call outlives the client timeout), and let other :class:`MilvusStoreError` propagate: a
+missing collection or a rejected request fails the same way the next time.
+
+>>> issubclass(MilvusUnavailableError, MilvusStoreError)
+True
+>>> issubclass(LLMTimeoutError, TimeoutError) and issubclass(LLMTimeoutError, GraphRAGError)
+True
 """
 
 from __future__ import annotations
@@ -44,7 +67,25 @@ class EmbeddingDimensionError(EmbeddingModelError):
 
 
 class MilvusStoreError(GraphRAGError):
-    """Raised when a Milvus call fails; the pymilvus error is chained as ``__cause__``."""
+    """Raised when a Milvus call fails; the pymilvus error is chained as ``__cause__``.
+
+    Also raised when the index was closed, and when a Milvus Lite file is held by another
+    process. The failures a retry may cure are the subclass
+    :class:`MilvusUnavailableError`; the others fail the same way the next time (a
+    collection that is missing or was not created by this package, a rejected request).
+    """
+
+
+class MilvusUnavailableError(MilvusStoreError):
+    """Raised when a Milvus call fails because the server cannot be reached or did not
+    answer in time: the connection failed or was lost (pymilvus' code 2, "Fail connecting
+    to server"; gRPC's ``UNAVAILABLE``), the call outlived the client timeout (gRPC's
+    ``DEADLINE_EXCEEDED``, pymilvus' "Retry timeout"), or a restarted server has not loaded
+    the collection again yet ("collection not loaded").
+
+    The same call may succeed later, with no action on the index: its clients reconnect.
+    Retry it after a pause (a restarted server takes seconds to load its collections).
+    """
 
 
 class MissingDependencyError(GraphRAGError, ImportError):
@@ -67,9 +108,26 @@ class CommunitiesNotBuiltError(GraphRAGError):
     """
 
 
+class LLMTimeoutError(GraphRAGError, TimeoutError):
+    """Raised when an LLM call the package cannot do without gives no answer within its
+    ``timeout``: the reduce call of
+    :class:`~llama_index_graphrag_milvus.communities.GlobalSearchQueryEngine`.
+
+    Also a builtin ``TimeoutError``, so ``except TimeoutError`` catches it. Raise the
+    timeout, or make the prompt smaller (``reduce_max_tokens``). Calls that may fail one by
+    one (a map batch, a passage's extraction, the reranker) do not raise it: they are
+    counted or logged, and the run goes on.
+    """
+
+
 class SolverError(GraphRAGError, RuntimeError):
     """Raised when an external solver fails on a problem the package built (the PCST
     solver, ``pcst_fast``); the solver's error is chained as ``__cause__``. The Steiner tree
     method catches it and returns the k-hop pool's passages instead, with a warning and a
     note in the explanation.
     """
+
+
+class NotFoundError(GraphRAGError, LookupError):
+    """Raised when the explorer is asked for an entity, passage or community the index does
+    not hold (its web app answers 404)."""

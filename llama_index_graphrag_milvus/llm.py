@@ -4,8 +4,9 @@ Triplet extraction, community reports, description summaries, global search and 
 reranker all send many prompts or one prompt with a deadline. They share these helpers, so
 each is written once and behaves the same everywhere:
 
-- :func:`call_with_retries`: a failure is retried with exponential backoff, and a final
-  failure is returned (and logged), never raised: one item fails, not the run;
+- :func:`call_with_retries`: a failure is retried with exponential backoff (tenacity's, the
+  retry library llama-index-core depends on), and a final failure is returned (and logged),
+  never raised: one item fails, not the run;
 - :func:`within` (async) and :func:`within_thread` (sync): the answer, the exception, or
   a :class:`NoAnswer` after the timeout, told apart from a ``TimeoutError`` of the client;
 - :func:`gather_bounded`: at most ``limit`` jobs at a time; when one fails, or the caller
@@ -29,6 +30,13 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from llama_index.core.utils import get_tokenizer
+from tenacity import (
+    AsyncRetrying,
+    RetryCallState,
+    retry_if_exception_type,
+    stop_after_attempt,
+    wait_exponential,
+)
 
 T = TypeVar("T")
 
@@ -81,18 +89,30 @@ async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_r
     LLMAnswer(text='ok', error=None, attempts=2)
     """
     attempts = 0
-    while True:
+
+    async def attempt() -> str:
+        nonlocal attempts
         attempts += 1
-        try:
-            return LLMAnswer(await call(), None, attempts)
-        except Exception as exc:  # an LLM failure skips one item, not the run
-            if attempts > max_retries:
-                log.warning("%s failed after %d attempts: %r", what, attempts, exc)
-                return LLMAnswer("", describe_error(exc), attempts)
-            delay = base_delay * 2 ** (attempts - 1)
-            log.info("%s failed (attempt %d of %d): %r; retrying in %.2f s", what, attempts,
-                     max_retries + 1, exc, delay)
-            await (sleep or asyncio.sleep)(delay)
+        return await call()
+
+    def before_sleep(state: RetryCallState) -> None:
+        failure = state.outcome.exception() if state.outcome else None
+        delay = state.next_action.sleep if state.next_action else 0.0
+        log.info("%s failed (attempt %d of %d): %r; retrying in %.2f s", what,
+                 state.attempt_number, max_retries + 1, failure, delay)
+
+    retrying = AsyncRetrying(
+        stop=stop_after_attempt(max_retries + 1),
+        wait=wait_exponential(multiplier=base_delay),  # base_delay * 2 ** (attempt - 1)
+        retry=retry_if_exception_type(Exception),  # a cancellation is not retried
+        sleep=sleep or asyncio.sleep,
+        before_sleep=before_sleep,
+        reraise=True)  # the last failure itself, not tenacity's RetryError
+    try:
+        return LLMAnswer(await retrying(attempt), None, attempts)
+    except Exception as exc:  # an LLM failure skips one item, not the run
+        log.warning("%s failed after %d attempts: %r", what, attempts, exc)
+        return LLMAnswer("", describe_error(exc), attempts)
 
 
 # ---------------------------------------------------------------------------- timeouts

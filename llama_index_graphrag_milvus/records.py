@@ -218,25 +218,6 @@ def passage_id(text: str, document_id: str | None = None, identity: str = "") ->
 
 
 @dataclass(frozen=True)
-class EntityRecord:
-    """One row of the entity collection."""
-
-    id: str
-    name: str
-
-
-@dataclass(frozen=True)
-class RelationRecord:
-    """One row of the relation collection (without its vector)."""
-
-    id: str
-    text: str
-    subject_id: str
-    object_id: str
-    passage_ids: tuple[str, ...]
-
-
-@dataclass(frozen=True)
 class RelationColumns:
     """A batch of relation rows as columns: what the in-memory graph is built from.
 
@@ -407,8 +388,6 @@ class GraphPassageNode(TextNode):
 
 COMMUNITY_KEY = "graphrag_community"
 """Node metadata key of a community report node: the community's id, level, rating..."""
-REPORT_KINDS = ("llm", "extractive")
-"""How a community report was written: by an LLM, or extracted from the graph without one."""
 
 
 @dataclass(frozen=True)
@@ -499,9 +478,6 @@ by ``TripletExtractor(describe=True)`` (Microsoft GraphRAG's entity descriptions
 RELATION_DESCRIPTIONS_KEY = "graphrag_relation_descriptions"
 """Node metadata key holding the ``[[subject, predicate, object, description, strength],
 ...]`` of a passage, written by ``TripletExtractor(describe=True)``."""
-EXTRACTION_KEYS = (TRIPLETS_KEY, ENTITY_DESCRIPTIONS_KEY, RELATION_DESCRIPTIONS_KEY)
-"""What extraction writes on a passage: kept out of LLM and embedding text, and not part
-of what makes a passage distinct (an LLM may describe the same passage differently)."""
 
 
 @dataclass(frozen=True)

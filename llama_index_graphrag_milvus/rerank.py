@@ -2,13 +2,18 @@
 
 The LLM reads the question and the numbered candidate relations carried by the incoming nodes
 (one-shot chain-of-thought prompt, JSON answer) and picks the useful ones in order; passages
-are re-ordered by the rank of their best chosen relation, then by the incoming order. Any
+are re-ordered by the rank of their best chosen relation, then by the incoming order. The
+prompt lists :data:`DEFAULT_MAX_PROMPT_RELATIONS` relations at most
+(``max_prompt_relations``): one call, whatever the number of incoming nodes, so that the
+LLM ranks all the relations it sees against each other (batches, as core's ``LLMRerank``
+sends, would each pick their own "most useful first" with no order between batches). Any
 failure of the LLM (an exception, a timeout, an answer with no usable JSON) keeps the
 incoming order and logs a warning: the reranker never raises because of its LLM.
 """
 
 from __future__ import annotations
 
+import itertools
 import logging
 import re
 import threading
@@ -72,26 +77,54 @@ DEFAULT_RERANK_PROMPT = PromptTemplate(
 )
 """Default rerank prompt; variables ``{query_str}``, ``{relations_str}``, ``{max_relations}``."""
 
+DEFAULT_MAX_PROMPT_RELATIONS = 100
+"""Candidate relations the rerank prompt lists at most (about 15 tokens each): the k-hop
+retriever's whole pool (``max_candidate_relations``, 100 by default)."""
+
 _NUMBER = re.compile(r"^\s*\[?\s*(\d+)\s*\]?")
 
 
 @dataclass(frozen=True)
 class CandidateList:
-    """The union of the candidate relations on the incoming nodes, numbered from 1."""
+    """The union of the candidate relations on the incoming nodes, numbered from 1, and how
+    many were left out of it by the cap (``left_out``)."""
 
     ids: tuple[str, ...]
     texts: tuple[str, ...]
+    left_out: int = 0
 
     @classmethod
-    def from_nodes(cls, nodes: Sequence[NodeWithScore]) -> CandidateList:
+    def from_nodes(cls, nodes: Sequence[NodeWithScore], limit: int | None = None
+                   ) -> CandidateList:
+        """The relations of ``nodes`` in the order they first appear; beyond ``limit`` of
+        them, those kept are taken a round at a time over the nodes (each node's first new
+        relation, then each node's second...), so that every passage has relations in the
+        prompt before any has all of its own, and the first passages win the last round.
+
+        >>> from llama_index.core.schema import TextNode
+        >>> nodes = [NodeWithScore(node=TextNode(text=name, metadata={RELATIONS_KEY: [
+        ...     {"id": f"{name}{i}", "text": f"{name} {i}"} for i in range(3)]}))
+        ...     for name in "ab"]
+        >>> CandidateList.from_nodes(nodes, limit=3)
+        CandidateList(ids=('a0', 'a1', 'b0'), texts=('a 0', 'a 1', 'b 0'), left_out=3)
+        """
         seen: dict[str, str] = {}
+        firsts: list[list[str]] = []  # per node, the relations first seen on it
         for node in nodes:
+            firsts.append([])
             for relation in node.node.metadata.get(RELATIONS_KEY) or []:
-                if isinstance(relation, dict) and "id" in relation:
+                if isinstance(relation, dict) and "id" in relation \
+                        and str(relation["id"]) not in seen:
                     # one line per relation: a newline in a text cannot fake a number
-                    text = clean_text(str(relation.get("text", "")))
-                    seen.setdefault(str(relation["id"]), text)
-        return cls(tuple(seen), tuple(seen.values()))
+                    seen[str(relation["id"])] = clean_text(str(relation.get("text", "")))
+                    firsts[-1].append(str(relation["id"]))
+        if limit is None or len(seen) <= limit:
+            return cls(tuple(seen), tuple(seen.values()))
+        rounds = (ids[depth] for depth in range(max(map(len, firsts)))
+                  for ids in firsts if depth < len(ids))
+        kept = set(itertools.islice(rounds, limit))
+        ids = tuple(i for i in seen if i in kept)
+        return cls(ids, tuple(seen[i] for i in ids), len(seen) - len(ids))
 
     def render(self) -> str:
         return "\n".join(f"[{i}] {text}" for i, text in enumerate(self.texts, start=1))
@@ -141,6 +174,14 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
     max_selected_relations: int = Field(
         default=3, gt=0, description="How many relations the LLM is asked to choose."
     )
+    max_prompt_relations: int = Field(
+        default=DEFAULT_MAX_PROMPT_RELATIONS,
+        gt=0,
+        description="Candidate relations listed in the prompt at most (one LLM call). Beyond "
+        "it, each incoming passage keeps its first relations, a round at a time in the "
+        "incoming order; a passage none of whose relations is listed cannot be chosen and "
+        "follows the chosen ones in the incoming order.",
+    )
     timeout: float | None = Field(
         default=120.0,
         gt=0,
@@ -156,8 +197,8 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
         with pydantic_arguments("GraphRelationRerank",
-                                "top_n and max_selected_relations are integers > 0, timeout "
-                                "is seconds > 0 (or None)."):
+                                "top_n, max_selected_relations and max_prompt_relations are "
+                                "integers > 0, timeout is seconds > 0 (or None)."):
             super().__init__(**kwargs)
 
     @classmethod
@@ -225,7 +266,12 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
                                     "or query_str to postprocess_nodes.")
         dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
                                           model_name=self.llm.metadata.model_name))
-        return query_bundle.query_str, CandidateList.from_nodes(nodes)
+        candidates = CandidateList.from_nodes(nodes, self.max_prompt_relations)
+        if candidates.left_out:
+            logger.info("GraphRelationRerank: %d of %d candidate relations left out of the "
+                        "prompt (max_prompt_relations=%d)", candidates.left_out,
+                        candidates.left_out + len(candidates.ids), self.max_prompt_relations)
+        return query_bundle.query_str, candidates
 
     def _end(self, results: list[NodeWithScore]) -> list[NodeWithScore]:
         dispatcher.event(ReRankEndEvent(nodes=results))

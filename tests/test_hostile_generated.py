@@ -582,7 +582,8 @@ def test_filter_shape(index: GraphRAGIndex, scratch: GraphRAGIndex, shape: str) 
 # ---------------------------------------------------------------------- GraphRelationRerank
 
 
-@pytest.mark.parametrize("argument", ["top_n", "max_selected_relations", "timeout"])
+@pytest.mark.parametrize("argument", ["top_n", "max_selected_relations", "max_prompt_relations",
+                                      "timeout"])
 @pytest.mark.parametrize(("name", "value"), cases())
 def test_rerank(index: GraphRAGIndex, argument: str, name: str, value: Any) -> None:
     llm = ScriptedLLM(lambda _prompt: '{"useful_relationships": ["[1] x", "[2] y"]}')

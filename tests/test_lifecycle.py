@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import fcntl
+import gc
 import os
 import subprocess
 import sys
@@ -85,6 +86,24 @@ def test_another_process_is_told_why_and_opens_the_file_after_close(db: Path) ->
     opened = open_in_other_process(db)  # while this process lives on
     assert opened.returncode == 0, opened.stdout + opened.stderr
     assert opened.stdout.strip() == "Euler was a student of Johann Bernoulli."
+
+
+def test_an_index_dropped_without_close_does_not_keep_the_file_held(db: Path) -> None:
+    """Nothing of an index nobody holds waits for the garbage collector (the collector is
+    off here, as it may be for a while in a real program): closing the index that was kept
+    releases the file for other processes."""
+    more = [("Daniel Bernoulli was the son of Johann Bernoulli.",
+             [("Daniel Bernoulli", "son of", "Johann Bernoulli")])]
+    gc.disable()
+    try:
+        kept = build(db)
+        GraphRAGIndex.from_triplets(more, uri=str(db), embed_model=HashEmbedding(dim=64))
+        kept.close()
+        assert not lite_file_is_locked(db)
+        opened = open_in_other_process(db)
+        assert opened.returncode == 0, opened.stdout + opened.stderr
+    finally:
+        gc.enable()
 
 
 def test_close_is_idempotent_and_any_later_use_raises_the_package_error(db: Path) -> None:

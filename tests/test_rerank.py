@@ -332,7 +332,8 @@ def test_timeout_none_waits_for_the_llm() -> None:
 
 
 @pytest.mark.parametrize("bad", [{"top_n": 0}, {"max_selected_relations": 0},
-                                 {"timeout": 0}, {"timeout": -1.0}])
+                                 {"max_prompt_relations": 0}, {"timeout": 0},
+                                 {"timeout": -1.0}])
 def test_bad_arguments_raise_the_package_error(bad: dict[str, Any]) -> None:
     name = next(iter(bad))
     with pytest.raises(InvalidInputError, match=f"GraphRelationRerank arguments rejected: "
@@ -378,6 +379,49 @@ def test_prompt_lists_union_of_relations_numbered_and_deduplicated() -> None:
     # the one-shot example is there, with literal JSON braces
     assert '{"thought_process": ' in prompt
     assert "[11] Richard the Lionheart led the Third Crusade" in prompt
+
+
+def many_relations(counts: dict[str, int]) -> list[NodeWithScore]:
+    """One node per name, carrying ``counts[name]`` relations of its own, ``<name><i>``."""
+    return [make_node(name, [(f"{name}{i}", f"relation {name}{i}") for i in range(count)],
+                      1.0 - position / 100)
+            for position, (name, count) in enumerate(counts.items())]
+
+
+def listed(prompt: str) -> list[str]:
+    turn = prompt.split("Relationship descriptions:\n")[-1].split("\n\nAnswer:")[0]
+    return turn.splitlines()
+
+
+def test_the_prompt_lists_max_prompt_relations_a_round_at_a_time_over_the_passages(
+        caplog: pytest.LogCaptureFixture) -> None:
+    llm = ScriptedLLM([answer("[5] relation c0"), answer("[6] beyond the cap")])
+    rerank = GraphRelationRerank(llm=llm, max_prompt_relations=5, top_n=3)
+    nodes = many_relations({"a": 4, "b": 2, "c": 5})
+    with caplog.at_level(logging.INFO, logger=RERANK_LOGGER):
+        result = rerank.postprocess_nodes(nodes, query_str=QUERY)
+    # rounds: a0 b0 c0, then a1 b1; numbered in the order the passages carry them
+    assert listed(llm.prompts[0]) == ["[1] relation a0", "[2] relation a1", "[3] relation b0",
+                                      "[4] relation b1", "[5] relation c0"]
+    assert ids(result) == ["c", "a", "b"]  # the choice among the listed ones counts
+    assert ("GraphRelationRerank: 6 of 11 candidate relations left out of the prompt "
+            "(max_prompt_relations=5)") in [r.getMessage() for r in caplog.records]
+    # a number past the cap is not a relation: the retriever's order, with a warning
+    caplog.clear()
+    assert ids(rerank.postprocess_nodes(many_relations({"a": 4, "b": 2, "c": 5}),
+                                        query_str=QUERY)) == ["a", "b", "c"]
+    assert rerank_warnings(caplog) == [
+        "GraphRelationRerank: the LLM chose no known relation; keeping the retriever order"]
+
+
+def test_the_default_cap_is_100_relations_in_one_call() -> None:
+    llm = ScriptedLLM([answer(100)])
+    nodes = many_relations({f"n{i}": 6 for i in range(25)})  # 150 relations
+    result = GraphRelationRerank(llm=llm, top_n=1).postprocess_nodes(nodes, query_str=QUERY)
+    (prompt,) = llm.prompts
+    assert len(listed(prompt)) == 100
+    assert listed(prompt)[-1] == "[100] relation n243"  # 4 rounds of 25 passages
+    assert ids(result) == ["n24"]
 
 
 def test_prompt_deduplicates_by_id_and_skips_relations_without_id() -> None:

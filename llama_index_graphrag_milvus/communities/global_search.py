@@ -54,7 +54,7 @@ from llama_index_graphrag_milvus.communities.map_reduce import (
     shuffled_reports,
     source_nodes,
 )
-from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.errors import InvalidInputError, LLMTimeoutError
 from llama_index_graphrag_milvus.llm import (
     NoAnswer,
     gather_bounded,
@@ -180,8 +180,9 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
             ``"multiple paragraphs"``, ``"a single sentence"`` or ``"a bullet list"``.
         callback_manager: LlamaIndex callbacks.
         timeout: seconds to wait for each LLM call; a map call past it is a failed batch,
-            a reduce call past it raises ``TimeoutError``. ``None`` waits as long as the
-            LLM client does.
+            a reduce call past it raises
+            :class:`~llama_index_graphrag_milvus.errors.LLMTimeoutError` (a
+            ``TimeoutError``). ``None`` waits as long as the LLM client does.
 
     The response: ``response.response`` is the answer (:data:`NO_DATA_ANSWER` when no
     point has a score above 0); ``source_nodes`` are the reports of the batches that gave
@@ -191,6 +192,7 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
     Raises:
         InvalidInputError: bad arguments; an empty query; ``reports()`` returned no
             reports (build them with ``index.build_communities()``) or not reports.
+        LLMTimeoutError: the reduce call gave no answer within ``timeout``.
     """
 
     def __init__(
@@ -324,9 +326,9 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
                 self._reduce_prompt, report_data=report_data, query_str=query,
                 response_type=self.response_type), self.timeout)
             if isinstance(raw, NoAnswer):
-                raise TimeoutError(f"GlobalSearchQueryEngine: the reduce LLM call gave no "
-                                   f"answer within timeout={self.timeout} s; raise the "
-                                   f"timeout or lower reduce_max_tokens.") from raw
+                raise LLMTimeoutError(f"GlobalSearchQueryEngine: the reduce LLM call gave no "
+                                      f"answer within timeout={self.timeout} s; raise the "
+                                      f"timeout or lower reduce_max_tokens.") from raw
             if isinstance(raw, Exception):
                 raise raw
             answer = raw.strip()

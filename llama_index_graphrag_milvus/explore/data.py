@@ -32,8 +32,8 @@ import numpy as np
 from llama_index_graphrag_milvus.cli.common import shorten
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
-    GraphRAGError,
     InvalidInputError,
+    NotFoundError,
 )
 from llama_index_graphrag_milvus.explain.view import predicate
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY
@@ -65,11 +65,6 @@ MAX_SHOWN_ID = 80
 METHODS = (*PASSAGE_SCORINGS, "local")
 """The methods a question can run: the retriever's, and local search when the index has
 communities."""
-
-
-class NotFoundError(GraphRAGError, LookupError):
-    """Raised when the explorer is asked for an entity, passage or community the index does
-    not hold."""
 
 
 def _page(offset: int, limit: int) -> tuple[int, int]:

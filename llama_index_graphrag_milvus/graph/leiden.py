@@ -282,11 +282,48 @@ def _import_graspologic() -> Any:
     return graspologic_native
 
 
+@dataclass(frozen=True)
+class _Entries:
+    """Leiden's answer, one entry per entity and level: the entity row, the level, the
+    cluster (graspologic's number) and that cluster's parent (``-1`` at level 0)."""
+
+    node: np.ndarray
+    level: np.ndarray
+    cluster: np.ndarray
+    parent: np.ndarray
+
+    @classmethod
+    def none(cls) -> _Entries:
+        empty = np.zeros(0, dtype=np.int64)
+        return cls(empty, empty, empty, empty)
+
+    def take(self, order: np.ndarray) -> _Entries:
+        return _Entries(self.node[order], self.level[order], self.cluster[order],
+                        self.parent[order])
+
+
+@dataclass(frozen=True)
+class _Groups:
+    """The entries grouped by cluster (sorted by level, graspologic cluster, then entity
+    row), and per group: where its entries start, how many there are, and the group's level,
+    cluster and parent cluster (graspologic's numbers). ``group`` is each entry's group."""
+
+    entries: _Entries
+    start: np.ndarray
+    sizes: np.ndarray
+    group: np.ndarray
+    level: np.ndarray
+    cluster: np.ndarray
+    parent: np.ndarray
+
+    @property
+    def num_levels(self) -> int:
+        return int(self.level.max()) + 1
+
+
 def _leiden(graspologic: Any, low: np.ndarray, high: np.ndarray, weights: np.ndarray,
-            num_entities: int, config: LeidenConfig
-            ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """graspologic's hierarchical Leiden: ``(node, level, cluster, parent cluster or -1)``
-    per entry, nodes as entity rows."""
+            num_entities: int, config: LeidenConfig) -> _Entries:
+    """graspologic's hierarchical Leiden on the aggregated edges, nodes as entity rows."""
     labels = np.array([str(row) for row in range(num_entities)], dtype=object)
     edges = list(zip(labels[low].tolist(), labels[high].tolist(), weights.tolist(),
                      strict=True))
@@ -302,12 +339,180 @@ def _leiden(graspologic: Any, low: np.ndarray, high: np.ndarray, weights: np.nda
     parent = np.fromiter(
         (-1 if item.parent_cluster is None else item.parent_cluster for item in result),
         dtype=np.int64, count=count)
-    return node, level, cluster, parent
+    return _Entries(node, level, cluster, parent)
 
 
 def _unexpected(what: str) -> GraphRAGError:
     return GraphRAGError(f"graspologic-native returned an inconsistent hierarchy ({what}); "
                          "please report it with the graph that produced it")
+
+
+def _check_graph(endpoints: Any, weights: Any, num_entities: Any, config: Any
+                 ) -> tuple[int, np.ndarray, np.ndarray]:
+    """``num_entities`` as an int, the endpoints and the weights checked (see
+    :func:`hierarchical_communities`)."""
+    if not isinstance(config, LeidenConfig):
+        raise InvalidInputError(f"config must be a LeidenConfig, got {type(config).__name__}")
+    if (not isinstance(num_entities, (int, np.integer)) or isinstance(num_entities, bool)
+            or num_entities < 0):
+        raise InvalidInputError(
+            f"num_entities must be an integer, 0 or more, got {num_entities!r}")
+    num_entities = int(num_entities)
+    if num_entities > _MAX_ENTITIES:
+        raise InvalidInputError(f"at most {_MAX_ENTITIES} entities are supported, got "
+                                f"{num_entities}")
+    ends, values = _check_edges(endpoints, weights)
+    if ends.shape[0] == 0 or num_entities == 0:
+        raise InvalidInputError(
+            "the graph has no relations: ingest triplets before building communities (got "
+            f"{ends.shape[0]} relations over {num_entities} entities)")
+    if ends.min() < 0 or ends.max() >= num_entities:
+        raise InvalidInputError(
+            f"endpoints must be entity rows in [0, {num_entities}) (num_entities="
+            f"{num_entities}), got rows {ends.min()}..{ends.max()}")
+    return num_entities, ends, values
+
+
+def _with_singletons(entries: _Entries, low: np.ndarray, high: np.ndarray,
+                     num_entities: int) -> _Entries:
+    """The entries, plus one singleton cluster at level 0 for each entity Leiden never saw
+    (isolated, or with self-loops only)."""
+    seen = np.zeros(num_entities, dtype=bool)
+    seen[entries.node[entries.level == 0]] = True
+    if int(np.count_nonzero(seen)) != int(np.count_nonzero(entries.level == 0)):
+        raise _unexpected("an entity is in two clusters of level 0")
+    connected = np.zeros(num_entities, dtype=bool)
+    connected[low] = True
+    connected[high] = True
+    if not np.array_equal(seen, connected):
+        raise _unexpected("the entities of level 0 are not the entities of the edges")
+    alone = np.flatnonzero(~seen)
+    next_cluster = int(entries.cluster.max()) + 1 if entries.cluster.size else 0
+    return _Entries(
+        np.concatenate([entries.node, alone]),
+        np.concatenate([entries.level, np.zeros(alone.size, np.int64)]),
+        np.concatenate([entries.cluster, next_cluster + np.arange(alone.size, dtype=np.int64)]),
+        np.concatenate([entries.parent, np.full(alone.size, -1, np.int64)]))
+
+
+def _group(entries: _Entries) -> _Groups:
+    """The entries grouped by cluster, (level, graspologic cluster), members sorted."""
+    entries = entries.take(np.lexsort((entries.node, entries.cluster, entries.level)))
+    level, cluster = entries.level, entries.cluster
+    boundary = np.concatenate(([True], (level[1:] != level[:-1])
+                               | (cluster[1:] != cluster[:-1])))
+    start = np.flatnonzero(boundary)
+    group = np.cumsum(boundary) - 1
+    groups = _Groups(entries, start, np.diff(np.append(start, entries.node.size)), group,
+                     level[start], cluster[start], entries.parent[start])
+    if not np.array_equal(entries.parent, groups.parent[group]):
+        raise _unexpected("the members of a cluster name different parents")
+    return groups
+
+
+def _final_order(groups: _Groups) -> tuple[np.ndarray, np.ndarray]:
+    """The clusters' final order, by level, then smallest entity row (the first of the
+    sorted members): the group of each final index, and the final index of each group."""
+    final_order = np.lexsort((groups.entries.node[groups.start], groups.level))
+    final_of = np.empty(final_order.size, dtype=np.int64)
+    final_of[final_order] = np.arange(final_order.size)
+    return final_order, final_of
+
+
+def _parents(groups: _Groups, final_of: np.ndarray) -> np.ndarray:
+    """Per cluster (final index), its parent's final index, ``-1`` at level 0: the cluster
+    (level - 1, parent cluster) found in the groups' sorted keys."""
+    num_clusters = int(groups.start.size)
+    width = int(max(groups.cluster.max(), groups.parent.max())) + 1
+    keys = groups.level * width + groups.cluster  # ascending: groups sort by (level, cluster)
+    parent = np.full(num_clusters, -1, dtype=np.int64)
+    deeper = groups.level > 0
+    if deeper.any():
+        wanted = (groups.level[deeper] - 1) * width + groups.parent[deeper]
+        at = np.minimum(np.searchsorted(keys, wanted), num_clusters - 1)
+        if (groups.parent[deeper] < 0).any() or not np.array_equal(keys[at], wanted):
+            raise _unexpected("a cluster's parent is not a cluster of the level above")
+        parent[deeper] = final_of[at]
+    if (groups.parent[~deeper] >= 0).any():
+        raise _unexpected("a cluster of level 0 has a parent")
+    parent_final = np.empty(num_clusters, dtype=np.int64)
+    parent_final[final_of] = parent
+    return parent_final
+
+
+def _membership(groups: _Groups, final_of: np.ndarray, parent: np.ndarray,
+                num_entities: int) -> np.ndarray:
+    """Per level and entity row, the cluster (final index) of the entity there, ``-1``
+    where the entity has no entry."""
+    entries = groups.entries
+    member = np.full((groups.num_levels, num_entities), -1, dtype=np.int64)
+    cluster_of_entry = final_of[groups.group]
+    member[entries.level, entries.node] = cluster_of_entry
+    if int(np.count_nonzero(member >= 0)) != entries.node.size:
+        raise _unexpected("an entity is in two clusters of one level")
+    below = entries.level > 0
+    if not np.array_equal(member[entries.level[below] - 1, entries.node[below]],
+                          parent[cluster_of_entry[below]]):
+        raise _unexpected("an entity of a cluster is not in that cluster's parent")
+    return member
+
+
+def _inside_relations(member: np.ndarray, ends: np.ndarray, num_clusters: int
+                      ) -> tuple[np.ndarray, np.ndarray]:
+    """The relations with both endpoints in one cluster, level by level, grouped by cluster
+    (rows ascending): the rows, and where each cluster's rows start (``num_clusters + 1``
+    bounds)."""
+    chunks_cluster: list[np.ndarray] = []
+    chunks_relation: list[np.ndarray] = []
+    for depth in range(member.shape[0]):
+        subject_cluster = member[depth][ends[:, 0]]
+        inside = (subject_cluster == member[depth][ends[:, 1]]) & (subject_cluster >= 0)
+        chunks_cluster.append(subject_cluster[inside])
+        chunks_relation.append(np.flatnonzero(inside).astype(np.int64))
+    relation_cluster = np.concatenate(chunks_cluster)
+    by_cluster = np.argsort(relation_cluster, kind="stable")  # rows stay ascending
+    rows = np.concatenate(chunks_relation)[by_cluster]
+    bounds = np.concatenate(
+        ([0], np.cumsum(np.bincount(relation_cluster, minlength=num_clusters))))
+    return rows, bounds
+
+
+def _level_modularity(member: np.ndarray, low: np.ndarray, high: np.ndarray,
+                      summed: np.ndarray, num_clusters: int) -> tuple[float, ...]:
+    """The modularity of the complete partition of each level, on the graph Leiden saw."""
+    partition = member[0].copy()
+    scores: list[float] = []
+    for depth in range(member.shape[0]):
+        there = member[depth] >= 0
+        partition[there] = member[depth][there]
+        scores.append(_modularity(low, high, summed, partition, num_clusters))
+    return tuple(scores)
+
+
+def _clusters(groups: _Groups, final_order: np.ndarray, parent: np.ndarray,
+              relation_rows: np.ndarray, relation_bounds: np.ndarray) -> tuple[Cluster, ...]:
+    """The clusters in their final order, members and relations as read-only slices."""
+    node = groups.entries.node
+    node.flags.writeable = False
+    relation_rows.flags.writeable = False
+    starts, ends_at = groups.start.tolist(), (groups.start + groups.sizes).tolist()
+    bounds = relation_bounds.tolist()
+    levels, parents = groups.level[final_order].tolist(), parent.tolist()
+    return tuple(
+        Cluster(levels[i], parents[i], node[starts[g]:ends_at[g]],
+                relation_rows[bounds[i]:bounds[i + 1]])
+        for i, g in enumerate(final_order.tolist()))
+
+
+def _children(parent: np.ndarray) -> tuple[tuple[int, ...], ...]:
+    """Per cluster, the clusters whose parent it is, ascending."""
+    num_clusters = int(parent.size)
+    child_order = np.argsort(parent, kind="stable")  # children ascending per parent
+    child_order = child_order[parent[child_order] >= 0]
+    child_bounds = np.concatenate(
+        ([0], np.cumsum(np.bincount(parent[child_order], minlength=num_clusters))))
+    child_list, bounds = child_order.tolist(), child_bounds.tolist()
+    return tuple(tuple(child_list[bounds[i]:bounds[i + 1]]) for i in range(num_clusters))
 
 
 def hierarchical_communities(endpoints: np.ndarray, weights: np.ndarray, num_entities: int,
@@ -338,134 +543,18 @@ def hierarchical_communities(endpoints: np.ndarray, weights: np.ndarray, num_ent
     """
     started = time.perf_counter()
     graspologic = _import_graspologic()
-    if not isinstance(config, LeidenConfig):
-        raise InvalidInputError(f"config must be a LeidenConfig, got {type(config).__name__}")
-    if (not isinstance(num_entities, (int, np.integer)) or isinstance(num_entities, bool)
-            or num_entities < 0):
-        raise InvalidInputError(
-            f"num_entities must be an integer, 0 or more, got {num_entities!r}")
-    num_entities = int(num_entities)
-    if num_entities > _MAX_ENTITIES:
-        raise InvalidInputError(f"at most {_MAX_ENTITIES} entities are supported, got "
-                                f"{num_entities}")
-    ends, values = _check_edges(endpoints, weights)
-    if ends.shape[0] == 0 or num_entities == 0:
-        raise InvalidInputError(
-            "the graph has no relations: ingest triplets before building communities (got "
-            f"{ends.shape[0]} relations over {num_entities} entities)")
-    if ends.min() < 0 or ends.max() >= num_entities:
-        raise InvalidInputError(
-            f"endpoints must be entity rows in [0, {num_entities}) (num_entities="
-            f"{num_entities}), got rows {ends.min()}..{ends.max()}")
-
+    num_entities, ends, values = _check_graph(endpoints, weights, num_entities, config)
     low, high, summed = _aggregate(ends, values, num_entities)
-    if low.size:
-        node, level, gid, parent_gid = _leiden(graspologic, low, high, summed, num_entities,
-                                               config)
-    else:  # only self-loops: nothing for Leiden to cluster
-        node = level = gid = parent_gid = np.zeros(0, dtype=np.int64)
-
-    # entities Leiden never saw: one singleton cluster each, at level 0
-    seen = np.zeros(num_entities, dtype=bool)
-    seen[node[level == 0]] = True
-    if int(np.count_nonzero(seen)) != int(np.count_nonzero(level == 0)):
-        raise _unexpected("an entity is in two clusters of level 0")
-    connected = np.zeros(num_entities, dtype=bool)
-    connected[low] = True
-    connected[high] = True
-    if not np.array_equal(seen, connected):
-        raise _unexpected("the entities of level 0 are not the entities of the edges")
-    alone = np.flatnonzero(~seen)
-    next_gid = int(gid.max()) + 1 if gid.size else 0
-    node = np.concatenate([node, alone])
-    level = np.concatenate([level, np.zeros(alone.size, np.int64)])
-    gid = np.concatenate([gid, next_gid + np.arange(alone.size, dtype=np.int64)])
-    parent_gid = np.concatenate([parent_gid, np.full(alone.size, -1, np.int64)])
-
-    # group the entries by cluster, (level, graspologic cluster), members sorted
-    order = np.lexsort((node, gid, level))
-    node, level, gid, parent_gid = node[order], level[order], gid[order], parent_gid[order]
-    boundary = np.concatenate(([True], (level[1:] != level[:-1]) | (gid[1:] != gid[:-1])))
-    start = np.flatnonzero(boundary)
-    group = np.cumsum(boundary) - 1  # provisional cluster of each entry
-    sizes = np.diff(np.append(start, node.size))
-    c_level, c_gid, c_parent_gid = level[start], gid[start], parent_gid[start]
-    if not np.array_equal(parent_gid, c_parent_gid[group]):
-        raise _unexpected("the members of a cluster name different parents")
-
-    # final order: by level, then smallest entity row (the first of the sorted members)
-    final_order = np.lexsort((node[start], c_level))
-    final_of = np.empty(start.size, dtype=np.int64)
-    final_of[final_order] = np.arange(start.size)
-    num_clusters = int(start.size)
-    num_levels = int(c_level.max()) + 1
-
-    # parent of every cluster: the cluster (level - 1, parent cluster) in the sorted keys
-    width = int(max(c_gid.max(), c_parent_gid.max())) + 1
-    keys = c_level * width + c_gid  # ascending: groups are sorted by (level, gid)
-    parent = np.full(num_clusters, -1, dtype=np.int64)
-    deeper = c_level > 0
-    if deeper.any():
-        wanted = (c_level[deeper] - 1) * width + c_parent_gid[deeper]
-        at = np.minimum(np.searchsorted(keys, wanted), num_clusters - 1)
-        if (c_parent_gid[deeper] < 0).any() or not np.array_equal(keys[at], wanted):
-            raise _unexpected("a cluster's parent is not a cluster of the level above")
-        parent[deeper] = final_of[at]
-    if (c_parent_gid[~deeper] >= 0).any():
-        raise _unexpected("a cluster of level 0 has a parent")
-    parent_final = np.empty(num_clusters, dtype=np.int64)
-    parent_final[final_of] = parent
-
-    # per level, the cluster of each entity there (-1 where the entity has no entry)
-    member = np.full((num_levels, num_entities), -1, dtype=np.int64)
-    cluster_of_entry = final_of[group]
-    member[level, node] = cluster_of_entry
-    if int(np.count_nonzero(member >= 0)) != node.size:
-        raise _unexpected("an entity is in two clusters of one level")
-    below = level > 0
-    if not np.array_equal(member[level[below] - 1, node[below]],
-                          parent_final[cluster_of_entry[below]]):
-        raise _unexpected("an entity of a cluster is not in that cluster's parent")
-
-    # relations with both endpoints in one cluster, level by level, grouped by cluster
-    chunks_cluster: list[np.ndarray] = []
-    chunks_relation: list[np.ndarray] = []
-    for depth in range(num_levels):
-        subject_cluster = member[depth][ends[:, 0]]
-        inside = (subject_cluster == member[depth][ends[:, 1]]) & (subject_cluster >= 0)
-        chunks_cluster.append(subject_cluster[inside])
-        chunks_relation.append(np.flatnonzero(inside).astype(np.int64))
-    relation_cluster = np.concatenate(chunks_cluster)
-    by_cluster = np.argsort(relation_cluster, kind="stable")  # rows stay ascending
-    relation_rows = np.concatenate(chunks_relation)[by_cluster]
-    relation_start = np.concatenate(
-        ([0], np.cumsum(np.bincount(relation_cluster, minlength=num_clusters))))
-    del chunks_cluster, chunks_relation, relation_cluster, by_cluster
-
-    # modularity of the complete partition of each level, on the graph Leiden saw
-    partition = member[0].copy()
-    scores: list[float] = []
-    for depth in range(num_levels):
-        there = member[depth] >= 0
-        partition[there] = member[depth][there]
-        scores.append(_modularity(low, high, summed, partition, num_clusters))
-    del member, partition
-
-    node.flags.writeable = False
-    relation_rows.flags.writeable = False
-    starts, ends_at = start.tolist(), (start + sizes).tolist()
-    relation_bounds = relation_start.tolist()
-    levels_final, parents_final = c_level[final_order].tolist(), parent_final.tolist()
-    clusters = tuple(
-        Cluster(levels_final[i], parents_final[i], node[starts[p]:ends_at[p]],
-                relation_rows[relation_bounds[i]:relation_bounds[i + 1]])
-        for i, p in enumerate(final_order.tolist()))
-
-    child_order = np.argsort(parent_final, kind="stable")  # children ascending per parent
-    child_order = child_order[parent_final[child_order] >= 0]
-    child_bounds = np.concatenate(
-        ([0], np.cumsum(np.bincount(parent_final[child_order], minlength=num_clusters))))
-    child_list, bounds = child_order.tolist(), child_bounds.tolist()
-    children = tuple(tuple(child_list[bounds[i]:bounds[i + 1]]) for i in range(num_clusters))
-    return CommunityHierarchy(clusters, children, tuple(scores),
+    entries = (_leiden(graspologic, low, high, summed, num_entities, config) if low.size
+               else _Entries.none())  # only self-loops: nothing for Leiden to cluster
+    groups = _group(_with_singletons(entries, low, high, num_entities))
+    del entries
+    final_order, final_of = _final_order(groups)
+    parent = _parents(groups, final_of)
+    member = _membership(groups, final_of, parent, num_entities)
+    relation_rows, relation_bounds = _inside_relations(member, ends, parent.size)
+    scores = _level_modularity(member, low, high, summed, parent.size)
+    del member
+    clusters = _clusters(groups, final_order, parent, relation_rows, relation_bounds)
+    return CommunityHierarchy(clusters, _children(parent), scores,
                               time.perf_counter() - started)

@@ -45,8 +45,6 @@ logger = logging.getLogger(__name__)
 
 PassageInput = str | BaseNode
 """A passage: its text, or a LlamaIndex node (metadata and source document are kept)."""
-TripletInput = Sequence[str] | Triplet
-"""A ``(subject, predicate, object)`` tuple or a :class:`Triplet`."""
 
 
 @dataclass

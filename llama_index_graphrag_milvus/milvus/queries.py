@@ -136,14 +136,6 @@ class QueryPath:
                                              ids=list(ids), output_fields=[field])
         return {row["id"]: row[field] for row in rows}
 
-    def search_passages(self, vector: Sequence[float], ids: Sequence[str], limit: int,
-                        where: str = "") -> list[tuple[BaseNode, float]]:
-        """The ``limit`` passages among ``ids`` (and matching ``where``, a filter expression
-        on metadata) most similar to ``vector``, best first."""
-        if not ids:
-            return []
-        return self.search_passage_lists([vector], limit, ids, where)[0]
-
     def search_passage_lists(self, vectors: Sequence[Sequence[float]], limit: int,
                              ids: Sequence[str] | None = None, where: str = ""
                              ) -> list[list[tuple[BaseNode, float]]]:

@@ -25,9 +25,15 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any
 
+import grpc
 from pymilvus import DataType, MilvusClient, MilvusException
+from pymilvus.exceptions import ConnectError, MilvusUnavailableException
 
-from llama_index_graphrag_milvus.errors import InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.errors import (
+    InvalidInputError,
+    MilvusStoreError,
+    MilvusUnavailableError,
+)
 from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, RELATION_TEXT_MAX_BYTES
 
 ID_MAX_LENGTH = 64
@@ -125,14 +131,80 @@ def validate_collection_prefix(prefix: str) -> str:
     return prefix
 
 
+UNAVAILABLE_CODES = frozenset({2, 101})
+"""Milvus error codes of a server that is away or not ready: 2 (pymilvus' "Fail connecting
+to server", the server's "service unavailable") and 101 ("collection not loaded": a
+restarted server loads its collections again by itself)."""
+UNAVAILABLE_STATUSES = frozenset({grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED})
+"""gRPC statuses of a connection that failed or a call that outlived its deadline (pymilvus
+lets ``DEADLINE_EXCEEDED`` through as gRPC's own error, and puts a status in ``code`` when
+its retries run out)."""
+_TIMEOUT_MESSAGES = ("Retry timeout", "DEADLINE_EXCEEDED")
+"""What pymilvus writes in the message of a call that outlived the client timeout."""
+_UNAVAILABLE_HINT = (" (the server is unreachable or did not answer in time: the call may "
+                     "succeed if retried after a pause, with no action on the index)")
+
+
+def is_unavailable(exc: BaseException) -> bool:
+    """Whether a pymilvus or gRPC error (or one of its causes) says the server is away or
+    late, so that the same call may succeed later: see :class:`MilvusUnavailableError`.
+
+    >>> is_unavailable(MilvusException(code=2, message="Fail connecting to server"))
+    True
+    >>> is_unavailable(MilvusException(code=100, message="collection not found"))
+    False
+    """
+    seen: set[int] = set()
+    error: BaseException | None = exc
+    while error is not None and id(error) not in seen:  # pymilvus raises `e from e`
+        seen.add(id(error))
+        if isinstance(error, (MilvusUnavailableException, ConnectError, TimeoutError,
+                              grpc.FutureTimeoutError)):
+            return True
+        status = getattr(error, "code", None)  # grpc's RpcError and AioRpcError: a method
+        if isinstance(error, grpc.RpcError) and callable(status) \
+                and status() in UNAVAILABLE_STATUSES:
+            return True
+        if isinstance(error, MilvusException) and (
+                error.code in UNAVAILABLE_CODES or error.code in UNAVAILABLE_STATUSES
+                or any(marker in str(error.message) for marker in _TIMEOUT_MESSAGES)):
+            return True
+        error = error.__cause__
+    return False
+
+
 @contextmanager
 def milvus_errors(action: str) -> Iterator[None]:
-    """Turn pymilvus errors into :class:`MilvusStoreError` with what we were doing (the
-    pymilvus error is chained as ``__cause__``)."""
+    """Turn pymilvus errors (and the gRPC errors pymilvus lets through) into
+    :class:`MilvusStoreError` with what we were doing, or :class:`MilvusUnavailableError`
+    when a retry may succeed (:func:`is_unavailable`); the original error is chained as
+    ``__cause__``."""
     try:
         yield
-    except MilvusException as exc:
+    except (MilvusException, grpc.RpcError) as exc:
+        if is_unavailable(exc):
+            raise MilvusUnavailableError(
+                f"Milvus failed to {action}: {exc}{_UNAVAILABLE_HINT}") from exc
         raise MilvusStoreError(f"Milvus failed to {action}: {exc}") from exc
+
+
+def fresh_connections(client_kwargs: Mapping[str, Any]) -> dict[str, Any]:
+    """``client_kwargs`` for a pymilvus client whose gRPC channels each connect on their
+    own (``grpc.use_local_subchannel_pool``; options the caller gives in ``grpc_options``
+    win).
+
+    gRPC shares a connection to an address between the channels of a process, and with it
+    the wait before the next connection attempt after one failed (1 s, then longer). When a
+    server comes back, pymilvus reconnects by opening a new channel, whose first call is
+    not told to wait: sharing the failed connection of another channel (a client of an
+    event loop that ended, a reconnect that failed while the server was away), that call
+    failed at once with "Fail connecting to server" although the server answered.
+
+    >>> fresh_connections({"timeout": 5})["grpc_options"]
+    {'grpc.use_local_subchannel_pool': 1}
+    """
+    options = {"grpc.use_local_subchannel_pool": 1, **(client_kwargs.get("grpc_options") or {})}
+    return {**client_kwargs, "grpc_options": options}
 
 
 def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],

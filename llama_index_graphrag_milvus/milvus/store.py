@@ -17,7 +17,7 @@ import threading
 from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
-from typing import Any, TypeVar
+from typing import Any
 from urllib.parse import urlparse
 
 from llama_index.core.schema import BaseNode
@@ -63,6 +63,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     Fields,
     add_scalar_index,
     create_collection,
+    fresh_connections,
     milvus_errors,
     validate_collection_prefix,
 )
@@ -79,8 +80,6 @@ logger = logging.getLogger(__name__)
 
 WORKER_PREFIX = "graphrag-milvus"
 """The names of a store's worker threads (see :meth:`MilvusGraphStore.concurrently_all`)."""
-_A = TypeVar("_A")
-_B = TypeVar("_B")
 
 
 async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
@@ -97,7 +96,9 @@ class MilvusGraphStore(QueryPath):
         token: ``"user:password"`` or an API key for a server; empty for Lite.
         collection_prefix: several graphs can share one Milvus under different prefixes.
         consistency_level: Milvus consistency for the collections this store creates.
-        client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...).
+        client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...),
+            with ``grpc.use_local_subchannel_pool`` added to its ``grpc_options`` (see
+            :func:`~llama_index_graphrag_milvus.milvus.schema.fresh_connections`).
         reads: how whole collections are read (the graph, the entity and passage tables):
             range sizes and the column path; the defaults are the measured ones.
 
@@ -143,8 +144,8 @@ class MilvusGraphStore(QueryPath):
                 f"uri {uri!r} is a file: Milvus Lite keeps an index in a folder whose name "
                 "ends in .db; give a new path or such a folder (a file of Milvus Lite 2 "
                 "cannot be opened by Milvus Lite 3).")
-        self._client_kwargs = (lite_client_kwargs(dict(client_kwargs or {})) if self.is_lite
-                               else dict(client_kwargs or {}))
+        given = fresh_connections(client_kwargs or {})
+        self._client_kwargs = lite_client_kwargs(given) if self.is_lite else given
         self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
         """The vector index of the collections this store creates (Milvus Lite: ``FLAT``)."""
         self.index_params: dict[str, Any] = {}
@@ -153,14 +154,8 @@ class MilvusGraphStore(QueryPath):
         self.entity_collection = f"{self.prefix}_entities"
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
-        self.communities = SideCollection(self, f"{self.prefix}_communities", COMMUNITY_FIELDS)
-        """The communities and their reports (``build_communities``)."""
-        self.descriptions = SideCollection(self, f"{self.prefix}_descriptions",
-                                           DESCRIPTION_FIELDS)
-        """The merged entity and relation descriptions (``build_communities`` on passages
-        extracted with descriptions)."""
-        self.community_collection = self.communities.name
-        self.description_collection = self.descriptions.name
+        self.community_collection = f"{self.prefix}_communities"
+        self.description_collection = f"{self.prefix}_descriptions"
         self._closed = False
         with milvus_errors(f"connect to {uri!r}"), \
                 (lite_connection(self) if self.is_lite else nullcontext()):
@@ -174,8 +169,6 @@ class MilvusGraphStore(QueryPath):
         self._open_lock = threading.Lock()
         self.properties: dict[str, str] = {}
         """What the index recorded about itself (relation collection properties)."""
-        self.served = ServedGraph(self)
-        """The graph queries of the served graph (``GraphRAGIndex(graph="milvus")``)."""
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
@@ -186,6 +179,28 @@ class MilvusGraphStore(QueryPath):
         except BaseException:
             self.close()  # release a Milvus Lite file this failed open would keep held
             raise
+
+    # ------------------------------------------------------------------ views
+    # Views of this store made at each access (they hold nothing but the store), not kept
+    # in attributes: a store that refers to objects that refer to it lives on in a reference
+    # cycle once dropped, until the garbage collector runs, and keeps its Milvus Lite file
+    # held meanwhile (milvus.lite counts the stores alive).
+
+    @property
+    def communities(self) -> SideCollection:
+        """The communities and their reports (``build_communities``)."""
+        return SideCollection(self, self.community_collection, COMMUNITY_FIELDS)
+
+    @property
+    def descriptions(self) -> SideCollection:
+        """The merged entity and relation descriptions (``build_communities`` on passages
+        extracted with descriptions)."""
+        return SideCollection(self, self.description_collection, DESCRIPTION_FIELDS)
+
+    @property
+    def served(self) -> ServedGraph:
+        """The graph queries of the served graph (``GraphRAGIndex(graph="milvus")``)."""
+        return ServedGraph(self)
 
     # ------------------------------------------------------------------ set-up
 
@@ -402,12 +417,6 @@ class MilvusGraphStore(QueryPath):
         if client is not None:
             await client.close()
         await asyncio.to_thread(self.close)
-
-    def concurrently(self, first: Callable[[], _A], second: Callable[[], _B]) -> tuple[_A, _B]:
-        """Run two blocking Milvus calls at the same time: ``second`` in this thread while
-        ``first`` runs in the store's worker thread (gRPC waits release the GIL)."""
-        answer_first, answer_second = self.concurrently_all([first, second])
-        return answer_first, answer_second
 
     def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
         """Run blocking Milvus calls at the same time: all but the last in the store's

@@ -36,7 +36,12 @@ from llama_index_graphrag_milvus.communities.map_reduce import (
     shuffled_reports,
 )
 from llama_index_graphrag_milvus.communities.report_retriever import report_node
-from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
+from llama_index_graphrag_milvus.errors import (
+    EmptyIndexError,
+    GraphRAGError,
+    InvalidInputError,
+    LLMTimeoutError,
+)
 from llama_index_graphrag_milvus.llm import count_tokens
 from llama_index_graphrag_milvus.records import COMMUNITY_KEY, Community, CommunityReport, Finding
 from tests.fakes import ScriptedLLM
@@ -377,11 +382,13 @@ def test_map_timeout_fails_the_batch() -> None:
     assert response.response == NO_DATA_ANSWER
 
 
-def test_reduce_timeout_raises() -> None:
+def test_reduce_timeout_raises_a_package_error_that_is_a_timeout_error() -> None:
     llm = InFlightLLM(answer_each_batch(one_point), reduce_delay=2.0)
     engine = engine_for(llm, make_reports(4), timeout=0.1)
-    with pytest.raises(TimeoutError, match="reduce LLM call gave no answer within"):
+    with pytest.raises(LLMTimeoutError, match="reduce LLM call gave no answer within") as info:
         engine.query(QUESTION)
+    assert isinstance(info.value, GraphRAGError)
+    assert isinstance(info.value, TimeoutError)  # `except TimeoutError` still catches it
 
 
 def test_reduce_failure_propagates() -> None:

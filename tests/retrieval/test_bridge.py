@@ -298,23 +298,41 @@ def test_every_method_gives_relations_the_reranker_can_use(
             assert key not in llm_text and key not in embed_text
 
 
-def test_rerank_on_top_of_the_bridge_hop(family_index: GraphRAGIndex) -> None:
+def test_rerank_on_top_of_the_bridge_hop(family_index: GraphRAGIndex,
+                                        caplog: pytest.LogCaptureFixture) -> None:
+    """The reranker orders the bridge hop's passages by the relations its LLM picks: the
+    scripted LLM reads the relations as the prompt numbers them ("[N] text") and answers
+    the JSON the reranker parses ("useful_relationships"), the chain of the question
+    (Euler's teacher, then his son)."""
     hits = family_index.as_retriever().retrieve(QUESTION)
-    son = next(r for h in hits for r in h.node.metadata[RELATIONS_KEY]
-               if "son of" in r["text"])
-    number = {}
-    llm = ScriptedLLM(lambda prompt: json.dumps({"useful_relations": [number["son"]]}))
+    chain = ["Leonhard Euler was a student of Johann Bernoulli",
+             "Daniel Bernoulli was the son of Johann Bernoulli"]
+    numbers: dict[str, str] = {}
 
     def answer(prompt: str) -> str:
-        for line in prompt.splitlines():
-            if son["text"] in line and line.split(".")[0].strip().isdigit():
-                number["son"] = int(line.split(".")[0])
-        return json.dumps({"thought": "the son", "useful_relations": [number.get("son", 1)]})
+        for line in prompt.split("Now your turn", 1)[1].splitlines():  # not the example's
+            number, _, text = line.partition("] ")
+            if number.startswith("[") and text in chain:
+                numbers[text] = f"{number}]"
+        return json.dumps({"thought_process": "Euler's teacher, then the teacher's son.",
+                           "useful_relationships": [f"{numbers.get(t, '[0]')} {t}"
+                                                    for t in chain]})
 
-    llm = ScriptedLLM(answer)
-    reranked = GraphRelationRerank(llm=llm, top_n=1).postprocess_nodes(hits,
-                                                                       query_str=QUESTION)
-    assert texts(reranked) == [DANIEL]
+    def carries(hit: Any, text: str) -> bool:
+        return any(r["text"] == text for r in hit.node.metadata[RELATIONS_KEY])
+
+    # the passages that carry the first choice, then the second's, then the rest; each
+    # group in the retriever's order
+    expected = texts(sorted(hits, key=lambda h: next(
+        (rank for rank, text in enumerate(chain) if carries(h, text)), len(chain))))
+    assert expected != texts(hits), "the choice would not change the retriever's order"
+
+    rerank = GraphRelationRerank(llm=ScriptedLLM(answer), top_n=len(hits))
+    reranked = rerank.postprocess_nodes(hits, query_str=QUESTION)
+    assert set(numbers) == set(chain)  # both relations were in the prompt, numbered
+    assert texts(reranked) == expected
+    assert reranked[0].node.metadata["graphrag_rerank"]["relation_rank"] == 0
+    assert [r.getMessage() for r in caplog.records if r.levelname == "WARNING"] == []
 
 
 @pytest.mark.parametrize("scoring", ["bridge", "ppr", "passage", "relation"])

@@ -383,9 +383,9 @@ def test_store_runs_the_two_seed_searches_at_the_same_time(
         both_running.wait()
         return name
 
-    assert family_index.store.concurrently(lambda: search("entities"),
-                                           lambda: search("relations")) == ("entities",
-                                                                             "relations")
+    assert family_index.store.concurrently_all([lambda: search("entities"),
+                                                lambda: search("relations")]) == (
+        "entities", "relations")
 
 
 @LITE_ONLY  # memory against a Milvus FLAT search of the same vectors

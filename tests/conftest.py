@@ -27,7 +27,7 @@ from typing import Any, NoReturn
 import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 # A small family graph: Euler's teacher is Johann Bernoulli, whose son is Daniel.
 FAMILY = [

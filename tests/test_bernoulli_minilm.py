@@ -17,7 +17,7 @@ from pathlib import Path
 import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 pytestmark = [
     pytest.mark.model,

@@ -31,13 +31,12 @@ from llama_index.retrievers.bm25 import BM25Retriever
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 from tests.conftest import FAMILY
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
 import compose  # noqa: E402
-
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 LOOKUP = "Where was Leonhard Euler born?"

@@ -12,7 +12,7 @@ import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.records import RELATIONS_KEY
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 

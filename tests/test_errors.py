@@ -14,7 +14,7 @@ from pymilvus import MilvusException
 from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, MilvusStoreError, errors
 from llama_index_graphrag_milvus.errors import MilvusUnavailableError
 from llama_index_graphrag_milvus.milvus.schema import fresh_connections, milvus_errors
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 _NODE = re.compile(r"^ *(?:[│ ]   )*(?:[├└]── )?([A-Za-z_.]+)")
 

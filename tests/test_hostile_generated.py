@@ -50,7 +50,7 @@ from llama_index_graphrag_milvus import (
 from llama_index_graphrag_milvus.extraction.triplets import is_utf8
 from llama_index_graphrag_milvus.retrieval.pcst import SUBGRAPH_NODE_PREFIX
 from tests.conftest import FAMILY
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 pytestmark = pytest.mark.milvus  # every case runs against a Milvus Lite index
 

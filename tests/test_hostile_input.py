@@ -12,9 +12,9 @@ import pytest
 
 from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import LITE_ONLY
 
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 """Input checks happen before Milvus is called: the server adds nothing but time."""
 
 QUESTION = "Who taught Euler?"

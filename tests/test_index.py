@@ -25,10 +25,10 @@ from llama_index_graphrag_milvus.milvus.columns import (
 )
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
 from tests.conftest import FAMILY
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
 # Backend-independent logic (parsing, validation, naming) runs on Lite only, to keep the suite fast.
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 
 MakeIndex = Callable[..., GraphRAGIndex]
 

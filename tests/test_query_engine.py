@@ -12,9 +12,9 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
 from llama_index_graphrag_milvus.records import RERANK_KEY
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 QUESTION = "What did the son of Euler's teacher contribute?"
 ANSWER = "Daniel Bernoulli made contributions to fluid dynamics."
 

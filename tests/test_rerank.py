@@ -21,7 +21,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_graphrag_milvus import GraphRelationRerank, InvalidInputError
 from llama_index_graphrag_milvus.rerank import DEFAULT_RERANK_PROMPT, parse_selection
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 QUERY = "Who taught the teacher of Euler?"
 RERANK_LOGGER = "llama_index_graphrag_milvus.rerank"

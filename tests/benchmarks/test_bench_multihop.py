@@ -47,7 +47,7 @@ from benchmarks.multihop import (
 from benchmarks.multihop.agreement import agreement
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever
 from llama_index_graphrag_milvus.graph import ExpansionConfig
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 CORPUS = [
     ("c0", "Acme", "Acme Corporation was founded by Bob Stone in Springfield."),
@@ -354,8 +354,9 @@ def test_llm_extracts_the_graph_and_reranks(tmp_path: Path,
 def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     dataset = write_dataset(tmp_path / "tiny")
     out = tmp_path / "out"
-    code = main([str(dataset), "--out", str(out), "--embed-model", "tests.fakes:HashEmbedding",
-                 "--no-llm", "--hops", "1", "--no-progress", "--no-chart", "--warmup", "0",
+    code = main([str(dataset), "--out", str(out), "--embed-model",
+                 "tests.support.fakes:HashEmbedding", "--no-llm", "--hops", "1",
+                 "--no-progress", "--no-chart", "--warmup", "0",
                  "--graph-kwargs", '{"per_hop_max_relations": 500}'])
     assert code == 0
     table = capsys.readouterr().out
@@ -367,8 +368,8 @@ def test_command_line(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> Non
 # ---------------------------------------------------------------------------- graph methods
 
 PASSAGE_SCORING = (("passage_scoring", "passage"),)
-CLI = ["--embed-model", "tests.fakes:HashEmbedding", "--no-llm", "--no-progress", "--no-chart",
-       "--warmup", "0", "--entity-top-k", "20", "--relation-top-k", "20"]
+CLI = ["--embed-model", "tests.support.fakes:HashEmbedding", "--no-llm", "--no-progress",
+       "--no-chart", "--warmup", "0", "--entity-top-k", "20", "--relation-top-k", "20"]
 
 
 @pytest.mark.milvus

@@ -24,12 +24,12 @@ from llama_index_graphrag_milvus.cli.folder import batches, read_folder, stored_
 from llama_index_graphrag_milvus.cli.main import main
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from tests.explore.test_server import get_json, tree
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus
 
 ROOT = Path(__file__).resolve().parents[2]
-EMBED = "tests.fakes:HashEmbedding"
+EMBED = "tests.support.fakes:HashEmbedding"
 HERE = "tests.cli.test_folder_command"
 EXTRA = {"basel.txt": "Basel is a city in Switzerland, on the Rhine.",
          "fluids.md": "Fluid dynamics explains the lift of aircraft wings."}
@@ -278,7 +278,7 @@ def make(tmp_path: Path, kind: str) -> Path:
     (None, "other files.db", [], "is a folder of other files, not a Milvus Lite index"),
     (None, None, ["--embed-model", "examples.bernoulli:QUESTION"], "names a str"),
     (None, None, ["--embed-model", "examples.bernoulli:first_line"], "needs arguments"),
-    (None, None, ["--llm", "tests.fakes:HashEmbedding"], "gave a HashEmbedding, not a "
+    (None, None, ["--llm", "tests.support.fakes:HashEmbedding"], "gave a HashEmbedding, not a "
                                                          "LlamaIndex LLM"),
     (None, None, ["--chunk-size", "10"], "--chunk-size must be an integer >= 64"),
 ])

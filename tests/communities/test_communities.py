@@ -37,7 +37,7 @@ from llama_index_graphrag_milvus.records import (
     entity_id,
 )
 from tests.conftest import BACKENDS, FAMILY
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 

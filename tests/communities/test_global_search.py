@@ -44,7 +44,7 @@ from llama_index_graphrag_milvus.errors import (
 )
 from llama_index_graphrag_milvus.llm import count_tokens
 from llama_index_graphrag_milvus.records import COMMUNITY_KEY, Community, CommunityReport, Finding
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 QUESTION = "What are the main trades of the guilds of Basel?"
 LOGGER = "llama_index_graphrag_milvus.communities.global_search"

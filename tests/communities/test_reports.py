@@ -16,7 +16,7 @@ from llama_index_graphrag_milvus.communities.report_writer import (
 )
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.records import Community
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 
 def data(prefix: str, size: int, level: int = 0, children: tuple[str, ...] = ()

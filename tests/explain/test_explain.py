@@ -11,8 +11,8 @@ from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidI
 from llama_index_graphrag_milvus.explain import Explanation, Trace
 from llama_index_graphrag_milvus.explain.assemble import is_passage
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod
-from tests.explain_data import DANIEL, EULER, QUESTION, build
-from tests.fakes import HashEmbedding
+from tests.support.explain_data import DANIEL, EULER, QUESTION, build
+from tests.support.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus
 

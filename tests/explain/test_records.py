@@ -23,7 +23,7 @@ from llama_index_graphrag_milvus.explain import (
 from llama_index_graphrag_milvus.explain.assemble import reason
 from llama_index_graphrag_milvus.explain.html import asset, render_frame, render_page
 from llama_index_graphrag_milvus.explain.view import predicate
-from tests.explain_data import HOSTILE, IMAGE, QUESTION, SCRIPT
+from tests.support.explain_data import HOSTILE, IMAGE, QUESTION, SCRIPT
 
 RELATION = RelationRef("r1", "Leonhard Euler was a student of Johann Bernoulli", 0.41, 0)
 

@@ -1,4 +1,4 @@
-"""The docs' screenshots, taken with the browser tests' tooling (:mod:`tests.browser`).
+"""The docs' screenshots, taken with the browser tests' tooling (:mod:`tests.support.browser`).
 
 The quick start's index (``examples/bernoulli.py``: the tutorial's four passages, offline
 all-MiniLM-L6-v2), its explanation page, and the explorer on it::
@@ -17,7 +17,7 @@ from pathlib import Path
 from examples.bernoulli import DATASET, QUESTION, local_embedding
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.explore import serve
-from tests.browser import find_or_install, new_driver, quit_driver
+from tests.support.browser import find_or_install, new_driver, quit_driver
 
 
 def take(folder: Path) -> list[Path]:

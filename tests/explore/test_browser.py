@@ -1,8 +1,8 @@
 """The explorer and the explanation page in a real browser (headless Chromium, Selenium).
 
 One explorer and one Chromium for the module, on the Bernoulli family with hostile passages
-(:mod:`tests.explain_data`). Every wait is on a condition of the page (WebDriverWait), never
-a sleep. Chromium and chromedriver are found or installed by :mod:`tests.browser`; when they
+(:mod:`tests.support.explain_data`). Every wait is on a condition of the page (WebDriverWait), never
+a sleep. Chromium and chromedriver are found or installed by :mod:`tests.support.browser`; when they
 cannot be, these tests fail with the command that installs them.
 """
 
@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 
 from llama_index_graphrag_milvus.explore import serve
-from tests.browser import BrowserUnavailable, find_or_install, new_driver, quit_driver
-from tests.explain_data import DANIEL, HOSTILE, QUESTION, SCRIPT, build
+from tests.support.browser import BrowserUnavailable, find_or_install, new_driver, quit_driver
+from tests.support.explain_data import DANIEL, HOSTILE, QUESTION, SCRIPT, build
 
 pytestmark = [pytest.mark.milvus, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 

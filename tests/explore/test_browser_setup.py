@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests import browser
+from tests.support import browser
 
 
 def test_found_where_debian_puts_them(monkeypatch: pytest.MonkeyPatch) -> None:

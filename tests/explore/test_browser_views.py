@@ -16,7 +16,6 @@ import pytest
 
 from examples.bernoulli import DATASET
 from llama_index_graphrag_milvus import GraphRAGIndex
-from tests.explain_data import QUESTION
 from tests.explore.test_browser import (
     GRAPH,
     ask,
@@ -27,7 +26,8 @@ from tests.explore.test_browser import (
     open_explorer,
     wait,
 )
-from tests.fakes import HashEmbedding
+from tests.support.explain_data import QUESTION
+from tests.support.fakes import HashEmbedding
 
 __all__ = ["driver", "explorer"]  # the fixtures, shared with test_browser
 

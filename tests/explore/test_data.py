@@ -14,8 +14,8 @@ from llama_index_graphrag_milvus.explore.app import create_app
 from llama_index_graphrag_milvus.explore.data import MAX_PAGE, MAX_QUESTION_CHARS
 from llama_index_graphrag_milvus.explore.server import require_web
 from llama_index_graphrag_milvus.records import entity_id
-from tests.explain_data import DANIEL, FAMILY_WITH_HOSTILE_PASSAGES, QUESTION, SCRIPT
-from tests.fakes import HashEmbedding
+from tests.support.explain_data import DANIEL, FAMILY_WITH_HOSTILE_PASSAGES, QUESTION, SCRIPT
+from tests.support.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus
 
@@ -141,7 +141,7 @@ def test_a_missing_web_framework_says_how_to_install_it(monkeypatch: pytest.Monk
 def test_communities_and_local_search_once_built(tmp_path: object) -> None:
     from pathlib import Path
 
-    from tests.explain_data import build
+    from tests.support.explain_data import build
 
     index = build(Path(str(tmp_path)) / "communities.db")
     try:

@@ -17,12 +17,12 @@ import pytest
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.explore import serve
 from llama_index_graphrag_milvus.explore.cli import main
-from tests.explain_data import build
+from tests.support.explain_data import build
 
 pytestmark = pytest.mark.milvus
 
 ROOT = Path(__file__).resolve().parents[2]
-EMBED = "tests.fakes:HashEmbedding"
+EMBED = "tests.support.fakes:HashEmbedding"
 
 
 @pytest.fixture
@@ -102,14 +102,14 @@ def make_path(tmp_path: Path, kind: str) -> Path:
     ("empty folder", [], "holds no Milvus Lite index (no collections/ in it)"),
     ("index", ["--collection-prefix", "other"], "no index with --collection-prefix 'other'"),
     ("index", ["--embed-model", "no_such_module:model"], "cannot load it"),
-    ("index", ["--embed-model", "tests.fakes"], "takes MODULE:CALLABLE"),
+    ("index", ["--embed-model", "tests.support.fakes"], "takes MODULE:CALLABLE"),
     ("index", ["--embed-model", "examples.bernoulli:QUESTION"],
      "examples.bernoulli:QUESTION names a str, neither a LlamaIndex embedding model"),
     ("index", ["--embed-model", "examples.bernoulli:first_line"],
      "examples.bernoulli:first_line needs arguments (hit)"),
     ("index", ["--embed-model", "tests.explore.test_server:missing_model_files"],
      "missing_model_files failed: FileNotFoundError: [Errno 2] No such file or directory"),
-    ("index", ["--embed-model", "tests.fakes:ScriptedLLM"], "needs arguments (script)"),
+    ("index", ["--embed-model", "tests.support.fakes:ScriptedLLM"], "needs arguments (script)"),
 ])
 def test_the_command_line_says_what_to_fix_and_leaves_the_path_alone(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, arguments: list[str],

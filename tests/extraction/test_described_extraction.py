@@ -36,7 +36,7 @@ from llama_index_graphrag_milvus.records import (
     RelationDescription,
     Triplet,
 )
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 PASSAGE = ("Leonhard Euler was born in Basel in 1707. He studied mathematics at the University "

@@ -32,7 +32,7 @@ from llama_index_graphrag_milvus.extraction import (
     triplets_from_node,
 )
 from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, Triplet
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 

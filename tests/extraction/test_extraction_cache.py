@@ -29,7 +29,7 @@ from llama_index_graphrag_milvus.extraction import (
     extraction_failures,
 )
 from llama_index_graphrag_milvus.records import Triplet
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 

@@ -38,7 +38,7 @@ from llama_index_graphrag_milvus.records import (
     TRIPLETS_KEY,
     Triplet,
 )
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 LOGGER = "llama_index_graphrag_milvus.extraction.spacy_extractor"
 CO = "co-occurs with"

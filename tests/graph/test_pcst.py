@@ -36,13 +36,13 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.pcst import SUBGRAPH_NODE_PREFIX
 from tests.conftest import FAMILY
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
 
 
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 """For tests of the method's own logic: the server adds nothing but time there."""
 
 

@@ -22,9 +22,9 @@ from llama_index_graphrag_milvus import (
 )
 from llama_index_graphrag_milvus.milvus.served import ServedGraph
 from llama_index_graphrag_milvus.records import KIND_CODES, TRIPLETS_KEY, Triplet, entity_id
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import LITE_ONLY
 
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 HANDBOOK = "Employees of the company must wear badges. Ada met Boris at the front desk."
 MET = [("Ada", "met", "Boris")]
 
@@ -135,7 +135,7 @@ def test_delete_and_update_can_be_scoped_to_a_tenant(
 @LITE_ONLY
 def test_scoped_update_replaces_one_tenants_document(
         make_index: Callable[..., GraphRAGIndex]) -> None:
-    from tests.fakes import ScriptedLLM
+    from tests.support.fakes import ScriptedLLM
 
     index = make_index([(Document(text=HANDBOOK, doc_id="handbook.md", metadata=tenant(t)),
                          MET) for t in ("acme", "globex")])

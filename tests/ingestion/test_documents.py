@@ -16,11 +16,11 @@ from llama_index.core.schema import TextNode
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.ingestion.deletion import delete_document
 from llama_index_graphrag_milvus.records import TRIPLETS_KEY, entity_id
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
 # Splitting and the simulated interruption do not depend on the backend (real kills on a
-# server: tests/test_kills.py).
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+# server: tests/milvus/test_kills.py).
 
 TRIPLETS = {
     "Euler was a student of Johann Bernoulli.": [

@@ -20,7 +20,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import ENTITY_KINDS_KEY
 from llama_index_graphrag_milvus.retrieval.bridge import distinct_bridges, rank_bridges
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 

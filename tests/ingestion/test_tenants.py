@@ -11,10 +11,10 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from tests.support.markers import LITE_ONLY
 
 # Lite only: the refused filters (checked before any query) and the simulated crash (the real
-# kills on a server are in tests/test_kills.py).
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+# kills on a server are in tests/milvus/test_kills.py).
 
 HOSTILE = 'acme" or tenant_id != "'
 TENANTS = ["acme", "globex", HOSTILE, "back\\slash\\", "o'brien"]

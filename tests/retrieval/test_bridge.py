@@ -38,10 +38,10 @@ from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDri
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.neighbourhood import bridge_spreads
 from tests.conftest import FAMILY
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
 # Argument checks do not depend on the backend.
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)

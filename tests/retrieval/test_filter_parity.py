@@ -24,8 +24,7 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.milvus.filters import quote, to_milvus_expression
-
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+from tests.support.markers import LITE_ONLY
 
 TENANTS = ["acme", "o'brien", 'say "hi"', "back\\slash\\", "line\nbreak", "cr\rlf\r\n",
            "tab\tx", "café", "中文", "😀", "\\n not a break", "ctrl\x07\x1b\x7f", ""]

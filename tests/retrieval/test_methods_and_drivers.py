@@ -35,8 +35,8 @@ from llama_index_graphrag_milvus.retrieval.drivers import (
     handler,
 )
 from llama_index_graphrag_milvus.retrieval.requests import Known, Request, Together
+from tests.support.markers import LITE_ONLY
 
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 QUESTION = "What did the son of Euler's teacher contribute?"
 
 

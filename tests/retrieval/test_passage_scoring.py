@@ -8,8 +8,7 @@ import pytest
 from llama_index_graphrag_milvus import InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.milvus.filters import in_list
-
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+from tests.support.markers import LITE_ONLY
 
 
 def _graph() -> EntityRelationGraph:

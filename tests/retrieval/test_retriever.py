@@ -31,10 +31,10 @@ from llama_index_graphrag_milvus.records import (
     passage_id,
 )
 from tests.conftest import FAMILY
-from tests.fakes import ScriptedLLM
+from tests.support.fakes import ScriptedLLM
+from tests.support.markers import LITE_ONLY
 
 # Parsing, argument checks and fallbacks do not depend on the backend: Lite only.
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)

@@ -22,12 +22,11 @@ from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDri
 from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
 from llama_index_graphrag_milvus.retrieval.requests import OwnRelations
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import LITE_ONLY, SERVER_ONLY
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 METHODS = ["bridge", "passage", "ppr", "pcst"]
-LITE_ONLY = pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
-SERVER_ONLY = pytest.mark.parametrize("milvus_uri", ["server"], indirect=True)
 
 
 def summary(nodes: list[NodeWithScore]) -> list[tuple[str, float, list[str]]]:

@@ -1,4 +1,4 @@
-"""A stateless query worker for tests/test_workers.py: one process with the graph served by
+"""A stateless query worker for tests/milvus/test_workers.py: one process with the graph served by
 Milvus, answering JSON commands on stdin, one per line, with one JSON line on stdout.
 
 Commands: ``{"insert": [text, [[s, p, o], ...]]}`` ingests a passage; ``{"query": text}``
@@ -12,7 +12,7 @@ import sys
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.index_cache import COPIES, GRAPH_MODE
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 
 def main(uri: str, prefix: str) -> None:

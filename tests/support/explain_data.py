@@ -1,6 +1,6 @@
 """The Bernoulli family with hostile passages, for the explanation and explorer tests.
 
-With :class:`~tests.fakes.HashEmbedding` (64 dimensions), "What contribution did the son of
+With :class:`~tests.support.fakes.HashEmbedding` (64 dimensions), "What contribution did the son of
 Euler's teacher make?" finds the relation "Leonhard Euler was a student of Johann Bernoulli";
 the bridge Johann Bernoulli's second query finds Daniel Bernoulli's passage first, which
 naive RAG ranks 4th (it misses it at 3). The three hostile passages (and entities) resemble
@@ -13,7 +13,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from llama_index_graphrag_milvus import GraphRAGIndex
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 QUESTION = "What contribution did the son of Euler's teacher make?"
 SCRIPT = "<script>window.__graphragPwned = 1</script>"

@@ -1,4 +1,4 @@
-"""Writes killed with SIGKILL at a chosen step, for tests/test_kills.py.
+"""Writes killed with SIGKILL at a chosen step, for tests/milvus/test_kills.py.
 
 A scenario is a base content and one operation (ingest, delete, update) applied through the
 public API. :func:`run_killed` runs the operation in a child process that kills itself just
@@ -19,7 +19,7 @@ from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from tests.fakes import HashEmbedding, ScriptedLLM
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 TEXTS = {
     "a": "Ada met Boris at the front desk. Boris taught Chen.",

@@ -15,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests import kill_scenarios
-from tests.kill_scenarios import OPERATIONS, content, open_index, prepare
+from tests.support import kill_scenarios
+from tests.support.kill_scenarios import OPERATIONS, content, open_index, prepare
 
 KILL_POINTS = [
     # (operation, store method killed before its first call, on the collection ending with)
@@ -36,7 +36,7 @@ SERVER_KILL_POINTS = [KILL_POINTS[1], KILL_POINTS[4], KILL_POINTS[7]]
 @pytest.fixture(scope="module")
 def forkserver() -> Iterator[ForkServerContext]:
     context = multiprocessing.get_context("forkserver")
-    context.set_forkserver_preload(["tests.kill_scenarios"])
+    context.set_forkserver_preload(["tests.support.kill_scenarios"])
     yield context
 
 

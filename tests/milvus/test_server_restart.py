@@ -1,7 +1,7 @@
 """A server that goes away mid-query and comes back: a clear error within the client
 timeout, then queries succeed again with no action on the index.
 
-The restart is a TCP proxy in front of the session server (tests/proxy.py): it closes every
+The restart is a TCP proxy in front of the session server (tests/support/proxy.py): it closes every
 connection and its port, as a stopped server process does, and listens again when "back".
 The real thing (the embedded server stopped and started under load) is
 ``python -m benchmarks.restart``.
@@ -22,10 +22,10 @@ from pymilvus import MilvusClient
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.errors import MilvusUnavailableError
 from tests.conftest import FAMILY
-from tests.fakes import HashEmbedding
-from tests.proxy import TcpProxy
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import SERVER_ONLY
+from tests.support.proxy import TcpProxy
 
-SERVER_ONLY = pytest.mark.parametrize("milvus_uri", ["server"], indirect=True)
 QUESTION = "What did the son of Euler's teacher contribute?"
 DANIEL = FAMILY[1][0]
 TIMEOUT = 3.0

@@ -17,11 +17,11 @@ from pathlib import Path
 import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 DATA = [("Euler was a student of Johann Bernoulli.",
          [("Euler", "was a student of", "Johann Bernoulli")])]
 QUESTION = "Who taught Euler?"
@@ -31,7 +31,7 @@ CLOSED = r"is closed: close\(\) was called"
 # the message when the package refuses to open it.
 CHILD = """
 import sys
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 try:
     index = GraphRAGIndex(uri=sys.argv[1], embed_model=HashEmbedding(dim=64))

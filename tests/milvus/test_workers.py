@@ -15,18 +15,18 @@ import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from tests.conftest import FAMILY
-from tests.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import SERVER_ONLY
 
-SERVER_ONLY = pytest.mark.parametrize("milvus_uri", ["server"], indirect=True)
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 
 
 class Worker:
-    """A worker process (tests/worker_process.py) and its JSON line protocol."""
+    """A worker process (tests/support/worker_process.py) and its JSON line protocol."""
 
     def __init__(self, uri: str, prefix: str) -> None:
         self.process = subprocess.Popen(
-            [sys.executable, "-m", "tests.worker_process", uri, prefix], cwd=ROOT,
+            [sys.executable, "-m", "tests.support.worker_process", uri, prefix], cwd=ROOT,
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
         assert self.read() == {"ready": True}
 

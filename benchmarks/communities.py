@@ -41,7 +41,7 @@ from benchmarks.multihop.build import (
 from benchmarks.multihop.data import load_dataset
 from benchmarks.multihop.methods import corpus_ids
 from benchmarks.multihop.metrics import percentile, recall_at_k
-from llama_index_graphrag_milvus.records import CONTEXT_KIND_KEY
+from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY
 
 
 def passage_ids(nodes: Sequence[Any]) -> tuple[str, ...]:

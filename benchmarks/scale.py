@@ -52,7 +52,8 @@ from llama_index_graphrag_milvus.graph import (
 )
 from llama_index_graphrag_milvus.graph.steiner_tree import PCSTConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY, EntityColumns, EntityHit
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
+from llama_index_graphrag_milvus.records import EntityColumns, EntityHit
 from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_SIMILARITY_TOP_K

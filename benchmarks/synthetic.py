@@ -17,8 +17,9 @@ from typing import Any
 
 import numpy as np
 
-from llama_index_graphrag_milvus.records import Triplet, stable_id
-from llama_index_graphrag_milvus.records import entity_id as _entity_id
+from llama_index_graphrag_milvus.ids import entity_id as _entity_id
+from llama_index_graphrag_milvus.ids import stable_id
+from llama_index_graphrag_milvus.records import Triplet
 
 
 @dataclass(frozen=True)

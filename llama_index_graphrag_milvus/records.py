@@ -1,162 +1,24 @@
-"""Small typed records passed between the stages, and the id and name rules.
+"""Small typed records passed between the stages: triplets, the column batches the in-memory
+copies are built from, search hits, candidate relations, communities and their reports,
+and the descriptions of Microsoft GraphRAG's extraction.
 
-Ids are deterministic: a hash of the normalized text. Re-ingesting the same input is an
-upsert, never a duplicate, and an interrupted ingestion can simply be run again.
+What changes with other concerns lives apart: the ids and name rules in
+:mod:`~llama_index_graphrag_milvus.ids`, the node metadata keys in
+:mod:`~llama_index_graphrag_milvus.metadata`, Milvus's limits in
+:mod:`~llama_index_graphrag_milvus.limits`, the entity kinds in
+:mod:`~llama_index_graphrag_milvus.extraction.kinds`.
 """
 
 from __future__ import annotations
 
-import hashlib
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-from llama_index.core.schema import BaseNode, TextNode
+from llama_index.core.schema import BaseNode
 
-# Metadata keys written on passage nodes. They are excluded from what an LLM or an embedding
-# model sees (see :func:`hide_from_models`).
-TRIPLETS_KEY = "graphrag_triplets"
-"""Node metadata key holding the ``[[subject, predicate, object], ...]`` of a passage."""
-ENTITY_KINDS_KEY = "graphrag_entity_kinds"
-"""Node metadata key of ``{entity name: kind}`` for the entities of its triplets, written by
-the spaCy extractor (``"named"``, ``"title"``, ``"date"``, ``"concept"``); hidden from LLMs and
-embedding models."""
-RELATIONS_KEY = "graphrag_relations"
-"""Node metadata key holding the candidate relations that brought a retrieved passage."""
-RERANK_KEY = "graphrag_rerank"
-"""Node metadata key holding what the reranker decided about a passage."""
-FOUND_BY_KEY = "graphrag_found_by"
-"""Node metadata key saying how a retrieval method found a passage (its query, bridge
-entity, own similarity, PageRank mass...)."""
-TIMINGS_KEY = "graphrag_timings"
-"""Node metadata key holding the seconds a retrieval method spent in its own steps."""
-SUBGRAPH_KEY = "graphrag_subgraph"
-"""Node metadata key holding the subgraph a retrieval method chose (the PCST method: its
-entities, relations and their G-Retriever text)."""
-CONTEXT_KIND_KEY = "graphrag_context"
-"""Node metadata key saying what a local-search node is: ``"report"``, ``"entities"``,
-``"relations"`` or ``"passage"``."""
-RETRIEVAL_KEYS = (RELATIONS_KEY, RERANK_KEY, FOUND_BY_KEY, TIMINGS_KEY, SUBGRAPH_KEY,
-                  CONTEXT_KIND_KEY)
-"""What retrieval and rerank attach to a passage: kept out of LLM and embedding text and of
-the node's hash."""
-
-MILVUS_MAX_TOP_K = 16_384
-"""The largest ``limit`` a Milvus search accepts."""
-ENTITY_NAME_MAX_BYTES = 2048
-"""Longest entity name (UTF-8 bytes) the entity collection accepts."""
-RELATION_TEXT_MAX_BYTES = 8192
-"""Longest relation text (UTF-8 bytes) the relation collection accepts."""
-PASSAGE_TEXT_MAX_BYTES = 65535
-"""Longest passage text (UTF-8 bytes): the VARCHAR limit of the passage collection."""
-
-
-def hide_from_models(node: BaseNode, *keys: str) -> None:
-    """Keep the metadata ``keys`` of ``node`` out of what LLMs and embedding models see
-    (``excluded_llm_metadata_keys`` and ``excluded_embed_metadata_keys``); a key already
-    hidden is not added again.
-
-    >>> node = TextNode(text="Euler was born in Basel.", metadata={TRIPLETS_KEY: []})
-    >>> hide_from_models(node, TRIPLETS_KEY)
-    >>> node.excluded_llm_metadata_keys, node.excluded_embed_metadata_keys
-    (['graphrag_triplets'], ['graphrag_triplets'])
-    """
-    for excluded in (node.excluded_embed_metadata_keys, node.excluded_llm_metadata_keys):
-        excluded.extend(key for key in dict.fromkeys(keys) if key not in excluded)
-
-
-def clean_text(text: str) -> str:
-    """Collapse runs of whitespace and strip: the form an entity name is shown in."""
-    return " ".join(text.split())
-
-
-def normalize_name(text: str) -> str:
-    """The identity of an entity name: case-folded, whitespace collapsed.
-
-    >>> normalize_name("  Leonhard   EULER ")
-    'leonhard euler'
-    """
-    return clean_text(text).casefold()
-
-
-ENTITY_KINDS = ("named", "title", "date", "concept")
-"""What an entity is: ``"named"`` (a named entity or a proper-noun phrase), ``"title"`` (a
-passage's main entity, or a quoted title), ``"date"``, ``"concept"`` (a common-noun phrase:
-a type or an attribute of a specific entity). The spaCy extractor records the kind of each
-entity it names; for other triplets it is inferred from the name (:func:`infer_kind`)."""
-KIND_CODES: dict[str, int] = {"": 0, **{kind: code for code, kind in enumerate(ENTITY_KINDS, 1)}}
-"""A small integer per kind (0: not recorded), as the in-memory graph holds them."""
-SPECIFIC_KINDS: frozenset[str] = frozenset({"named", "title"})
-"""The kinds that name one thing, and so can link passages and be bridges."""
-_MONTHS = frozenset(
-    "january february march april may june july august september october november december "
-    "jan feb mar apr jun jul aug sep sept oct nov dec".split())
-_DATE_WORDS = frozenset("ad bc bce ce between to and from until or century early mid late "
-                        "the of in on c circa st nd rd th s".split())
-_DATE_TOKEN = re.compile(r"[a-z]+|\d+(?:st|nd|rd|th|s)?")
-_WORDS = re.compile(r"(?<!\S)[\"'(\[“‘]*([^\W\d_]\S*)")
-"""Words (between spaces) that start with a letter: not "26th"; "Jong-chul" is one."""
-
-
-def _is_date(name: str) -> bool:
-    """Whether a name is only a date or a span of dates: numbers, month names and the
-    words of dates ("July 1967", "1–14 August 2014", "18th century", "1990s")."""
-    tokens = _DATE_TOKEN.findall(name.casefold())
-    if not tokens or any(not (t[0].isdigit() or t in _MONTHS or t in _DATE_WORDS)
-                         for t in tokens):
-        return False
-    return any(t in _MONTHS or (t[0].isdigit() and (len(t) >= 3 or t.endswith(
-        ("st", "nd", "rd", "th")))) for t in tokens)
-
-
-def stronger_kind(first: str, second: str) -> str:
-    """The kind to record when two passages give one entity two kinds: a recorded kind over
-    none, then title, named, date, concept (a name some passage names specifically is a
-    specific entity).
-
-    >>> stronger_kind("concept", "named"), stronger_kind("", "date")
-    ('named', 'date')
-    """
-    order = ("title", "named", "date", "concept", "")
-    return min(first, second, key=lambda kind: order.index(kind) if kind in order else 5)
-
-
-def infer_kind(name: str) -> str:
-    """The kind of an entity known only by its name (an LLM's or a user's triplets): a date
-    ("July 1967", "1–14 August 2014", "18th century"); a concept unless its first and last
-    words are capitalized ("son", "frontman of Slipknot", "Portuguese retired footballer",
-    "1,231 retail locations": a description, not a name); else named.
-
-    >>> [infer_kind(n) for n in ("July 1967", "son", "frontman of Slipknot",
-    ...                          "Portuguese retired footballer", "Johann Bernoulli",
-    ...                          "26th Chess Olympiad", "University of Copenhagen")]
-    ['date', 'concept', 'concept', 'concept', 'named', 'named', 'named']
-    """
-    cleaned = clean_text(name)
-    if _is_date(cleaned):
-        return "date"
-    words = _WORDS.findall(cleaned)
-    if not words:
-        return "concept"
-    return "named" if all(any(c.isupper() for c in w) for w in (words[0], words[-1])) \
-        else "concept"
-
-
-def clip_utf8(text: str, max_bytes: int) -> str:
-    """``text`` cut to at most ``max_bytes`` UTF-8 bytes (on a character boundary).
-
-    >>> clip_utf8("café", 4)
-    'caf'
-    """
-    data = text.encode("utf-8", "surrogatepass")
-    return text if len(data) <= max_bytes else data[:max_bytes].decode("utf-8", "ignore")
-
-
-def stable_id(kind: str, key: str) -> str:
-    """A deterministic 32-hex-digit id for ``key`` in the namespace ``kind``."""
-    return hashlib.sha256(f"{kind}\x1f{key}".encode()).hexdigest()[:32]
+from llama_index_graphrag_milvus.ids import entity_id, normalize_name, stable_id
 
 
 @dataclass(frozen=True)
@@ -189,32 +51,6 @@ class Triplet:
     @property
     def object_id(self) -> str:
         return entity_id(self.object)
-
-
-def entity_id(name: str) -> str:
-    """Entity id of a name: names equal after :func:`normalize_name` share it."""
-    return stable_id("entity", normalize_name(name))
-
-
-def passage_id(text: str, document_id: str | None = None, identity: str = "") -> str:
-    """Passage id: a hash of the source document id (when there is one), of the identity
-    metadata (``identity``, a canonical text of the metadata that makes passages distinct,
-    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.ingestion.identity`) and of the
-    passage text with whitespace collapsed. The same text in two documents, or in two
-    tenants, gives two passages, so that deleting one never removes the other's.
-
-    >>> passage_id("Euler was Swiss.") == passage_id("Euler  was Swiss.")
-    True
-    >>> passage_id("Euler was Swiss.", identity='{"tenant_id": "acme"}') == passage_id(
-    ...     "Euler was Swiss.", identity='{"tenant_id": "globex"}')
-    False
-    """
-    parts = [clean_text(text)]
-    if document_id is not None:
-        parts.insert(0, document_id)
-    if identity:
-        parts.append(identity)
-    return stable_id("passage", "\x1f".join(parts))
 
 
 @dataclass(frozen=True)
@@ -364,30 +200,7 @@ def best_relations(relations: Iterable[CandidateRelation], limit: int
     return sorted(relations, key=lambda c: (-c.score, c.id))[:limit]
 
 
-class GraphPassageNode(TextNode):
-    """A retrieved passage: a ``TextNode`` whose ``hash`` ignores what retrieval and rerank
-    attach (``graphrag_relations``, ``graphrag_rerank``).
-
-    The same passage from the graph retriever and from naive vector search then has the same
-    hash, so core's ``QueryFusionRetriever`` merges the two instead of listing it twice.
-    """
-
-    @property
-    def hash(self) -> str:
-        stored = {k: v for k, v in self.metadata.items() if k not in RETRIEVAL_KEYS}
-        identity = str(self.text) + str(stored)
-        return hashlib.sha256(identity.encode("utf-8", "surrogatepass")).hexdigest()
-
-    @classmethod
-    def from_node(cls, node: BaseNode) -> GraphPassageNode:
-        """The same node (id, text, metadata, relationships) as a ``GraphPassageNode``."""
-        return node if isinstance(node, cls) else cls(**node.dict())
-
-
 # ---------------------------------------------------------------------- communities
-
-COMMUNITY_KEY = "graphrag_community"
-"""Node metadata key of a community report node: the community's id, level, rating..."""
 
 
 @dataclass(frozen=True)
@@ -471,14 +284,6 @@ class CommunityReport:
 
 
 # ------------------------------------------------------------- described extraction
-
-ENTITY_DESCRIPTIONS_KEY = "graphrag_entity_descriptions"
-"""Node metadata key holding the ``[[name, type, description], ...]`` of a passage, written
-by ``TripletExtractor(describe=True)`` (Microsoft GraphRAG's entity descriptions)."""
-RELATION_DESCRIPTIONS_KEY = "graphrag_relation_descriptions"
-"""Node metadata key holding the ``[[subject, predicate, object, description, strength],
-...]`` of a passage, written by ``TripletExtractor(describe=True)``."""
-
 
 @dataclass(frozen=True)
 class EntityDescription:

@@ -33,14 +33,10 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.llm import within, within_thread
+from llama_index_graphrag_milvus.metadata import RELATIONS_KEY, RERANK_KEY, hide_from_models
 from llama_index_graphrag_milvus.parsing import find_json, strip_echo
-from llama_index_graphrag_milvus.records import (
-    RELATIONS_KEY,
-    RERANK_KEY,
-    clean_text,
-    hide_from_models,
-)
 from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 logger = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.records import RELATIONS_KEY
+from llama_index_graphrag_milvus.metadata import RELATIONS_KEY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file

@@ -16,14 +16,16 @@ from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidI
 from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.tables import EntityTable
+from llama_index_graphrag_milvus.ids import entity_id, passage_id
 from llama_index_graphrag_milvus.ingestion.identity import IndexSettings
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 from llama_index_graphrag_milvus.milvus import MilvusGraphStore
 from llama_index_graphrag_milvus.milvus.columns import (
     ROW_BYTES_BESIDES_VECTOR,
     CollectionReads,
     ColumnQuery,
 )
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY, Triplet, entity_id, passage_id
+from llama_index_graphrag_milvus.records import Triplet
 from tests.conftest import FAMILY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 from tests.support.markers import LITE_ONLY

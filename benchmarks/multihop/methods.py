@@ -26,7 +26,7 @@ from benchmarks.multihop.data import CORPUS_ID_KEY
 from benchmarks.multihop.metrics import QuestionResult
 from llama_index_graphrag_milvus import GraphRAGRetriever
 from llama_index_graphrag_milvus.index import GraphRAGIndex
-from llama_index_graphrag_milvus.records import RELATIONS_KEY, SUBGRAPH_KEY
+from llama_index_graphrag_milvus.metadata import RELATIONS_KEY, SUBGRAPH_KEY
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
 

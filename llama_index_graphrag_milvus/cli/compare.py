@@ -25,7 +25,7 @@ from collections.abc import Sequence
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
-from llama_index_graphrag_milvus.records import FOUND_BY_KEY, RELATIONS_KEY
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
 
 SEPARATOR = " │ "
 

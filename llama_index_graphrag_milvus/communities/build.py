@@ -52,19 +52,14 @@ from llama_index_graphrag_milvus.graph.leiden import (
     hierarchical_communities,
     relation_weights,
 )
+from llama_index_graphrag_milvus.ids import clip_utf8, stable_id
 from llama_index_graphrag_milvus.ingestion.write import timed_stage
 from llama_index_graphrag_milvus.milvus.schema import (
     COMMUNITY_MEMBERS_PER_ROW,
     COMMUNITY_TEXT_MAX_BYTES,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.records import (
-    Community,
-    CommunityReport,
-    Finding,
-    clip_utf8,
-    stable_id,
-)
+from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
 from llama_index_graphrag_milvus.validation import check_int
 
 logger = logging.getLogger(__name__)

@@ -32,16 +32,12 @@ from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.extraction.described import descriptions_from_node
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
+from llama_index_graphrag_milvus.ids import clip_utf8, entity_id, stable_id
+from llama_index_graphrag_milvus.limits import RELATION_TEXT_MAX_BYTES
 from llama_index_graphrag_milvus.llm import Sleep, call_with_retries, gather_bounded, run_blocking
 from llama_index_graphrag_milvus.milvus.schema import DESCRIPTION_TEXT_MAX_BYTES
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.records import (
-    RELATION_TEXT_MAX_BYTES,
-    Triplet,
-    clip_utf8,
-    entity_id,
-    stable_id,
-)
+from llama_index_graphrag_milvus.records import Triplet
 
 logger = logging.getLogger(__name__)
 

@@ -38,13 +38,8 @@ from llama_index.core.utils import get_tokenizer
 from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.communities.report_retriever import report_node
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.records import (
-    CONTEXT_KIND_KEY,
-    RELATIONS_KEY,
-    CandidateRelation,
-    EntityHit,
-    hide_from_models,
-)
+from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY, RELATIONS_KEY, hide_from_models
+from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.methods import method_of
 from llama_index_graphrag_milvus.retrieval.requests import (

@@ -8,7 +8,8 @@ import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
-from llama_index_graphrag_milvus.records import COMMUNITY_KEY, CommunityReport, hide_from_models
+from llama_index_graphrag_milvus.metadata import COMMUNITY_KEY, hide_from_models
+from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,

@@ -30,6 +30,7 @@ from llama_index.core.utils import get_tokenizer
 from tqdm.auto import tqdm
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.ids import stable_id
 from llama_index_graphrag_milvus.llm import (
     Sleep,
     Threads,
@@ -38,7 +39,7 @@ from llama_index_graphrag_milvus.llm import (
     run_with_threads,
 )
 from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding, stable_id
+from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
 from llama_index_graphrag_milvus.validation import check_instance, check_int, check_number
 
 logger = logging.getLogger(__name__)

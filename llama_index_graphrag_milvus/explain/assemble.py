@@ -31,15 +31,9 @@ from llama_index_graphrag_milvus.explain.explanation import (
 )
 from llama_index_graphrag_milvus.explain.trace import Trace
 from llama_index_graphrag_milvus.explain.view import Lookup, build_view
-from llama_index_graphrag_milvus.records import (
-    CONTEXT_KIND_KEY,
-    FOUND_BY_KEY,
-    RELATIONS_KEY,
-    CandidateRelation,
-    EntityHit,
-    RelationHit,
-    entity_id,
-)
+from llama_index_graphrag_milvus.ids import entity_id
+from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY, FOUND_BY_KEY, RELATIONS_KEY
+from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
 MAX_POOL = 100

@@ -15,7 +15,8 @@ from llama_index_graphrag_milvus.explain.explanation import (
     RelationRef,
 )
 from llama_index_graphrag_milvus.explain.trace import Trace
-from llama_index_graphrag_milvus.records import Triplet, clean_text
+from llama_index_graphrag_milvus.ids import clean_text
+from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
 MAX_EDGES = 120

@@ -36,7 +36,7 @@ from llama_index_graphrag_milvus.errors import (
     NotFoundError,
 )
 from llama_index_graphrag_milvus.explain.view import predicate
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 from llama_index_graphrag_milvus.retrieval.methods import PASSAGE_SCORINGS
 from llama_index_graphrag_milvus.validation import check_int
 

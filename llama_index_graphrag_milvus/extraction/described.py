@@ -13,18 +13,15 @@ from typing import Any, TypeVar
 from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.extraction.triplets import part_text, to_triplets
-from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import (
+from llama_index_graphrag_milvus.ids import clean_text, normalize_name
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.metadata import (
     ENTITY_DESCRIPTIONS_KEY,
-    ENTITY_NAME_MAX_BYTES,
     RELATION_DESCRIPTIONS_KEY,
-    EntityDescription,
-    RelationDescription,
-    Triplet,
-    clean_text,
     hide_from_models,
-    normalize_name,
 )
+from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.records import EntityDescription, RelationDescription, Triplet
 
 T = TypeVar("T")
 

@@ -64,6 +64,7 @@ from llama_index_graphrag_milvus.extraction.prompts import (
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
 )
 from llama_index_graphrag_milvus.extraction.triplets import parse_triplets, store_triplets
+from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.llm import (
     Sleep,
     Threads,
@@ -71,10 +72,9 @@ from llama_index_graphrag_milvus.llm import (
     gather_bounded,
     run_with_threads,
 )
-from llama_index_graphrag_milvus.records import (
+from llama_index_graphrag_milvus.metadata import (
     ENTITY_DESCRIPTIONS_KEY,
     RELATION_DESCRIPTIONS_KEY,
-    clean_text,
     hide_from_models,
 )
 from llama_index_graphrag_milvus.validation import pydantic_arguments

@@ -26,12 +26,9 @@ from llama_index.core.utils import get_tqdm_iterable
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
 from llama_index_graphrag_milvus.extraction.spacy_rules import Extraction, Rules, extract
 from llama_index_graphrag_milvus.extraction.triplets import store_triplets
-from llama_index_graphrag_milvus.records import (
-    ENTITY_KINDS_KEY,
-    ENTITY_NAME_MAX_BYTES,
-    clean_text,
-    hide_from_models,
-)
+from llama_index_graphrag_milvus.ids import clean_text
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, hide_from_models
 from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 if TYPE_CHECKING:

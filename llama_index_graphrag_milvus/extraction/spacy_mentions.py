@@ -12,12 +12,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Literal
 
-from llama_index_graphrag_milvus.records import (
-    ENTITY_NAME_MAX_BYTES,
-    SPECIFIC_KINDS,
-    clean_text,
-    normalize_name,
-)
+from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS
+from llama_index_graphrag_milvus.ids import clean_text, normalize_name
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Span, Token

@@ -41,12 +41,9 @@ from llama_index_graphrag_milvus.extraction.spacy_mentions import (
     resolve_references,
     split_title,
 )
-from llama_index_graphrag_milvus.records import (
-    ENTITY_NAME_MAX_BYTES,
-    Triplet,
-    clean_text,
-    normalize_name,
-)
+from llama_index_graphrag_milvus.ids import clean_text, normalize_name
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.records import Triplet
 
 if TYPE_CHECKING:
     from spacy.tokens import Doc, Token

@@ -16,14 +16,11 @@ from typing import Any
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode
 
+from llama_index_graphrag_milvus.ids import clean_text
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY, hide_from_models
 from llama_index_graphrag_milvus.parsing import find_json
-from llama_index_graphrag_milvus.records import (
-    ENTITY_NAME_MAX_BYTES,
-    TRIPLETS_KEY,
-    Triplet,
-    clean_text,
-    hide_from_models,
-)
+from llama_index_graphrag_milvus.records import Triplet
 
 logger = logging.getLogger(__name__)
 

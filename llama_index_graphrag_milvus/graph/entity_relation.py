@@ -23,9 +23,10 @@ import numpy as np
 import scipy.sparse as sp
 from llama_index.core.utils import get_tqdm_iterable
 
+from llama_index_graphrag_milvus.extraction.kinds import KIND_CODES
 from llama_index_graphrag_milvus.graph.hubs import HubIndex
 from llama_index_graphrag_milvus.graph.tables import IdTable, TextTable, nearest_rows, unit_rows
-from llama_index_graphrag_milvus.records import KIND_CODES, CandidateRelation, RelationColumns
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationColumns
 from llama_index_graphrag_milvus.validation import check_int, check_optional_int
 
 logger = logging.getLogger(__name__)
@@ -144,7 +145,7 @@ class EntityRelationGraph:
         self.texts = texts
         self.kinds = kinds
         """Per relation row, the recorded kind codes of its subject and object
-        (:data:`~llama_index_graphrag_milvus.records.KIND_CODES`), or ``None`` when the
+        (:data:`~llama_index_graphrag_milvus.extraction.kinds.KIND_CODES`), or ``None`` when the
         collection records none."""
         self.entity_ids = entity_ids
         self.passage_ids = passage_ids

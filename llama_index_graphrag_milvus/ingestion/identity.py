@@ -23,7 +23,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
-from llama_index_graphrag_milvus.records import RETRIEVAL_KEYS, TRIPLETS_KEY
+from llama_index_graphrag_milvus.metadata import RETRIEVAL_KEYS, TRIPLETS_KEY
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore

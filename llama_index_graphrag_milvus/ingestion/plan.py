@@ -18,28 +18,22 @@ from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelati
 from pydantic_core import to_jsonable_python
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction.kinds import ENTITY_KINDS, stronger_kind
 from llama_index_graphrag_milvus.extraction.triplets import (
     is_utf8,
     store_triplets,
     to_triplets,
     triplets_from_node,
 )
+from llama_index_graphrag_milvus.ids import normalize_name, passage_id
 from llama_index_graphrag_milvus.ingestion.identity import (
     ALL_METADATA,
     identity_key,
     identity_metadata,
 )
-from llama_index_graphrag_milvus.records import (
-    ENTITY_KINDS,
-    ENTITY_KINDS_KEY,
-    PASSAGE_TEXT_MAX_BYTES,
-    RELATION_TEXT_MAX_BYTES,
-    TRIPLETS_KEY,
-    Triplet,
-    normalize_name,
-    passage_id,
-    stronger_kind,
-)
+from llama_index_graphrag_milvus.limits import PASSAGE_TEXT_MAX_BYTES, RELATION_TEXT_MAX_BYTES
+from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.records import Triplet
 
 logger = logging.getLogger(__name__)
 
@@ -68,7 +62,7 @@ class PlannedRelation:
 def entity_kinds(node: BaseNode) -> dict[str, str]:
     """The kinds a passage records for its entities (``metadata["graphrag_entity_kinds"]``,
     written by the spaCy extractor), by normalized name; values that are not a name and one
-    of :data:`~llama_index_graphrag_milvus.records.ENTITY_KINDS` are left out.
+    of :data:`~llama_index_graphrag_milvus.extraction.kinds.ENTITY_KINDS` are left out.
 
     >>> entity_kinds(TextNode(text="x", metadata={"graphrag_entity_kinds": {
     ...     "Ada Kovar": "named", "film": "concept", "x": "unknown"}}))

@@ -20,11 +20,11 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode
 
+from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.records import stronger_kind
 
 logger = logging.getLogger(__name__)
 

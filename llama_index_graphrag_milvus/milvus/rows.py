@@ -10,9 +10,10 @@ from typing import Any
 from llama_index.core.schema import BaseNode
 from llama_index.core.vector_stores.utils import metadata_dict_to_node
 
+from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import in_list
 from llama_index_graphrag_milvus.milvus.schema import METRIC
-from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K, EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 
 GET_CHUNK = 4096
 """Ids per read by primary key (a longer ``id in [...]`` expression is one more round trip,

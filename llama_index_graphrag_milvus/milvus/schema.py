@@ -34,7 +34,7 @@ from llama_index_graphrag_milvus.errors import (
     MilvusStoreError,
     MilvusUnavailableError,
 )
-from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, RELATION_TEXT_MAX_BYTES
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES, RELATION_TEXT_MAX_BYTES
 
 ID_MAX_LENGTH = 64
 MAX_PASSAGES_PER_RELATION = 4096

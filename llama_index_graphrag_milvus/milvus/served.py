@@ -34,14 +34,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import in_list, quote
 from llama_index_graphrag_milvus.milvus.rows import search_kwargs
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
-from llama_index_graphrag_milvus.records import (
-    MILVUS_MAX_TOP_K,
-    CandidateRelation,
-    best_relations,
-)
+from llama_index_graphrag_milvus.records import CandidateRelation, best_relations
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore

@@ -69,11 +69,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
 )
 from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES, ServedGraph
 from llama_index_graphrag_milvus.milvus.side import SideCollection
-from llama_index_graphrag_milvus.records import (
-    EntityColumns,
-    PassageColumns,
-    RelationColumns,
-)
+from llama_index_graphrag_milvus.records import EntityColumns, PassageColumns, RelationColumns
 from llama_index_graphrag_milvus.validation import check_instance
 
 logger = logging.getLogger(__name__)

@@ -27,16 +27,10 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.records import (
-    FOUND_BY_KEY,
-    SPECIFIC_KINDS,
-    TIMINGS_KEY,
-    CandidateRelation,
-    RelationHit,
-    entity_id,
-    infer_kind,
-    normalize_name,
-)
+from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS, infer_kind
+from llama_index_graphrag_milvus.ids import entity_id, normalize_name
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.neighbourhood import (
     Spread,
@@ -144,7 +138,7 @@ class Bridge:
     ``named`` is the relation's other endpoint when the question names it and it is specific
     (the words a ``"substitute"`` second query drops: never those of a concept such as
     "director"); ``kind`` is the bridge's kind (see
-    :data:`~llama_index_graphrag_milvus.records.ENTITY_KINDS`); ``fallback`` says that the
+    :data:`~llama_index_graphrag_milvus.extraction.kinds.ENTITY_KINDS`); ``fallback`` says that the
     relation came from the named entities' relations rather than from the relation search.
     """
 

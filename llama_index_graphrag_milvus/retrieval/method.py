@@ -43,7 +43,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
-from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
+from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.requests import Plan
 from llama_index_graphrag_milvus.validation import check_int, check_optional_number
 

@@ -21,9 +21,9 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
-from llama_index_graphrag_milvus.records import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,

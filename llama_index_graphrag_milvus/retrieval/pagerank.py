@@ -33,12 +33,8 @@ from llama_index_graphrag_milvus.graph import (
     neighbourhood_graph,
     personalized_pagerank,
 )
-from llama_index_graphrag_milvus.records import (
-    FOUND_BY_KEY,
-    TIMINGS_KEY,
-    CandidateRelation,
-    RelationHit,
-)
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.neighbourhood import (
     expand_pool,

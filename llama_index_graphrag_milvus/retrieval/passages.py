@@ -10,7 +10,8 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.records import FOUND_BY_KEY, CandidateRelation, PassageHit
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY
+from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.requests import (
     GetPassages,

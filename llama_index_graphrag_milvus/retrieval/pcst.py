@@ -49,15 +49,15 @@ from llama_index_graphrag_milvus.graph.steiner_tree import (
     solve,
     textualize,
 )
-from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
-from llama_index_graphrag_milvus.records import (
+from llama_index_graphrag_milvus.metadata import (
     FOUND_BY_KEY,
     RETRIEVAL_KEYS,
     SUBGRAPH_KEY,
     TIMINGS_KEY,
-    CandidateRelation,
     hide_from_models,
 )
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.khop import pool_results
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.neighbourhood import (

@@ -15,16 +15,15 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.parsing import find_json, string_list
-from llama_index_graphrag_milvus.records import (
+from llama_index_graphrag_milvus.metadata import (
     RELATIONS_KEY,
     RETRIEVAL_KEYS,
     TRIPLETS_KEY,
-    CandidateRelation,
     GraphPassageNode,
-    Triplet,
     hide_from_models,
 )
+from llama_index_graphrag_milvus.parsing import find_json, string_list
+from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
 
 logger = logging.getLogger(__name__)
 

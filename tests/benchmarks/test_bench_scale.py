@@ -16,7 +16,8 @@ from benchmarks.scale import (
 )
 from benchmarks.synthetic import generate
 from llama_index_graphrag_milvus import GraphRAGIndex
-from llama_index_graphrag_milvus.records import RELATIONS_KEY, TRIPLETS_KEY, Triplet
+from llama_index_graphrag_milvus.metadata import RELATIONS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.records import Triplet
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
 

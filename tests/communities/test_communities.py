@@ -27,15 +27,10 @@ from llama_index_graphrag_milvus.errors import (
     EmptyIndexError,
     InvalidInputError,
 )
+from llama_index_graphrag_milvus.ids import entity_id
+from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.records import (
-    CONTEXT_KIND_KEY,
-    Community,
-    CommunityReport,
-    Finding,
-    Triplet,
-    entity_id,
-)
+from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding, Triplet
 from tests.conftest import BACKENDS, FAMILY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 

@@ -43,7 +43,8 @@ from llama_index_graphrag_milvus.errors import (
     LLMTimeoutError,
 )
 from llama_index_graphrag_milvus.llm import count_tokens
-from llama_index_graphrag_milvus.records import COMMUNITY_KEY, Community, CommunityReport, Finding
+from llama_index_graphrag_milvus.metadata import COMMUNITY_KEY
+from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
 from tests.support.fakes import ScriptedLLM
 
 QUESTION = "What are the main trades of the guilds of Basel?"

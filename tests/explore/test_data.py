@@ -13,7 +13,7 @@ from llama_index_graphrag_milvus.explore import ExplorerData, NotFoundError
 from llama_index_graphrag_milvus.explore.app import create_app
 from llama_index_graphrag_milvus.explore.data import MAX_PAGE, MAX_QUESTION_CHARS
 from llama_index_graphrag_milvus.explore.server import require_web
-from llama_index_graphrag_milvus.records import entity_id
+from llama_index_graphrag_milvus.ids import entity_id
 from tests.support.explain_data import DANIEL, FAMILY_WITH_HOSTILE_PASSAGES, QUESTION, SCRIPT
 from tests.support.fakes import HashEmbedding
 

@@ -28,14 +28,12 @@ from llama_index_graphrag_milvus.extraction.described import (
     parse_strength,
 )
 from llama_index_graphrag_milvus.extraction.prompts import DEFAULT_ENTITY_TYPES
-from llama_index_graphrag_milvus.records import (
+from llama_index_graphrag_milvus.metadata import (
     ENTITY_DESCRIPTIONS_KEY,
     RELATION_DESCRIPTIONS_KEY,
     TRIPLETS_KEY,
-    EntityDescription,
-    RelationDescription,
-    Triplet,
 )
+from llama_index_graphrag_milvus.records import EntityDescription, RelationDescription, Triplet
 from tests.support.fakes import ScriptedLLM
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"

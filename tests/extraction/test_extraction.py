@@ -31,7 +31,8 @@ from llama_index_graphrag_milvus.extraction import (
     to_triplets,
     triplets_from_node,
 )
-from llama_index_graphrag_milvus.records import ENTITY_NAME_MAX_BYTES, Triplet
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import ScriptedLLM
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"

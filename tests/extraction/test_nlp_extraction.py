@@ -32,12 +32,9 @@ from llama_index_graphrag_milvus.extraction.spacy_extractor import (
     load_spacy_pipeline,
     truncate_text,
 )
-from llama_index_graphrag_milvus.records import (
-    ENTITY_KINDS_KEY,
-    ENTITY_NAME_MAX_BYTES,
-    TRIPLETS_KEY,
-    Triplet,
-)
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
 
 LOGGER = "llama_index_graphrag_milvus.extraction.spacy_extractor"

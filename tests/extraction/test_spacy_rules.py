@@ -13,7 +13,7 @@ from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import SpacyTripletExtractor
 from llama_index_graphrag_milvus.extraction.spacy_rules import split_title
-from llama_index_graphrag_milvus.records import ENTITY_KINDS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
 
 CO = "co-occurs with"
 

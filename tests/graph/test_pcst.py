@@ -28,7 +28,7 @@ from llama_index_graphrag_milvus.graph.steiner_tree import (
     solve,
     textualize,
 )
-from llama_index_graphrag_milvus.records import (
+from llama_index_graphrag_milvus.metadata import (
     FOUND_BY_KEY,
     RELATIONS_KEY,
     SUBGRAPH_KEY,

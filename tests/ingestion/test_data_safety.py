@@ -20,8 +20,11 @@ from llama_index_graphrag_milvus import (
     GraphRAGIndex,
     InvalidInputError,
 )
+from llama_index_graphrag_milvus.extraction.kinds import KIND_CODES
+from llama_index_graphrag_milvus.ids import entity_id
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 from llama_index_graphrag_milvus.milvus.served import ServedGraph
-from llama_index_graphrag_milvus.records import KIND_CODES, TRIPLETS_KEY, Triplet, entity_id
+from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
 from tests.support.markers import LITE_ONLY
 

@@ -14,8 +14,9 @@ from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.ingestion.deletion import delete_document
-from llama_index_graphrag_milvus.records import TRIPLETS_KEY, entity_id
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 from tests.support.markers import LITE_ONLY
 

@@ -11,6 +11,7 @@ import pytest
 from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
     KIND_FIELDS,
@@ -18,7 +19,6 @@ from llama_index_graphrag_milvus.milvus.schema import (
     create_collection,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.records import ENTITY_KINDS_KEY
 from llama_index_graphrag_milvus.retrieval.bridge import distinct_bridges, rank_bridges
 from tests.support.fakes import HashEmbedding
 

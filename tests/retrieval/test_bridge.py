@@ -16,13 +16,8 @@ from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.index_cache import PASSAGE_COUNT, PASSAGES
-from llama_index_graphrag_milvus.records import (
-    FOUND_BY_KEY,
-    RELATIONS_KEY,
-    TIMINGS_KEY,
-    RelationHit,
-    Triplet,
-)
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY, TIMINGS_KEY
+from llama_index_graphrag_milvus.records import RelationHit, Triplet
 from llama_index_graphrag_milvus.retrieval.bridge import (
     DEFAULT_HUB_PASSAGES,
     Bridge,

@@ -12,7 +12,7 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.graph import ExpansionConfig
-from llama_index_graphrag_milvus.records import FOUND_BY_KEY, RELATIONS_KEY
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.retrieval import (
     Plan,
     QueryContext,

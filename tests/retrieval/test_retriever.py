@@ -24,12 +24,9 @@ from llama_index.core.schema import (
 )
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
-from llama_index_graphrag_milvus.records import (
-    FOUND_BY_KEY,
-    RELATIONS_KEY,
-    Triplet,
-    passage_id,
-)
+from llama_index_graphrag_milvus.ids import passage_id
+from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
+from llama_index_graphrag_milvus.records import Triplet
 from tests.conftest import FAMILY
 from tests.support.fakes import ScriptedLLM
 from tests.support.markers import LITE_ONLY

@@ -15,8 +15,9 @@ from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.graph import ExpansionConfig
 from llama_index_graphrag_milvus.index_cache import COPIES, GRAPH_MODE, graph_bytes
+from llama_index_graphrag_milvus.metadata import RELATIONS_KEY, TRIPLETS_KEY
 from llama_index_graphrag_milvus.milvus.served import ServedGraph
-from llama_index_graphrag_milvus.records import RELATIONS_KEY, TRIPLETS_KEY, EntityHit, Triplet
+from llama_index_graphrag_milvus.records import EntityHit, Triplet
 from llama_index_graphrag_milvus.retrieval import QueryContext
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool

@@ -17,8 +17,8 @@ from dataclasses import replace
 import numpy as np
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
+from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.records import (
-    MILVUS_MAX_TOP_K,
     CandidateRelation,
     EntityHit,
     PassageHit,

@@ -1,0 +1,67 @@
+"""Identity: how names are compared, and the deterministic ids of entities, relations and
+passages (a hash of the normalized text), so that ingesting the same input again is an upsert,
+never a duplicate, and an interrupted ingestion can simply be run again."""
+
+from __future__ import annotations
+
+import hashlib
+
+
+def clean_text(text: str) -> str:
+    """Collapse runs of whitespace and strip: the form an entity name is shown in."""
+    return " ".join(text.split())
+
+
+
+def normalize_name(text: str) -> str:
+    """The identity of an entity name: case-folded, whitespace collapsed.
+
+    >>> normalize_name("  Leonhard   EULER ")
+    'leonhard euler'
+    """
+    return clean_text(text).casefold()
+
+
+
+def clip_utf8(text: str, max_bytes: int) -> str:
+    """``text`` cut to at most ``max_bytes`` UTF-8 bytes (on a character boundary).
+
+    >>> clip_utf8("café", 4)
+    'caf'
+    """
+    data = text.encode("utf-8", "surrogatepass")
+    return text if len(data) <= max_bytes else data[:max_bytes].decode("utf-8", "ignore")
+
+
+
+def stable_id(kind: str, key: str) -> str:
+    """A deterministic 32-hex-digit id for ``key`` in the namespace ``kind``."""
+    return hashlib.sha256(f"{kind}\x1f{key}".encode()).hexdigest()[:32]
+
+
+
+def entity_id(name: str) -> str:
+    """Entity id of a name: names equal after :func:`normalize_name` share it."""
+    return stable_id("entity", normalize_name(name))
+
+
+
+def passage_id(text: str, document_id: str | None = None, identity: str = "") -> str:
+    """Passage id: a hash of the source document id (when there is one), of the identity
+    metadata (``identity``, a canonical text of the metadata that makes passages distinct,
+    such as a tenant key; see :mod:`~llama_index_graphrag_milvus.ingestion.identity`) and of the
+    passage text with whitespace collapsed. The same text in two documents, or in two
+    tenants, gives two passages, so that deleting one never removes the other's.
+
+    >>> passage_id("Euler was Swiss.") == passage_id("Euler  was Swiss.")
+    True
+    >>> passage_id("Euler was Swiss.", identity='{"tenant_id": "acme"}') == passage_id(
+    ...     "Euler was Swiss.", identity='{"tenant_id": "globex"}')
+    False
+    """
+    parts = [clean_text(text)]
+    if document_id is not None:
+        parts.insert(0, document_id)
+    if identity:
+        parts.append(identity)
+    return stable_id("passage", "\x1f".join(parts))

@@ -1,0 +1,15 @@
+"""What Milvus accepts: the largest search limit and the longest texts of the collections."""
+
+from __future__ import annotations
+
+MILVUS_MAX_TOP_K = 16_384
+"""The largest ``limit`` a Milvus search accepts."""
+
+ENTITY_NAME_MAX_BYTES = 2048
+"""Longest entity name (UTF-8 bytes) the entity collection accepts."""
+
+RELATION_TEXT_MAX_BYTES = 8192
+"""Longest relation text (UTF-8 bytes) the relation collection accepts."""
+
+PASSAGE_TEXT_MAX_BYTES = 65535
+"""Longest passage text (UTF-8 bytes): the VARCHAR limit of the passage collection."""

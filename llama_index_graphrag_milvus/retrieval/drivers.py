@@ -36,7 +36,7 @@ import asyncio
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.llms.llm import LLM
@@ -318,6 +318,14 @@ def default_handlers(context: DriverContext) -> Handlers:
 # ---------------------------------------------------------------------------- the drivers
 
 
+def advance(plan: Plan[T], answer: Any) -> tuple[Request[Any] | None, T | None]:
+    """Send ``answer`` to ``plan``: its next request, or ``None`` and what it returned."""
+    try:
+        return plan.send(answer), None
+    except StopIteration as stop:
+        return None, stop.value
+
+
 class _Driver:
     def __init__(self, context: DriverContext, handlers: Handlers | None = None) -> None:
         self.context = context
@@ -337,13 +345,10 @@ class SyncDriver(_Driver):
     threads."""
 
     def run(self, plan: Plan[T]) -> T:
-        answer: Any = None
-        while True:
-            try:
-                request = plan.send(answer)
-            except StopIteration as stop:
-                return stop.value
-            answer = self.answer(request)
+        request, value = advance(plan, None)
+        while request is not None:
+            request, value = advance(plan, self.answer(request))
+        return cast(T, value)  # the plan returned it
 
     def answer(self, request: Request[A]) -> A:
         if isinstance(request, Together):
@@ -360,13 +365,10 @@ class AsyncDriver(_Driver):
     """Runs a plan with awaits; :class:`~.requests.Together` is an ``asyncio.gather``."""
 
     async def run(self, plan: Plan[T]) -> T:
-        answer: Any = None
-        while True:
-            try:
-                request = plan.send(answer)
-            except StopIteration as stop:
-                return stop.value
-            answer = await self.answer(request)
+        request, value = advance(plan, None)
+        while request is not None:
+            request, value = advance(plan, await self.answer(request))
+        return cast(T, value)  # the plan returned it
 
     async def answer(self, request: Request[A]) -> A:
         if isinstance(request, Together):

@@ -28,6 +28,7 @@ from collections.abc import Awaitable, Callable, MutableMapping
 from importlib import resources
 from typing import Any
 
+from llama_index.core.vector_stores import MetadataFilters
 from starlette.applications import Starlette
 from starlette.middleware import Middleware
 from starlette.middleware.trustedhost import TrustedHostMiddleware
@@ -124,18 +125,21 @@ def _required_int(request: Request, name: str, default: int) -> int:
     return default if value is None else value
 
 
-def create_app(index_or_data: Any, loopback_only: bool = True) -> Starlette:
+def create_app(index_or_data: Any, loopback_only: bool = True,
+               filters: MetadataFilters | None = None) -> Starlette:
     """The explorer's ASGI app on an index (or an :class:`ExplorerData`).
 
     ``loopback_only`` (default) answers only requests whose ``Host`` is a loopback name;
     pass ``False`` when serving it under another name (behind a proxy, on a LAN address).
+    ``filters`` (one tenant's) scope everything it shows (see
+    :class:`~llama_index_graphrag_milvus.explore.data.ExplorerData`).
 
     Example::
 
         app = create_app(index)        # mount it in an ASGI server of your own
     """
     data = (index_or_data if isinstance(index_or_data, ExplorerData)
-            else ExplorerData(index_or_data))
+            else ExplorerData(index_or_data, filters))
 
     def api(handler: Callable[[Request], Any]) -> Callable[[Request], Response]:
         def endpoint(request: Request) -> Response:

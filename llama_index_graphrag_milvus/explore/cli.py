@@ -10,6 +10,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Sequence
 
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
 from llama_index_graphrag_milvus.cli.common import (
     USAGE_ERROR,
     check_lite_index,
@@ -18,7 +20,7 @@ from llama_index_graphrag_milvus.cli.common import (
 )
 from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
 
-__all__ = ["USAGE_ERROR", "check_uri", "load_embed_model", "main", "parser"]
+__all__ = ["USAGE_ERROR", "check_uri", "filters_of", "load_embed_model", "main", "parser"]
 
 
 def check_uri(uri: str) -> None:
@@ -45,7 +47,33 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default %(default)s: this machine only)")
     result.add_argument("--port", type=int, default=8765, help="default %(default)s; 0: any")
+    result.add_argument("--filter", action="append", default=[], metavar="KEY=VALUE",
+                        help="show only what the passages whose metadata KEY equals VALUE "
+                             "support (one tenant's: --filter tenant_id=acme); repeat to "
+                             "require several")
     return result
+
+
+def filters_of(pairs: Sequence[str]) -> MetadataFilters | None:
+    """``KEY=VALUE`` pairs as metadata filters (all must hold); ``None`` for none.
+
+    >>> filters_of(["tenant_id=acme"]).filters[0].value
+    'acme'
+    >>> filters_of(["tenant_id"])
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: --filter takes KEY=VALUE (the metadata key, then its value), got 'tenant_id'
+    """  # noqa: E501
+    if not pairs:
+        return None
+    found: list[MetadataFilter | MetadataFilters] = []
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise InvalidInputError(f"--filter takes KEY=VALUE (the metadata key, then its "
+                                    f"value), got {pair!r}")
+        found.append(MetadataFilter(key=key.strip(), value=value))
+    return MetadataFilters(filters=found)
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -66,7 +94,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise InvalidInputError(
                 f"no index with --collection-prefix {args.collection_prefix!r} at {args.uri}; "
                 f"collections there: {sorted(index.store.client.list_collections())}")
-        server = serve(index, host=args.host, port=args.port)
+        server = serve(index, host=args.host, port=args.port,
+                       filters=filters_of(args.filter))
     except GraphRAGError as exc:
         if index is not None:
             index.close()

@@ -5,6 +5,11 @@ at most :data:`MAX_PAGE` items, questions of at most :data:`MAX_QUESTION_CHARS` 
 at most :data:`MAX_TOP_K` passages. Answers are plain dicts, lists, strings and numbers
 (JSON); the texts in them are the index's texts as they are, for the page to show as text.
 
+With ``filters`` (one tenant's), it shows only what the matching passages support: their
+relations and entities, counts and degrees of those, the passages themselves, and questions
+answered by filtered retrievers; communities span tenants and are not shown (see
+:mod:`.scope`).
+
 The graph parts read the index's in-memory graph and entity table (built on first use, as a
 retriever builds them); passages and texts the graph does not hold are read from Milvus by
 primary key. The explorer is a tool for one machine: it holds the graph in memory also when
@@ -36,11 +41,15 @@ from llama_index_graphrag_milvus.errors import (
     NotFoundError,
 )
 from llama_index_graphrag_milvus.explain.view import predicate
+from llama_index_graphrag_milvus.explore.scope import Visible
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
+from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.retrieval.methods import PASSAGE_SCORINGS
 from llama_index_graphrag_milvus.validation import check_int
 
 if TYPE_CHECKING:
+    from llama_index.core.vector_stores import MetadataFilters
+
     from llama_index_graphrag_milvus.index import GraphRAGIndex
     from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 
@@ -62,6 +71,10 @@ PASSAGES_PER_RELATION = 5
 """Passage ids listed per relation of a neighbourhood."""
 MAX_SHOWN_ID = 80
 """Characters of a requested id an error repeats at most."""
+FILTERED_COMMUNITIES = (
+    "communities and their reports span every tenant of an index, so a filtered explorer "
+    "does not show them (give each tenant its own collection_prefix to have its own)")
+"""Why a filtered explorer shows no community."""
 METHODS = (*PASSAGE_SCORINGS, "local")
 """The methods a question can run: the retriever's, and local search when the index has
 communities."""
@@ -107,11 +120,15 @@ class ExplorerData:
     of what it read (the retrievers of each method, the entity names folded for search).
     """
 
-    def __init__(self, index: GraphRAGIndex) -> None:
+    def __init__(self, index: GraphRAGIndex, filters: MetadataFilters | None = None) -> None:
         self.index = index
+        self.filters = filters
+        self.where = to_milvus_expression(filters) if filters is not None else ""
+        """The filter as a Milvus expression (``""``: the whole index)."""
         self._lock = threading.Lock()
         self._retrievers: dict[tuple[str, int], GraphRAGRetriever] = {}
         self._folded: list[str] | None = None
+        self._visible: Visible | None = None
         if index.graph_mode == "milvus":
             logger.warning(
                 "the explorer reads the whole graph into this process for its counts, degree "
@@ -120,7 +137,20 @@ class ExplorerData:
 
     # ------------------------------------------------------------------ the index
 
+    @property
+    def visible(self) -> Visible:
+        """What this explorer shows of the graph (all of it without a filter; with one, what
+        the matching passages support: read once)."""
+        with self._lock:
+            if self._visible is None:
+                graph = self.index.graph
+                self._visible = Visible.everything(graph) if not self.where else Visible.of(
+                    graph, self.index.store.passage_ids_where(self.where))
+            return self._visible
+
     def _communities_built(self) -> bool:
+        if self.where:  # communities span every tenant: never shown under a filter
+            return False
         try:
             self.index.communities  # noqa: B018 (reads them once; cached by the index)
         except CommunitiesNotBuiltError:
@@ -128,22 +158,28 @@ class ExplorerData:
         return True
 
     def summary(self) -> dict[str, Any]:
-        """Counts, the degree distribution, the biggest hubs and the methods available."""
+        """Counts, the degree distribution, the biggest hubs and the methods available (of
+        what the filter's passages support, with a filter)."""
         graph = self.index.graph
         store = self.index.store
-        degrees = graph.entity_degrees
+        visible = self.visible
+        degrees = visible.degrees
         top = np.argsort(-degrees, kind="stable")[:10]
+        top = top[degrees[top] > 0] if visible.filtered else top
         names = self._names(graph.entity_ids.ids(top))
         built = self._communities_built()
         communities = self.index.communities if built else None
+        passages = (len(visible.passages) if visible.passages is not None
+                    else store.count(store.passage_collection))
         return {
-            "uri": store.uri, "collection_prefix": store.prefix,
-            "counts": {"passages": store.count(store.passage_collection),
-                       "entities": graph.num_entities, "relations": graph.num_relations,
+            "uri": store.uri, "collection_prefix": store.prefix, "filter": self.where,
+            "counts": {"passages": passages,
+                       "entities": int(np.count_nonzero(visible.entities)),
+                       "relations": int(np.count_nonzero(visible.relations)),
                        "communities": len(communities) if communities is not None else None,
                        "community_levels": (communities.num_levels
                                             if communities is not None else None)},
-            "degrees": degree_histogram(degrees),
+            "degrees": degree_histogram(degrees[visible.entities]),
             "hubs": [{"id": eid, "name": names[eid], "degree": int(degrees[row])}
                      for eid, row in zip(graph.entity_ids.ids(top), top.tolist(), strict=True)],
             "methods": [m for m in METHODS if m != "local" or built],
@@ -171,9 +207,15 @@ class ExplorerData:
             folded = self._folded
         hits = [row for row, name in enumerate(folded) if needle in name]
         graph = self.index.graph
+        visible = self.visible
         ids = table.ids.ids(np.asarray(hits, np.int64)) if hits else []
         graph_rows = graph.entity_ids.rows_of(ids) if ids else np.zeros(0, np.int64)
-        degrees = np.where(graph_rows >= 0, graph.entity_degrees[np.maximum(graph_rows, 0)], 0)
+        if visible.filtered:  # only the entities the filter's passages name
+            shown = [i for i, row in enumerate(graph_rows.tolist())
+                     if row >= 0 and visible.entities[row]]
+            hits, ids = [hits[i] for i in shown], [ids[i] for i in shown]
+            graph_rows = graph_rows[shown]
+        degrees = np.where(graph_rows >= 0, visible.degrees[np.maximum(graph_rows, 0)], 0)
         ranked = sorted(range(len(hits)), key=lambda i: (
             folded[hits[i]] != needle, not folded[hits[i]].startswith(needle),
             -int(degrees[i]), folded[hits[i]]))[:limit]
@@ -186,16 +228,18 @@ class ExplorerData:
         first: a hub's relations come ``limit`` at a time (``total`` says how many)."""
         offset, limit = _page(offset, limit)
         graph = self.index.graph
+        visible = self.visible
         [row] = graph.entity_ids.rows_of([entity_id]).tolist()
-        if row < 0:
+        if row < 0 or not visible.entities[row]:
             raise NotFoundError(f"no entity {shorten(repr(entity_id), MAX_SHOWN_ID)} in "
                                 "this index's graph")
         incidence = graph.incidence
         relations = incidence.indices[incidence.indptr[row]:incidence.indptr[row + 1]].astype(
             np.int64)
+        relations = relations[visible.relations[relations]]
         ends = graph.endpoints[relations].astype(np.int64)
         other = np.where(ends[:, 0] == row, ends[:, 1], ends[:, 0])
-        order = np.lexsort((relations, -graph.entity_degrees[other]))
+        order = np.lexsort((relations, -visible.degrees[other]))
         page = relations[order[offset:offset + limit]]
         ids = graph.relation_ids.ids(page)
         texts = (dict(zip(ids, graph.texts.get(page), strict=True)) if graph.texts is not None
@@ -204,8 +248,9 @@ class ExplorerData:
         entity_ids = [graph.entity_ids[int(e)] for pair in page_ends for e in pair]
         names = self._names([entity_id, *entity_ids])
         items = []
-        for rid, (subject, obj), passages in zip(ids, page_ends, graph.passages_of(page),
-                                                 strict=True):
+        for rid, (subject, obj), linked in zip(ids, page_ends, graph.passages_of(page),
+                                               strict=True):
+            passages = visible.passage_list(linked)
             s, o = graph.entity_ids[int(subject)], graph.entity_ids[int(obj)]
             text = texts.get(rid, "")
             items.append({"id": rid, "text": text,
@@ -229,19 +274,25 @@ class ExplorerData:
                 "triplets": [[str(part) for part in t] for t in triplets]}
 
     def passages(self, offset: int = 0, limit: int = DEFAULT_PAGE) -> dict[str, Any]:
-        """One page of the passages (in id order), each with its triplets."""
+        """One page of the passages (in id order; those of the filter, with one), each with
+        its triplets."""
         offset, limit = _page(offset, limit)
-        table = self.index.passage_table(None)
-        total = 0 if table is None else len(table)
-        ids = [] if table is None or offset >= total else table.ids.ids(
-            np.arange(offset, min(offset + limit, total)))
-        nodes = self.index.store.get_passages(ids) if ids else []
+        visible = self.visible
+        if visible.passages is not None:
+            ordered = sorted(visible.passages)
+            total, ids = len(ordered), ordered[offset:offset + limit]
+        else:
+            table = self.index.passage_table(None)
+            total = 0 if table is None else len(table)
+            ids = [] if table is None or offset >= total else table.ids.ids(
+                np.arange(offset, min(offset + limit, total)))
+        nodes = self.index.store.get_passages(ids, self.where) if ids else []
         return {"offset": offset, "limit": limit, "total": total,
                 "passages": [self._passage(node) for node in nodes]}
 
     def passage(self, passage_id: str) -> dict[str, Any]:
-        """One passage with its triplets."""
-        nodes = self.index.store.get_passages([passage_id])
+        """One passage with its triplets (not found unless it matches the filter)."""
+        nodes = self.index.store.get_passages([passage_id], self.where)
         if not nodes:
             raise NotFoundError(f"no passage {shorten(repr(passage_id), MAX_SHOWN_ID)} in "
                                 "this index")
@@ -254,6 +305,8 @@ class ExplorerData:
         """The community reports covering the graph at ``level`` (``None``: the most
         specific), the best rated first; ``built`` is false when the index has none."""
         offset, limit = _page(offset, limit)
+        if self.where:
+            return {"built": False, "message": FILTERED_COMMUNITIES}
         try:
             communities = self.index.communities
         except CommunitiesNotBuiltError as exc:
@@ -284,8 +337,8 @@ class ExplorerData:
             if found is None:
                 found = (self.index.as_local_retriever(similarity_top_k=top_k)
                          if method == "local" else
-                         self.index.as_retriever(passage_scoring=method,
-                                                 similarity_top_k=top_k))
+                         self.index.as_retriever(method=method, similarity_top_k=top_k,
+                                                 filters=self.filters))
                 self._retrievers[(method, top_k)] = found
         return found
 
@@ -296,6 +349,9 @@ class ExplorerData:
         if method not in METHODS:
             raise InvalidInputError(f"unknown method {shorten(repr(method), MAX_SHOWN_ID)}; "
                                     f"expected one of {METHODS}")
+        if method == "local" and self.where:
+            raise InvalidInputError(f"the method 'local' is not available under a filter: "
+                                    f"{FILTERED_COMMUNITIES}")
         if method == "local":
             try:
                 self.index.communities  # noqa: B018 (reads them once; cached by the index)

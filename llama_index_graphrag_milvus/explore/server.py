@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Any
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
 
 if TYPE_CHECKING:
+    from llama_index.core.vector_stores import MetadataFilters
+
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
 INSTALL = 'pip install "llama-index-graphrag-milvus[explorer]"'
@@ -100,9 +102,12 @@ class ExplorerServer:
 
 
 def serve(index: GraphRAGIndex, host: str = "127.0.0.1", port: int = 8765,
-          log_level: str = "warning") -> ExplorerServer:
+          log_level: str = "warning", filters: MetadataFilters | None = None
+          ) -> ExplorerServer:
     """Start the explorer on ``index`` at ``http://host:port/`` in a background thread and
     return at once (the index stays usable meanwhile; the explorer only reads it).
+    ``filters`` (one tenant's) scope everything it shows: that tenant's passages and what
+    they support, nothing of another tenant's.
 
     ``host`` defaults to 127.0.0.1 (this machine only). Another address serves the LAN
     with no authentication, and the ``Host`` check is then off: do it on purpose only.
@@ -128,7 +133,8 @@ def serve(index: GraphRAGIndex, host: str = "127.0.0.1", port: int = 8765,
     loopback = is_loopback(host)
     sock = bind(host, port)
     bound = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(index, loopback_only=loopback), log_level=log_level,
+    config = uvicorn.Config(create_app(index, loopback_only=loopback, filters=filters),
+                            log_level=log_level,
                             access_log=False, lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]},

@@ -167,6 +167,27 @@ class QueryPath:
             kwargs["filter"] = where
         return kwargs
 
+    def passages_matching(self, ids: Sequence[str], where: str) -> list[str]:
+        """Those of ``ids`` whose passage matches ``where`` (a filter expression on passage
+        metadata): one read of ids only, per chunk."""
+        found: list[str] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(ids, GET_CHUNK):
+                found += [row["id"] for row in self.client.query(
+                    collection_name=self.passage_collection, **self.read_options,
+                    filter=id_filter(chunk, where), output_fields=["id"])]
+        return found
+
+    async def apassages_matching(self, ids: Sequence[str], where: str) -> list[str]:
+        """Async twin of :meth:`passages_matching`."""
+        found: list[str] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(ids, GET_CHUNK):
+                found += [row["id"] for row in await self.aclient().query(
+                    collection_name=self.passage_collection, **self.read_options,
+                    filter=id_filter(chunk, where), output_fields=["id"])]
+        return found
+
     def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
         """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
         ids are left out."""

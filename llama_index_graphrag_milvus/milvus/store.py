@@ -532,6 +532,20 @@ class MilvusGraphStore(QueryPath):
                                               output_fields=["id", *output_fields]))
         return rows
 
+    def passage_ids_where(self, where: str) -> list[str]:
+        """The ids of every passage that matches ``where`` (a filter expression on
+        metadata), read in primary-key ranges."""
+        if self.dim is None:
+            return []
+        ids: list[str] = []
+        with milvus_errors(f"read {self.passage_collection}"):
+            total = self.count(self.passage_collection)
+            for range_ in pk_ranges(int(total), self.reads.range_rows):
+                ids.extend(row["id"] for row in self.client.query(
+                    collection_name=self.passage_collection, **self.read_options,
+                    filter=f"({range_}) and {where}", output_fields=["id"]))
+        return ids
+
     def flush_collection(self, collection: str) -> None:
         """Seal what was written to one collection."""
         with milvus_errors(f"flush {collection}"):

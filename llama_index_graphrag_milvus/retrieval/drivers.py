@@ -33,7 +33,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Mapping
+import threading
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, cast
@@ -54,6 +55,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadEntities,
     LoadGraph,
     LoadPassages,
+    MatchPassages,
     Ner,
     Plan,
     Request,
@@ -89,6 +91,32 @@ class IndexParts(Protocol):
     def embed_model(self) -> BaseEmbedding: ...
 
 
+@dataclass
+class Scope:
+    """A filtered retrieval's scope: the filter expression on passage metadata (``where``),
+    and what this query learned of which passages match it (shared by the query's requests,
+    also those run at the same time)."""
+
+    where: str
+    matching: dict[str, bool] = field(default_factory=dict)
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def unknown(self, ids: Iterable[str]) -> tuple[str, ...]:
+        """Those of ``ids`` not checked yet."""
+        with self.lock:
+            return tuple(p for p in dict.fromkeys(ids) if p not in self.matching)
+
+    def learn(self, asked: Iterable[str], matching: Iterable[str]) -> None:
+        found = set(matching)
+        with self.lock:
+            self.matching.update((p, p in found) for p in asked)
+
+    def visible(self, ids: Iterable[str]) -> list[str]:
+        """Those of ``ids`` known to match, in order."""
+        with self.lock:
+            return [p for p in ids if self.matching.get(p)]
+
+
 @dataclass(frozen=True)
 class DriverContext:
     """What the handlers answer from: the store, the index's in-memory copies, the embedding
@@ -103,6 +131,9 @@ class DriverContext:
     searches: SearchSettings = field(default_factory=SearchSettings)
     graph: GraphMode = GraphMode.MEMORY
     """``MEMORY`` or ``MILVUS`` (an index's ``"auto"`` is resolved before a query)."""
+    scope: Scope | None = None
+    """A filtered retrieval's scope: the graph requests then use and answer only what the
+    filter's passages support (see :mod:`.sources.scoped`); ``None`` without filters."""
 
     @classmethod
     def of(cls, index: IndexParts, **settings: Any) -> DriverContext:
@@ -129,6 +160,16 @@ class Steps(Generic[A]):
 
 
 Entry = Handler[Any] | Steps[Any]
+
+
+@dataclass(frozen=True)
+class Delegate(Request[A]):
+    """``request`` answered by ``entry`` instead of the table's entry for its type: how a
+    table that wraps another (the scoped source) asks the wrapped one."""
+
+    entry: Entry
+    request: Request[A]
+
 Handlers = Mapping[type[Request[Any]], Entry]
 """Request type to what answers it."""
 
@@ -224,6 +265,14 @@ async def _aget_passages(context: DriverContext, r: GetPassages) -> list[BaseNod
     return await context.store.aget_passages(r.ids, r.where)
 
 
+def _match(context: DriverContext, r: MatchPassages) -> list[str]:
+    return context.store.passages_matching(r.ids, r.where)
+
+
+async def _amatch(context: DriverContext, r: MatchPassages) -> list[str]:
+    return await context.store.apassages_matching(r.ids, r.where)
+
+
 def _relation_texts(context: DriverContext, r: GetRelationTexts) -> dict[str, str]:
     return context.store.get_relation_texts(r.ids)
 
@@ -245,6 +294,7 @@ MILVUS_HANDLERS: Handlers = dict([
     handler(SearchRelations, _search_relations, _asearch_relations),
     handler(SearchPassages, _search_passages, _asearch_passages),
     handler(GetPassages, _get_passages, _aget_passages),
+    handler(MatchPassages, _match, _amatch),
     handler(GetRelationTexts, _relation_texts, _arelation_texts),
     handler(GetEntityNames, _entity_names, _aentity_names),
 ])
@@ -309,10 +359,11 @@ HANDLERS: Handlers = {
 
 
 def default_handlers(context: DriverContext) -> Handlers:
-    """:data:`HANDLERS` and the table of the context's graph source."""
+    """:data:`HANDLERS` and the table of the context's graph source (scoped to the filter's
+    passages when the context has a scope)."""
     from llama_index_graphrag_milvus.retrieval.sources import source_handlers
 
-    return {**HANDLERS, **source_handlers(context.graph)}
+    return {**HANDLERS, **source_handlers(context.graph, scoped=context.scope is not None)}
 
 
 # ---------------------------------------------------------------------------- the drivers
@@ -331,13 +382,17 @@ class _Driver:
         self.context = context
         self.handlers = default_handlers(context) if handlers is None else handlers
 
-    def _entry(self, request: Request[Any]) -> Entry:
+    def _entry(self, request: Request[Any]) -> tuple[Entry, Request[Any]]:
+        """What answers ``request``, and the request it answers (a :class:`Delegate`'s
+        own)."""
+        if isinstance(request, Delegate):
+            return request.entry, request.request
         found = self.handlers.get(type(request))
         if found is None:
             raise TypeError(f"no handler for the retrieval request {request!r}: add one to "
                             "the driver's table (see llama_index_graphrag_milvus.retrieval."
                             "drivers)")
-        return found
+        return found, request
 
 
 class SyncDriver(_Driver):
@@ -355,7 +410,7 @@ class SyncDriver(_Driver):
             answers: Any = self.context.store.concurrently_all(
                 [partial(self.answer, r) for r in request.requests])
             return answers
-        entry = self._entry(request)
+        entry, request = self._entry(request)
         if isinstance(entry, Steps):
             return self.run(entry.plan(self.context, request))
         return entry.call(self.context, request)
@@ -375,7 +430,7 @@ class AsyncDriver(_Driver):
             answers: Any = tuple(await asyncio.gather(*(self.answer(r)
                                                         for r in request.requests)))
             return answers
-        entry = self._entry(request)
+        entry, request = self._entry(request)
         if isinstance(entry, Steps):
             return await self.run(entry.plan(self.context, request))
         return await entry.acall(self.context, request)

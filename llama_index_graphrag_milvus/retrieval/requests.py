@@ -26,7 +26,7 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
 - **the models**: :class:`Ner`, :class:`EmbedTexts`;
 - **the Milvus collections**, one request one call: :class:`SearchEntities`,
   :class:`SearchRelations`, :class:`SearchPassages`, :class:`GetPassages`,
-  :class:`GetRelationTexts`, :class:`GetEntityNames`;
+  :class:`MatchPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`;
 - **the in-memory copies** of the index, which the in-memory source reads:
   :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, and
   :class:`LoadCommunities` (local search). :class:`Known` is an answer that needs no I/O.
@@ -254,6 +254,15 @@ class GetPassages(Request[list[BaseNode]]):
 
     ids: tuple[str, ...]
     where: str = ""
+
+
+@dataclass(frozen=True)
+class MatchPassages(Request[list[str]]):
+    """Those of ``ids`` whose passage matches the filter expression ``where`` (a read of ids
+    only): which passages a filtered retrieval may use."""
+
+    ids: tuple[str, ...]
+    where: str
 
 
 @dataclass(frozen=True)

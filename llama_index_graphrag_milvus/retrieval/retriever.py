@@ -25,7 +25,12 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.errors import EmptyIndexError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
-from llama_index_graphrag_milvus.retrieval.drivers import AsyncDriver, DriverContext, SyncDriver
+from llama_index_graphrag_milvus.retrieval.drivers import (
+    AsyncDriver,
+    DriverContext,
+    Scope,
+    SyncDriver,
+)
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.methods import PassageScoring, method_of
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
@@ -232,8 +237,11 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         return QueryContext(query, list(vector), self._similarity_top_k, self._where, trace)
 
     def _driver_context(self, graph: str) -> DriverContext:
+        """One query's context; with ``filters``, a fresh scope (what the query learns of
+        which passages match is its own)."""
         return DriverContext.of(self._index, llm=self._llm, ner_prompt=self._ner_prompt,
-                                searches=self._searches, graph=GraphMode(graph))
+                                searches=self._searches, graph=GraphMode(graph),
+                                scope=Scope(self._where) if self._where else None)
 
     def run(self, query: str | QueryBundle, plan: Callable[[QueryContext], Plan[T]],
             trace: Trace | None = None) -> T:

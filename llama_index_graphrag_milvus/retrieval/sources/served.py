@@ -91,7 +91,10 @@ def cap_per_passage(relations: list[CandidateRelation], cap: int, limit: int
     return kept
 
 
-def _expand_pool(context: DriverContext, r: ExpandPool) -> Plan[list[CandidateRelation]]:
+def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[CandidateRelation]]:
+    """The k-hop pool as the in-memory expansion builds it, one
+    :class:`~..requests.RelationsAround` per hop (and the seed relations by id): what the
+    served graph answers, and what a scoped query walks (see :mod:`.scoped`)."""
     config = r.config
     entities = list(dict.fromkeys(r.entity_ids))
     around, seed_relations = yield from Together((
@@ -181,7 +184,7 @@ SERVED_SOURCE: Handlers = dict([
     steps(RelationSeeds, _relation_seeds),
     steps(EntitySeeds, _entity_seeds),
     steps(RankPassages, _rank_passages),
-    steps(ExpandPool, _expand_pool),
+    steps(ExpandPool, expand_hop_by_hop),
     handler(RelationsAround, _around, _aaround),
     handler(GetRelations, _relations, _arelations),
     steps(OwnRelations, _own_relations),

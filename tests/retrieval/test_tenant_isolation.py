@@ -1,0 +1,176 @@
+"""A retrieval filtered to one tenant uses and shows only what that tenant's passages support:
+another tenant's secret (a passage and its triplets about a person both tenants name) shows
+in no output (passages, their metadata, the explanation, the rerank's prompt, the explorer),
+in either graph mode, sync or async; and the other tenant's data does not steer the ranking:
+the filtered answers equal those of an index holding the first tenant alone."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
+from llama_index_graphrag_milvus.explore.data import ExplorerData
+from llama_index_graphrag_milvus.records import Triplet
+from tests.conftest import FAMILY
+from tests.support.fakes import ScriptedLLM
+from tests.support.markers import LITE_ONLY
+
+SECRETS = ("secretly", "Globex", "40 million", "Moreau Holdings")
+"""Words only tenant B's passages hold."""
+ACME = [(TextNode(text=text, metadata={"tenant_id": "acme"}), triplets)
+        for text, triplets in [
+            *FAMILY,
+            ("Alice Moreau is the chief executive of Acme and a student of Daniel Bernoulli.",
+             [("Alice Moreau", "is the chief executive of", "Acme"),
+              ("Alice Moreau", "is a student of", "Daniel Bernoulli")]),
+        ]]
+GLOBEX = [(TextNode(text=text, metadata={"tenant_id": "globex"}), triplets)
+          for text, triplets in [
+              ("Alice Moreau is being acquired secretly by Globex for 40 million.",
+               [("Alice Moreau", "secretly acquired by", "Globex for 40 million")]),
+              ("Johann Bernoulli secretly advised Moreau Holdings, a Globex fund.",
+               [("Johann Bernoulli", "secretly advised", "Moreau Holdings"),
+                ("Moreau Holdings", "is a fund of", "Globex")]),
+              ("Daniel Bernoulli secretly invested in Globex for 40 million.",
+               [("Daniel Bernoulli", "secretly invested in", "Globex for 40 million")]),
+          ]]
+QUESTIONS = ("Who is acquiring Alice Moreau?",
+             "What did the son of Euler's teacher contribute?",
+             "Whom did Johann Bernoulli advise?")
+METHODS = ("bridge", "ppr", "pcst", "passage", "relation")
+ONLY_ACME = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value="acme")])
+
+
+def leaks(text: str) -> list[str]:
+    return [secret for secret in SECRETS if secret.casefold() in text.casefold()]
+
+
+def shown(nodes: list[NodeWithScore]) -> str:
+    """Everything a node list shows: texts, metadata (JSON), what LLMs and embedders see."""
+    return "\n".join([*(n.node.get_content(metadata_mode=MetadataMode.ALL) for n in nodes),
+                      json.dumps([n.node.metadata for n in nodes], default=str)])
+
+
+@pytest.fixture
+def indexes(make_index: Callable[..., GraphRAGIndex]) -> Iterator[dict[str, GraphRAGIndex]]:
+    """Both tenants (graph in memory and served), and acme alone."""
+    both = make_index([*ACME, *GLOBEX])
+    served = GraphRAGIndex(uri=both.store.uri, embed_model=both.embed_model,
+                           collection_prefix=both.store.prefix, graph="milvus")
+    alone = make_index(ACME, collection_prefix="acme_alone")
+    try:
+        yield {"memory": both, "milvus": served, "alone": alone}
+    finally:
+        served.close()
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("method", METHODS)
+def test_a_filtered_retrieval_shows_and_uses_only_its_tenants_passages(
+        indexes: dict[str, GraphRAGIndex], method: str) -> None:
+    for question in QUESTIONS:
+        expected = [n.node.get_content() for n in indexes["alone"].as_retriever(
+            method=method, similarity_top_k=5).retrieve(question)]
+        for mode in ("memory", "milvus"):
+            retriever = indexes[mode].as_retriever(method=method, similarity_top_k=5,
+                                                   filters=ONLY_ACME)
+            for nodes in (retriever.retrieve(question),
+                          asyncio.run(retriever.aretrieve(question))):
+                assert leaks(shown(nodes)) == [], (mode, question)
+                assert {n.node.metadata["tenant_id"] for n in nodes} == {"acme"}
+                # the other tenant's relations steer nothing: acme alone answers the same
+                assert [n.node.get_content() for n in nodes] == expected, (mode, question)
+            explanation = retriever.explain(question)
+            assert leaks(explanation.to_json()) == [], (mode, question)
+            assert leaks(explanation.to_html()) == [], (mode, question)
+
+
+@LITE_ONLY
+def test_without_the_filter_the_secret_is_found(indexes: dict[str, GraphRAGIndex]) -> None:
+    """The test's secret is reachable: unfiltered, or filtered to its own tenant, it shows."""
+    question = QUESTIONS[0]
+    nodes = indexes["memory"].as_retriever(similarity_top_k=5).retrieve(question)
+    assert leaks(shown(nodes))
+    globex = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value="globex")])
+    for mode in ("memory", "milvus"):
+        explanation = indexes[mode].as_retriever(filters=globex).explain(question)
+        assert leaks(explanation.to_json())
+        assert "chief executive" not in explanation.to_json()  # acme's, now the other one's
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("mode", ["memory", "milvus"])
+def test_the_rerank_prompt_holds_only_the_tenants_relations(
+        indexes: dict[str, GraphRAGIndex], mode: str) -> None:
+    prompts: list[str] = []
+
+    def answer(prompt: str) -> str:
+        prompts.append(prompt)
+        return '{"useful_relationships": [1]}'
+
+    llm = ScriptedLLM(answer)
+    engine = indexes[mode].as_query_engine(llm=llm, filters=ONLY_ACME, similarity_top_k=5,
+                                           node_postprocessors=[GraphRelationRerank(
+                                               llm=llm, top_n=3)])
+    for question in QUESTIONS:
+        response = engine.query(question)
+        assert leaks(shown(response.source_nodes)) == []
+    rerank_prompts = [p for p in prompts if "useful_relationships" in p]
+    assert rerank_prompts and all(leaks(p) == [] for p in rerank_prompts)
+    assert any(Triplet("Alice Moreau", "is the chief executive of", "Acme").text in p
+               for p in rerank_prompts)
+
+
+@LITE_ONLY
+def test_the_explorer_with_a_filter_shows_only_the_tenant(
+        indexes: dict[str, GraphRAGIndex]) -> None:
+    data = ExplorerData(indexes["memory"], filters=ONLY_ACME)
+    alice = Triplet("Alice Moreau", "x", "y").subject_id
+    globex = Triplet("x", "y", "Globex for 40 million").object_id
+    outputs: list[Any] = [
+        data.summary(), data.search_entities("alice"), data.search_entities("globex"),
+        data.search_entities("moreau"), data.neighbourhood(alice), data.passages(),
+        data.communities(),
+        *(data.ask(question, method) for question in QUESTIONS for method in METHODS)]
+    assert leaks(json.dumps(outputs, default=str)) == []
+    summary = outputs[0]
+    assert summary["counts"]["passages"] == len(ACME) and "local" not in summary["methods"]
+    assert summary["counts"]["relations"] == sum(len(t) for _, t in ACME)
+    assert [e["name"] for e in outputs[1]] == ["Alice Moreau"] and outputs[2] == []
+    assert outputs[4]["total"] == 2  # acme's two relations of Alice Moreau, not globex's
+    with pytest.raises(Exception, match="no entity"):
+        data.neighbourhood(globex)
+    secret = indexes["memory"].store.get_passages(
+        [n.node_id for n in indexes["memory"].as_naive_retriever(similarity_top_k=9).retrieve(
+            GLOBEX[0][0].text) if "Globex" in n.node.get_content()][:1])
+    with pytest.raises(Exception, match="no passage"):
+        data.passage(secret[0].node_id)
+    unfiltered = ExplorerData(indexes["memory"])
+    assert leaks(json.dumps(unfiltered.neighbourhood(alice), default=str))
+
+
+@LITE_ONLY
+def test_a_filter_that_keeps_every_passage_changes_no_answer(
+        indexes: dict[str, GraphRAGIndex]) -> None:
+    everyone = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value=["acme", "globex"],
+                                                       operator="in")])
+    # a filtered retrieval ranks passages in Milvus: the plain one too, here, since the hash
+    # embedding ties scores that numpy and Milvus compute apart in the last float bits
+    for mode in ("memory", "milvus"):
+        for method in METHODS:
+            plain = indexes[mode].as_retriever(method=method, similarity_top_k=5,
+                                               passage_search="milvus")
+            scoped = indexes[mode].as_retriever(method=method, similarity_top_k=5,
+                                                filters=everyone)
+            for question in QUESTIONS:
+                bundle = QueryBundle(question)
+                assert [(n.node.node_id, n.score) for n in scoped.retrieve(bundle)] == [
+                    (n.node.node_id, n.score) for n in plain.retrieve(bundle)], (
+                    mode, method, question)

@@ -14,13 +14,12 @@ import asyncio
 import logging
 import os
 import threading
-from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
 from typing import Any
 from urllib.parse import urlparse
 
-from llama_index.core.schema import BaseNode
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from pymilvus import AsyncMilvusClient, MilvusClient
 
@@ -30,17 +29,8 @@ from llama_index_graphrag_milvus.errors import (
     MilvusStoreError,
 )
 from llama_index_graphrag_milvus.milvus.columns import (
-    ENTITY_COLUMNS,
-    PASSAGE_COLUMNS,
-    RELATION_COLUMNS,
-    RELATION_COLUMNS_WITH_KINDS,
-    C,
     CollectionReads,
-    ColumnKind,
-    pk_ranges,
-    read_columns,
 )
-from llama_index_graphrag_milvus.milvus.filters import in_list, quote
 from llama_index_graphrag_milvus.milvus.lite import (
     lite_client_kwargs,
     lite_connection,
@@ -48,18 +38,14 @@ from llama_index_graphrag_milvus.milvus.lite import (
     release_lite,
 )
 from llama_index_graphrag_milvus.milvus.queries import QueryPath
-from llama_index_graphrag_milvus.milvus.rows import (
-    rows_to_passages,
-)
+from llama_index_graphrag_milvus.milvus.reads import StoreReads
 from llama_index_graphrag_milvus.milvus.schema import (
     COMMUNITY_FIELDS,
     CONSISTENCY_LEVELS,
     DESCRIPTION_FIELDS,
     ENTITY_FIELDS,
     KIND_FIELDS,
-    PASSAGE_FIELDS,
     RELATION_FIELDS,
-    WRITE_BATCH_SIZE,
     Fields,
     add_scalar_index,
     create_collection,
@@ -69,7 +55,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
 )
 from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES, ServedGraph
 from llama_index_graphrag_milvus.milvus.side import SideCollection
-from llama_index_graphrag_milvus.records import EntityColumns, PassageColumns, RelationColumns
+from llama_index_graphrag_milvus.milvus.writes import StoreWrites
 from llama_index_graphrag_milvus.validation import check_instance
 
 logger = logging.getLogger(__name__)
@@ -83,7 +69,7 @@ async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
         await client.close()
 
 
-class MilvusGraphStore(QueryPath):
+class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
     """Entities, relations and passages of one graph in Milvus (Lite, server or Zilliz Cloud).
 
     Args:
@@ -432,179 +418,3 @@ class MilvusGraphStore(QueryPath):
         finally:
             answers = [future.result() for future in futures]
         return (*answers, last)
-
-    # ------------------------------------------------------------------ writes
-
-    def upsert_passages(self, nodes: Sequence[BaseNode]) -> None:
-        """Upsert passage nodes (with embeddings) into the passage collection."""
-        with milvus_errors(f"upsert into {self.passage_collection}"):
-            for start in range(0, len(nodes), WRITE_BATCH_SIZE):
-                self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
-
-    def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
-        """Upsert rows into the entity or relation collection, in batches. Relation rows get
-        the kinds of their ends as the collection records them: ``""`` where a row has none,
-        none at all in a collection written before kinds were recorded."""
-        if collection == self.relation_collection:
-            rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
-                    else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
-        with milvus_errors(f"upsert into {collection}"):
-            for start in range(0, len(rows), WRITE_BATCH_SIZE):
-                self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
-
-    def delete_rows(self, collection: str, ids: Sequence[str]) -> None:
-        """Delete rows of ``collection`` by primary key, in batches."""
-        with milvus_errors(f"delete from {collection}"):
-            for start in range(0, len(ids), WRITE_BATCH_SIZE):
-                self.client.delete(collection, ids=list(ids[start:start + WRITE_BATCH_SIZE]))
-
-    def document_passages(self, ref_doc_id: str, where: str = "") -> list[BaseNode]:
-        """The passage nodes whose source document is ``ref_doc_id`` (and that match
-        ``where``, a filter expression on metadata, when given)."""
-        if self.dim is None:
-            return []
-        expression = f"doc_id == {quote(ref_doc_id)}" + (f" and {where}" if where else "")
-        with milvus_errors(f"read {self.passage_collection}"):
-            rows = self.client.query(collection_name=self.passage_collection,
-                                     **self.read_options,
-                                     filter=expression,
-                                     output_fields=["id", *PASSAGE_FIELDS])
-        return rows_to_passages(rows, [row["id"] for row in rows])
-
-    def entities_in_use(self, entity_ids: Sequence[str],
-                        excluding: Collection[str] = ()) -> set[str]:
-        """Those of ``entity_ids`` that are the subject or object of a stored relation
-        (other than the relations ``excluding`` names)."""
-        used: set[str] = set()
-        with milvus_errors(f"read {self.relation_collection}"):
-            for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
-                batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
-                expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
-                for row in self.client.query(collection_name=self.relation_collection,
-                                             **self.read_options, filter=expression,
-                                             output_fields=["id", "subject_id", "object_id"]):
-                    if row["id"] not in excluding:
-                        used.update((row["subject_id"], row["object_id"]))
-        return used & set(entity_ids)
-
-    def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
-        """The relations whose ``passage_ids`` contain any of ``passage_ids``: relation id
-        to its passage ids."""
-        linked: dict[str, list[str]] = {}
-        if self.dim is None:
-            return linked
-        with milvus_errors(f"read {self.relation_collection}"):
-            for start in range(0, len(passage_ids), WRITE_BATCH_SIZE):
-                batch = ", ".join(quote(p) for p in passage_ids[start:start + WRITE_BATCH_SIZE])
-                for row in self.client.query(
-                        collection_name=self.relation_collection, **self.read_options,
-                        filter=f"array_contains_any(passage_ids, [{batch}])",
-                        output_fields=["id", "passage_ids"]):
-                    linked[row["id"]] = list(row["passage_ids"])
-        return linked
-
-    def flush(self) -> None:
-        """Seal what was written, so that searches run on indexed segments."""
-        with milvus_errors("flush the graph collections"):
-            for name in (self.entity_collection, self.relation_collection,
-                         self.passage_collection):
-                self.client.flush(name)
-
-    # ------------------------------------------------------------------ whole collections
-
-    def all_passages(self) -> list[BaseNode]:
-        """Every stored passage node (text and metadata, no vector)."""
-        if self.dim is None:
-            return []
-        rows = self.read_all(self.passage_collection, PASSAGE_FIELDS)
-        return rows_to_passages(rows, [row["id"] for row in rows])
-
-    def read_all(self, collection: str, output_fields: list[str]) -> list[dict[str, Any]]:
-        """Every row of ``collection`` (``output_fields`` and ``id``), read in primary-key
-        ranges (the ids are hex hashes)."""
-        rows: list[dict[str, Any]] = []
-        with milvus_errors(f"read {collection}"):
-            total = self.client.query(collection_name=collection, **self.read_options, filter="",
-                                      output_fields=["count(*)"])[0]["count(*)"]
-            for filter_ in pk_ranges(int(total), self.reads.range_rows):
-                rows.extend(self.client.query(collection_name=collection, **self.read_options,
-                                              filter=filter_,
-                                              output_fields=["id", *output_fields]))
-        return rows
-
-    def passage_ids_where(self, where: str) -> list[str]:
-        """The ids of every passage that matches ``where`` (a filter expression on
-        metadata), read in primary-key ranges."""
-        if self.dim is None:
-            return []
-        ids: list[str] = []
-        with milvus_errors(f"read {self.passage_collection}"):
-            total = self.count(self.passage_collection)
-            for range_ in pk_ranges(int(total), self.reads.range_rows):
-                ids.extend(row["id"] for row in self.client.query(
-                    collection_name=self.passage_collection, **self.read_options,
-                    filter=f"({range_}) and {where}", output_fields=["id"]))
-        return ids
-
-    def flush_collection(self, collection: str) -> None:
-        """Seal what was written to one collection."""
-        with milvus_errors(f"flush {collection}"):
-            self.client.flush(collection)
-
-    # ------------------------------------------------------------------ reads
-
-    def relation_fields(self, fields: Sequence[str]) -> list[str]:
-        """``fields`` of the relation collection to read, with the kinds of the ends where
-        the collection records them."""
-        return [*fields, *(KIND_FIELDS if self.records_kinds else ())]
-
-    def get_rows(self, collection: str, ids: Sequence[str],
-                 output_fields: list[str]) -> dict[str, dict[str, Any]]:
-        """Rows of ``collection`` by primary key (missing ids are absent from the result)."""
-        found: dict[str, dict[str, Any]] = {}
-        with milvus_errors(f"read {collection}"):
-            for start in range(0, len(ids), WRITE_BATCH_SIZE):
-                batch = list(ids[start:start + WRITE_BATCH_SIZE])
-                for row in self.client.get(collection_name=collection, **self.read_options,
-                                           ids=batch, output_fields=output_fields):
-                    found[row["id"]] = row
-        return found
-
-    def count(self, collection: str) -> int:
-        """Exact number of rows in ``collection`` (0 when it does not exist)."""
-        if self.dim is None:
-            return 0
-        with milvus_errors(f"count {collection}"):
-            rows = self.client.query(collection_name=collection, **self.read_options, filter="",
-                                     output_fields=["count(*)"])
-        return int(rows[0]["count(*)"])
-
-    def read_relations(self, show_progress: bool = False, reads: CollectionReads | None = None
-                       ) -> Iterator[RelationColumns]:
-        """Every relation row (ids, passage ids, vector, text) as column batches: what the
-        in-memory graph is built from, read as
-        :mod:`~llama_index_graphrag_milvus.milvus.columns` says (``reads``: this store's
-        :attr:`reads` by default)."""
-        kind = RELATION_COLUMNS_WITH_KINDS if self.records_kinds else RELATION_COLUMNS
-        return self._read_columns(self.relation_collection, kind, show_progress, reads)
-
-    def read_entities(self, show_progress: bool = False, reads: CollectionReads | None = None
-                      ) -> Iterator[EntityColumns]:
-        """Every entity row (id, name, vector) as column batches, read as
-        :meth:`read_relations` reads relations: what entity seed searches in memory use."""
-        return self._read_columns(self.entity_collection, ENTITY_COLUMNS, show_progress, reads)
-
-    def read_passage_vectors(self, show_progress: bool = False,
-                             reads: CollectionReads | None = None) -> Iterator[PassageColumns]:
-        """Every passage's id and vector as column batches, read as :meth:`read_relations`
-        reads relations: what passage searches in memory use."""
-        return self._read_columns(self.passage_collection, PASSAGE_COLUMNS, show_progress,
-                                  reads)
-
-    def _read_columns(self, collection: str, kind: ColumnKind[C], show_progress: bool,
-                      reads: CollectionReads | None) -> Iterator[C]:
-        if self.dim is None:
-            return
-        yield from read_columns(self.client, collection, kind, self.count(collection),
-                                self.dim, self.is_lite, self.consistency_level,
-                                reads or self.reads, show_progress)

@@ -1,0 +1,119 @@
+"""The writes of a store: passages and rows upserted, rows deleted, and the lookups that
+deletion needs (a document's passages, the relations linking passages, the entities still in
+use).
+
+A mixin of :class:`~llama_index_graphrag_milvus.milvus.store.MilvusGraphStore`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from typing import Any
+
+from llama_index.core.schema import BaseNode
+from llama_index.vector_stores.milvus import MilvusVectorStore
+from pymilvus import MilvusClient
+
+from llama_index_graphrag_milvus.milvus.filters import in_list, quote
+from llama_index_graphrag_milvus.milvus.rows import rows_to_passages
+from llama_index_graphrag_milvus.milvus.schema import (
+    KIND_FIELDS,
+    PASSAGE_FIELDS,
+    WRITE_BATCH_SIZE,
+    milvus_errors,
+)
+
+
+class StoreWrites:
+    """The write methods of a store (see the module docstring)."""
+
+    entity_collection: str
+    relation_collection: str
+    passage_collection: str
+    read_options: dict[str, Any]
+    records_kinds: bool
+    dim: int | None
+
+    @property
+    def client(self) -> MilvusClient:
+        raise NotImplementedError
+
+    @property
+    def passages(self) -> MilvusVectorStore:
+        raise NotImplementedError
+
+
+    def upsert_passages(self, nodes: Sequence[BaseNode]) -> None:
+        """Upsert passage nodes (with embeddings) into the passage collection."""
+        with milvus_errors(f"upsert into {self.passage_collection}"):
+            for start in range(0, len(nodes), WRITE_BATCH_SIZE):
+                self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
+
+    def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
+        """Upsert rows into the entity or relation collection, in batches. Relation rows get
+        the kinds of their ends as the collection records them: ``""`` where a row has none,
+        none at all in a collection written before kinds were recorded."""
+        if collection == self.relation_collection:
+            rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
+                    else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
+        with milvus_errors(f"upsert into {collection}"):
+            for start in range(0, len(rows), WRITE_BATCH_SIZE):
+                self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
+
+    def delete_rows(self, collection: str, ids: Sequence[str]) -> None:
+        """Delete rows of ``collection`` by primary key, in batches."""
+        with milvus_errors(f"delete from {collection}"):
+            for start in range(0, len(ids), WRITE_BATCH_SIZE):
+                self.client.delete(collection, ids=list(ids[start:start + WRITE_BATCH_SIZE]))
+
+    def document_passages(self, ref_doc_id: str, where: str = "") -> list[BaseNode]:
+        """The passage nodes whose source document is ``ref_doc_id`` (and that match
+        ``where``, a filter expression on metadata, when given)."""
+        if self.dim is None:
+            return []
+        expression = f"doc_id == {quote(ref_doc_id)}" + (f" and {where}" if where else "")
+        with milvus_errors(f"read {self.passage_collection}"):
+            rows = self.client.query(collection_name=self.passage_collection,
+                                     **self.read_options,
+                                     filter=expression,
+                                     output_fields=["id", *PASSAGE_FIELDS])
+        return rows_to_passages(rows, [row["id"] for row in rows])
+
+    def entities_in_use(self, entity_ids: Sequence[str],
+                        excluding: Collection[str] = ()) -> set[str]:
+        """Those of ``entity_ids`` that are the subject or object of a stored relation
+        (other than the relations ``excluding`` names)."""
+        used: set[str] = set()
+        with milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
+                batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
+                expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
+                for row in self.client.query(collection_name=self.relation_collection,
+                                             **self.read_options, filter=expression,
+                                             output_fields=["id", "subject_id", "object_id"]):
+                    if row["id"] not in excluding:
+                        used.update((row["subject_id"], row["object_id"]))
+        return used & set(entity_ids)
+
+    def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
+        """The relations whose ``passage_ids`` contain any of ``passage_ids``: relation id
+        to its passage ids."""
+        linked: dict[str, list[str]] = {}
+        if self.dim is None:
+            return linked
+        with milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(passage_ids), WRITE_BATCH_SIZE):
+                batch = ", ".join(quote(p) for p in passage_ids[start:start + WRITE_BATCH_SIZE])
+                for row in self.client.query(
+                        collection_name=self.relation_collection, **self.read_options,
+                        filter=f"array_contains_any(passage_ids, [{batch}])",
+                        output_fields=["id", "passage_ids"]):
+                    linked[row["id"]] = list(row["passage_ids"])
+        return linked
+
+    def flush(self) -> None:
+        """Seal what was written, so that searches run on indexed segments."""
+        with milvus_errors("flush the graph collections"):
+            for name in (self.entity_collection, self.relation_collection,
+                         self.passage_collection):
+                self.client.flush(name)

@@ -41,6 +41,7 @@ from llama_index_graphrag_milvus.ingestion.documents import (
 )
 from llama_index_graphrag_milvus.ingestion.identity import (
     bind_settings,
+    bind_tenant_key,
     check_identity_keys,
 )
 from llama_index_graphrag_milvus.ingestion.maintenance import DocumentMaintenance
@@ -48,6 +49,7 @@ from llama_index_graphrag_milvus.ingestion.plan import (
     PassageInput,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.milvus.tenants import check_tenant_key
 from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever, RetrievalMethod
@@ -128,6 +130,13 @@ class GraphRAGIndex(DocumentMaintenance):
             each write; the choice is logged).
         graph_memory_budget: the bytes ``"auto"`` lets the in-memory graph take (default
             1 GiB: about 600,000 relations of 384 dimensions, 160,000 of 1,536).
+        tenant_key: the metadata key that names each passage's tenant (``"tenant_id"``), for
+            an index of many tenants: the passage collection gets it as its Milvus partition
+            key, and relation and entity rows record which tenants' passages support them,
+            so that a query filtered to a tenant reads that tenant's rows. Every passage then
+            names its tenant (a non-empty string). Chosen at creation and recorded; ``None``
+            (the default) reuses the recorded key when reopening. Filters keep a tenant's
+            answers its own with or without it (see the tenants documentation).
 
     Example::
 
@@ -152,6 +161,7 @@ class GraphRAGIndex(DocumentMaintenance):
         allow_embed_model_change: bool = False,
         graph: GraphMode | str = GraphMode.AUTO,
         graph_memory_budget: int = DEFAULT_GRAPH_MEMORY_BUDGET,
+        tenant_key: str | None = None,
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
@@ -168,6 +178,7 @@ class GraphRAGIndex(DocumentMaintenance):
         self.show_progress = show_progress
         self.hub_degree = hub_degree
         try:
+            bind_tenant_key(self.store, check_tenant_key(tenant_key))
             self.passage_identity_keys: tuple[str, ...] | str = bind_settings(
                 self.store, self.embed_model, keys, allow_embed_model_change)
         except BaseException:

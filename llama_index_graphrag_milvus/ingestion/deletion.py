@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
+from llama_index_graphrag_milvus.ingestion.tenants import entity_tenants, narrowed_tenants
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 _RELATION_FIELDS = ["text", "subject_id", "object_id", "passage_ids", "embedding"]
@@ -66,7 +67,8 @@ def relation_changes(stored: Mapping[str, dict[str, Any]], unlink: Unlink
             deletes.append(relation_id)
         elif len(remaining) < len(row["passage_ids"]):
             updates.append({**row, "id": relation_id, "passage_ids": remaining,
-                            "embedding": [float(x) for x in row["embedding"]]})
+                            "embedding": [float(x) for x in row["embedding"]],
+                            **narrowed_tenants(row, remaining)})
     return updates, deletes
 
 
@@ -80,14 +82,36 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
     stored = store.get_rows(store.relation_collection, changed,
                             store.relation_fields(_RELATION_FIELDS))
     updates, deletes = relation_changes(stored, unlink)
-    candidates = sorted({*entity_ids, *(stored[rid][end] for rid in deletes
-                                        for end in ("subject_id", "object_id"))})
-    in_use = store.entities_in_use(candidates, excluding=set(deletes)) if candidates else set()
+    ends = [stored[rid][end] for rid in deletes for end in ("subject_id", "object_id")]
+    if store.tenant_key:  # the ends of narrowed relations may lose a tenant too
+        ends += [row[end] for row in updates for end in ("subject_id", "object_id")]
+    candidates = sorted({*entity_ids, *ends})
+    if store.tenant_key:
+        used = store.entity_tenants_in_use(candidates, excluding=set(deletes), replaced={
+            row["id"]: row["tenants"] for row in updates}) if candidates else {}
+        in_use = set(used)
+        store.upsert_rows(store.entity_collection, shrunk_entities(store, used))
+    else:
+        in_use = store.entities_in_use(candidates, excluding=set(deletes)) if candidates \
+            else set()
     orphans = [e for e in candidates if e not in in_use]
     store.delete_rows(store.entity_collection, orphans)
     store.upsert_rows(store.relation_collection, updates)
     store.delete_rows(store.relation_collection, deletes)
     return UnlinkStats(len(updates), len(deletes), len(orphans))
+
+
+def shrunk_entities(store: MilvusGraphStore, used: Mapping[str, set[str]]
+                    ) -> list[dict[str, Any]]:
+    """The entity rows whose ``tenants`` are more than the tenants of their remaining
+    relations (``used``), with those instead."""
+    stored = store.get_rows(store.entity_collection, list(used),
+                            ["id", "name", "embedding", "tenants"])
+    return [{"id": entity, "name": row["name"],
+             "embedding": [float(x) for x in row["embedding"]], "tenants": after}
+            for entity, row in stored.items()
+            for after in (entity_tenants(used[entity]),)
+            if after != sorted(set(row.get("tenants") or ()))]
 
 
 def delete_document(store: MilvusGraphStore, ref_doc_id: str, where: str = "") -> DeletionStats:

@@ -170,6 +170,24 @@ def check_embed_model(stored: EmbedModelRecord, current: EmbedModelRecord, where
     return True
 
 
+def bind_tenant_key(store: MilvusGraphStore, tenant_key: str | None) -> None:
+    """The tenant key of the index on ``store``: the recorded one for an existing index
+    (``tenant_key`` must be ``None`` or the same), ``tenant_key`` for a new one.
+
+    Raises:
+        InvalidInputError: ``tenant_key`` differs from the recorded one.
+    """
+    if store.dim is None:
+        store.tenant_key = tenant_key
+        return
+    if tenant_key is not None and tenant_key != store.tenant_key:
+        raise InvalidInputError(
+            f"the index {store.prefix!r} at {store.uri!r} was created with tenant_key="
+            f"{store.tenant_key!r}, not {tenant_key!r}: its collections' layout follows the "
+            "key chosen at creation. Leave tenant_key unset to use the recorded one, or build "
+            "a new index (another collection_prefix) with this key.")
+
+
 def bind_settings(store: MilvusGraphStore, embed_model: BaseEmbedding,
                   keys: tuple[str, ...] | str | None, allow_model_change: bool
                   ) -> tuple[str, ...] | str:

@@ -23,6 +23,12 @@ from llama_index.core.schema import MetadataMode
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
+from llama_index_graphrag_milvus.ingestion.tenants import (
+    entity_tenants,
+    grown_entities,
+    passage_tenants,
+    relation_tenants,
+)
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
@@ -80,18 +86,21 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     """
     seconds: dict[str, float] = {}
     timed = partial(timed_stage, seconds)
+    tenant_key = store.tenant_key
+    tenant_of = passage_tenants(plan.passages, tenant_key) if tenant_key else {}
     with timed("embed_passages"):
         passage_vectors = _embed(
             embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
                           for p in plan.passages], show_progress)
     if passage_vectors:
         store.check_dimension(len(passage_vectors[0]), "the embedding model")
-    stored_entities: set[str] = set()
+    stored_entities: dict[str, dict[str, Any]] = {}
     stored_relations: dict[str, dict[str, Any]] = {}
     if store.dim is not None:
         with timed("read_stored"):
-            stored_entities = set(store.get_rows(store.entity_collection,
-                                                 list(plan.entities), ["id"]))
+            stored_entities = store.get_rows(
+                store.entity_collection, list(plan.entities),
+                ["id", "name", "embedding", "tenants"] if tenant_key else ["id"])
             stored_relations = store.get_rows(
                 store.relation_collection, list(plan.relations),
                 store.relation_fields(["passage_ids", "embedding"]))
@@ -113,27 +122,35 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
         node.embedding = vector
     with timed("write_passages"):
         store.upsert_passages(plan.passages)
-    with timed("write_entities"):
-        store.upsert_rows(store.entity_collection, [
-            {"id": eid, "name": plan.entities[eid], "embedding": vector}
-            for eid, vector in zip(new_entities, entity_vectors, strict=True)
-        ])
-    relation_rows = []
+    relation_rows: list[dict[str, Any]] = []
     for rid, planned in plan.relations.items():
         stored = stored_relations.get(rid)
+        passage_ids = _merge_passage_ids(stored["passage_ids"] if stored else [],
+                                         planned.passage_ids, rid)
         relation_rows.append({
             "id": rid,
             "text": planned.triplet.text,
             "subject_id": planned.triplet.subject_id,
             "object_id": planned.triplet.object_id,
-            "passage_ids": _merge_passage_ids(stored["passage_ids"] if stored else [],
-                                              planned.passage_ids, rid),
+            "passage_ids": passage_ids,
             "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
             "subject_kind": stronger_kind(planned.subject_kind,
                                           (stored or {}).get("subject_kind") or ""),
             "object_kind": stronger_kind(planned.object_kind,
                                          (stored or {}).get("object_kind") or ""),
+            **(relation_tenants(passage_ids, tenant_of, stored) if tenant_key else {}),
         })
+    linked: dict[str, set[str]] = {}
+    for row in relation_rows:
+        for end in (row["subject_id"], row["object_id"]):
+            linked.setdefault(end, set()).update(row.get("tenants") or ())
+    with timed("write_entities"):
+        store.upsert_rows(store.entity_collection, [
+            *({"id": eid, "name": plan.entities[eid], "embedding": vector,
+               "tenants": entity_tenants(linked.get(eid, ()))}
+              for eid, vector in zip(new_entities, entity_vectors, strict=True)),
+            *(grown_entities(stored_entities, linked) if tenant_key else ()),
+        ])
     with timed("write_relations"):
         store.upsert_rows(store.relation_collection, relation_rows)
     if existed:

@@ -49,6 +49,7 @@ class QueryPath:
     def relation_fields(self, fields: Sequence[str]) -> list[str]:
         raise NotImplementedError
 
+
     def ranked_search(self, kwargs: dict[str, Any], limit: int) -> list[list[dict[str, Any]]]:
         """A search's hits, most similar first and ties by id, the limit's tie settled (see
         :func:`~.rows.ranked_search`)."""
@@ -74,33 +75,37 @@ class QueryPath:
         return hits
 
     def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
-                        top_k: int, threshold: float | None) -> list[list[EntityHit]]:
-        """All entity searches of one query in one batched call: hits per searched name."""
+                        top_k: int, threshold: float | None, where: str = ""
+                        ) -> list[list[EntityHit]]:
+        """All entity searches of one query in one batched call: hits per searched name
+        (among the entity rows matching ``where``, when given)."""
         if not vectors:
             return []
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], where=where)
         return parse_entity_hits(self.ranked_search(kwargs, top_k), names, threshold)
 
     async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
-                               top_k: int, threshold: float | None) -> list[list[EntityHit]]:
+                               top_k: int, threshold: float | None, where: str = ""
+                               ) -> list[list[EntityHit]]:
         """Async twin of :meth:`search_entities`."""
         if not vectors:
             return []
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"])
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], where=where)
         return parse_entity_hits(await self.aranked_search(kwargs, top_k), names, threshold)
 
     def search_relations(self, vector: Sequence[float], top_k: int,
-                         threshold: float | None) -> list[RelationHit]:
-        """The relations most similar to the query vector."""
+                         threshold: float | None, where: str = "") -> list[RelationHit]:
+        """The relations most similar to the query vector (among the rows matching
+        ``where``, when given)."""
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
-                                self.relation_fields(RELATION_HIT_FIELDS))
+                                self.relation_fields(RELATION_HIT_FIELDS), where=where)
         return parse_relation_hits(self.ranked_search(kwargs, top_k), threshold)
 
     async def asearch_relations(self, vector: Sequence[float], top_k: int,
-                                threshold: float | None) -> list[RelationHit]:
+                                threshold: float | None, where: str = "") -> list[RelationHit]:
         """Async twin of :meth:`search_relations`."""
         kwargs = search_kwargs(self.relation_collection, [vector], top_k,
-                                self.relation_fields(RELATION_HIT_FIELDS))
+                                self.relation_fields(RELATION_HIT_FIELDS), where=where)
         return parse_relation_hits(await self.aranked_search(kwargs, top_k), threshold)
 
     def get_relation_texts(self, ids: Sequence[str]) -> dict[str, str]:

@@ -27,6 +27,7 @@ from llama_index_graphrag_milvus.milvus.rows import rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
+    TENANT_FIELDS,
     WRITE_BATCH_SIZE,
     milvus_errors,
 )
@@ -45,6 +46,7 @@ class StoreReads:
     dim: int | None
     is_lite: bool
     consistency_level: str
+    tenant_key: str | None
 
     @property
     def client(self) -> MilvusClient:
@@ -94,7 +96,8 @@ class StoreReads:
     def relation_fields(self, fields: Sequence[str]) -> list[str]:
         """``fields`` of the relation collection to read, with the kinds of the ends where
         the collection records them."""
-        return [*fields, *(KIND_FIELDS if self.records_kinds else ())]
+        return [*fields, *(KIND_FIELDS if self.records_kinds else ()),
+                *(TENANT_FIELDS if self.tenant_key else ())]
 
     def get_rows(self, collection: str, ids: Sequence[str],
                  output_fields: list[str]) -> dict[str, dict[str, Any]]:

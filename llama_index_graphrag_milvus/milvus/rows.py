@@ -36,8 +36,9 @@ def search_kwargs(collection: str, vectors: Sequence[Sequence[float]], limit: in
                    where: str = "") -> dict[str, Any]:
     """The arguments of a vector search of ``collection`` (among ``ids`` when given, and
     matching ``where``)."""
+    expression = id_filter(ids, where) if ids is not None else where
     return {
-        **({"filter": id_filter(ids, where)} if ids is not None else {}),
+        **({"filter": expression} if expression else {}),
         "collection_name": collection,
         "data": [list(v) for v in vectors],
         "limit": min(limit, MILVUS_MAX_TOP_K),  # more is a ParamError on a server

@@ -65,6 +65,21 @@ RELATION_FIELDS: Fields = (
 :data:`KIND_FIELDS`: it is read and written without them (kinds are then inferred from the
 names); rebuild it to record them."""
 
+TENANT_MAX_BYTES = 256
+"""Longest tenant value (UTF-8 bytes) an index with a ``tenant_key`` accepts."""
+TENANT_FIELDS = ("tenants", "passage_tenants")
+"""With a ``tenant_key``: the tenants whose passages support a relation (``tenants``, each
+once; ``passage_tenants``, the tenant of each of its ``passage_ids``, in their order), and the
+tenants whose relations name an entity (``tenants``)."""
+MANY_TENANTS = "*"
+"""An entity's ``tenants`` when more tenants name it than an ARRAY holds: any tenant may
+(a filtered query checks the entity's passages)."""
+RELATION_TENANT_FIELDS: Fields = (
+    ("tenants", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),
+    ("passage_tenants", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),
+)
+ENTITY_TENANT_FIELDS: Fields = (("tenants", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),)
+
 COMMUNITY_MEMBERS_PER_ROW = 4096
 """Entity ids (and child ids) one community row holds; a larger community continues in
 part rows (``part`` 1, 2, ...)."""
@@ -221,9 +236,10 @@ def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[st
     for field, kind, size in fields:
         if kind == DataType.VARCHAR:
             schema.add_field(field, kind, max_length=size)
-        elif kind == DataType.ARRAY:  # arrays of ids
+        elif kind == DataType.ARRAY:  # arrays of ids, or of tenants
             schema.add_field(field, kind, element_type=DataType.VARCHAR, max_capacity=size,
-                             max_length=ID_MAX_LENGTH)
+                             max_length=TENANT_MAX_BYTES if field in TENANT_FIELDS
+                             else ID_MAX_LENGTH)
         else:
             schema.add_field(field, kind)
     schema.add_field("embedding", DataType.FLOAT_VECTOR, dim=dim)

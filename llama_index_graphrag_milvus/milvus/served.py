@@ -109,9 +109,17 @@ class ServedGraph:
     """The graph queries of one store, blocking and awaitable (each pair builds the same
     request and parses the same answer; only the client call differs)."""
 
-    def __init__(self, store: MilvusGraphStore, exact_bytes: int = AROUND_EXACT_BYTES) -> None:
+    def __init__(self, store: MilvusGraphStore, exact_bytes: int = AROUND_EXACT_BYTES,
+                 where: str = "") -> None:
         self.store = store
         self.exact_bytes = exact_bytes
+        self.where = where
+        """A filter on relation rows every query adds (a scoped query's tenants)."""
+
+    def _around(self, entity_ids: Sequence[str]) -> str:
+        """The relations of ``entity_ids`` (and matching :attr:`where`)."""
+        around = around_filter(entity_ids)
+        return f"({around}) and {self.where}" if self.where else around
 
     @property
     def fields(self) -> list[str]:
@@ -130,14 +138,15 @@ class ServedGraph:
 
     def _around_query_kwargs(self, entity_ids: Sequence[str], cap: int) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection,
-                "filter": around_filter(entity_ids), "output_fields": [*self.fields, "embedding"],
-                "limit": cap, **self.store.read_options}
+                "filter": self._around(entity_ids),
+                "output_fields": [*self.fields, "embedding"], "limit": cap,
+                **self.store.read_options}
 
     def _around_kwargs(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                        ) -> dict[str, Any]:
         kwargs = search_kwargs(self.store.relation_collection, [vector],
                                min(limit, MILVUS_MAX_TOP_K), self.fields)
-        return {**kwargs, "filter": around_filter(entity_ids)}
+        return {**kwargs, "filter": self._around(entity_ids)}
 
     def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                          ) -> list[CandidateRelation]:
@@ -207,8 +216,9 @@ class ServedGraph:
 
     def _passages_kwargs(self, entity_id: str, cap: int) -> dict[str, Any]:
         quoted = quote(entity_id)
+        ends = f"subject_id == {quoted} or object_id == {quoted}"
         return {"collection_name": self.store.relation_collection,
-                "filter": f"subject_id == {quoted} or object_id == {quoted}",
+                "filter": f"({ends}) and {self.where}" if self.where else ends,
                 "output_fields": ["passage_ids"], "limit": min(cap, MILVUS_MAX_TOP_K),
                 **self.store.read_options}
 
@@ -238,7 +248,7 @@ class ServedGraph:
 
     def _degrees_kwargs(self, entity_ids: Sequence[str]) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection,
-                "filter": around_filter(entity_ids), "output_fields": list(ENDPOINT_INDEXES),
+                "filter": self._around(entity_ids), "output_fields": list(ENDPOINT_INDEXES),
                 "limit": MILVUS_MAX_TOP_K, **self.store.read_options}
 
     def entity_degrees(self, entity_ids: Sequence[str]) -> dict[str, int]:

@@ -44,8 +44,10 @@ from llama_index_graphrag_milvus.milvus.schema import (
     CONSISTENCY_LEVELS,
     DESCRIPTION_FIELDS,
     ENTITY_FIELDS,
+    ENTITY_TENANT_FIELDS,
     KIND_FIELDS,
     RELATION_FIELDS,
+    RELATION_TENANT_FIELDS,
     Fields,
     add_scalar_index,
     create_collection,
@@ -55,6 +57,11 @@ from llama_index_graphrag_milvus.milvus.schema import (
 )
 from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES, ServedGraph
 from llama_index_graphrag_milvus.milvus.side import SideCollection
+from llama_index_graphrag_milvus.milvus.tenants import (
+    TENANT_KEY_PROPERTY,
+    partition_key_works,
+    passage_store_class,
+)
 from llama_index_graphrag_milvus.milvus.writes import StoreWrites
 from llama_index_graphrag_milvus.validation import check_instance
 
@@ -154,6 +161,10 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
+        self.tenant_key: str | None = None
+        """The metadata key that names a passage's tenant, when the index was created with
+        one (see :mod:`~llama_index_graphrag_milvus.milvus.tenants`): recorded at creation,
+        read from the collections on open."""
         self.dim: int | None = None
         """The vectors' dimension; ``None`` until the collections exist."""
         try:
@@ -194,6 +205,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         with milvus_errors(f"describe {self.relation_collection}"):
             info = self.client.describe_collection(self.relation_collection)
         self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+        self.tenant_key = self.properties.get(TENANT_KEY_PROPERTY) or None
         self.records_kinds = {f["name"] for f in info["fields"]} >= set(KIND_FIELDS)
         if not self.records_kinds:
             logger.info("%s was written before entity kinds were recorded: kinds are "
@@ -212,8 +224,10 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
             self._index_endpoints()
             for name in (self.entity_collection, self.relation_collection):
                 self.client.load_collection(name)
+            kind = (passage_store_class(self.tenant_key, self._partition_key())
+                    if self.tenant_key else MilvusVectorStore)
             with quiet_lite("grpc._server", "Method not implemented"):
-                self._passages = MilvusVectorStore(
+                self._passages = kind(
                     uri=self.uri,
                     token=self._token,
                     collection_name=self.passage_collection,
@@ -225,6 +239,17 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                     **self._client_kwargs,
                 )
             self.client.load_collection(self.passage_collection)
+
+    def _partition_key(self) -> bool:
+        """Whether a passage collection created now gets the tenant key as its partition key
+        (see :func:`~llama_index_graphrag_milvus.milvus.tenants.partition_key_works`)."""
+        version = "" if self.is_lite else str(self.client.get_server_version())
+        works = partition_key_works(version, self.is_lite)
+        if not works:
+            logger.warning("Milvus %s misroutes upserts into a partition-key collection: the "
+                           "tenant field of %s is a plain field (filters on it scan); Milvus "
+                           "2.4 and later partition by it", version, self.passage_collection)
+        return works
 
     def open_if_created(self) -> bool:
         """Whether the collections exist, opening them when another process created them
@@ -253,10 +278,15 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
             self.check_dimension(dim, "the embedding model")
             return
         self.properties = dict(properties or {})
+        if self.tenant_key:
+            self.properties[TENANT_KEY_PROPERTY] = self.tenant_key
+        tenants = self.tenant_key is not None
         with milvus_errors("create the graph collections"):
-            self._create(self.entity_collection, ENTITY_FIELDS, dim)
-            self._create(self.relation_collection, RELATION_FIELDS, dim, self.properties,
-                         () if self.is_lite else ENDPOINT_INDEXES)
+            self._create(self.entity_collection,
+                         (*ENTITY_FIELDS, *(ENTITY_TENANT_FIELDS if tenants else ())), dim)
+            self._create(self.relation_collection,
+                         (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
+                         dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
         self.dim = dim
         self._open(dim)
 

@@ -7,7 +7,7 @@ A mixin of :class:`~llama_index_graphrag_milvus.milvus.store.MilvusGraphStore`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.schema import BaseNode
@@ -19,6 +19,7 @@ from llama_index_graphrag_milvus.milvus.rows import rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
+    TENANT_FIELDS,
     WRITE_BATCH_SIZE,
     milvus_errors,
 )
@@ -32,6 +33,7 @@ class StoreWrites:
     passage_collection: str
     read_options: dict[str, Any]
     records_kinds: bool
+    tenant_key: str | None
     dim: int | None
 
     @property
@@ -56,6 +58,8 @@ class StoreWrites:
         if collection == self.relation_collection:
             rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
                     else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
+        if not self.tenant_key:  # an index without a tenant key has no tenant fields
+            rows = [{k: v for k, v in row.items() if k not in TENANT_FIELDS} for row in rows]
         with milvus_errors(f"upsert into {collection}"):
             for start in range(0, len(rows), WRITE_BATCH_SIZE):
                 self.client.upsert(collection, list(rows[start:start + WRITE_BATCH_SIZE]))
@@ -94,6 +98,31 @@ class StoreWrites:
                     if row["id"] not in excluding:
                         used.update((row["subject_id"], row["object_id"]))
         return used & set(entity_ids)
+
+    def entity_tenants_in_use(self, entity_ids: Sequence[str], excluding: Collection[str] = (),
+                              replaced: Mapping[str, Sequence[str]] | None = None
+                              ) -> dict[str, set[str]]:
+        """Those of ``entity_ids`` that are an end of a stored relation (other than the
+        relations ``excluding`` names), each with the tenants of those relations (a relation
+        of ``replaced`` with the tenants given there: it is about to be written so)."""
+        replaced = replaced or {}
+        used: dict[str, set[str]] = {}
+        wanted = set(entity_ids)
+        with milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
+                batch = list(entity_ids[start:start + WRITE_BATCH_SIZE])
+                expression = f"{in_list('subject_id', batch)} or {in_list('object_id', batch)}"
+                for row in self.client.query(
+                        collection_name=self.relation_collection, **self.read_options,
+                        filter=expression,
+                        output_fields=["id", "subject_id", "object_id", "tenants"]):
+                    if row["id"] in excluding:
+                        continue
+                    tenants = replaced.get(row["id"], row.get("tenants") or ())
+                    for end in (row["subject_id"], row["object_id"]):
+                        if end in wanted:
+                            used.setdefault(end, set()).update(tenants)
+        return used
 
     def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
         """The relations whose ``passage_ids`` contain any of ``passage_ids``: relation id

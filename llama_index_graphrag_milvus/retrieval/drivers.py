@@ -98,6 +98,9 @@ class Scope:
     also those run at the same time)."""
 
     where: str
+    tenants: tuple[str, ...] | None = None
+    """The tenants the filter allows at most, when it pins the index's ``tenant_key``: the
+    served graph then searches those tenants' relations and entities only."""
     matching: dict[str, bool] = field(default_factory=dict)
     lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
@@ -231,20 +234,21 @@ MODEL_HANDLERS: Handlers = dict([
 
 
 def _search_entities(context: DriverContext, r: SearchEntities) -> list[list[EntityHit]]:
-    return context.store.search_entities(r.vectors, r.names, r.top_k, r.threshold)
+    return context.store.search_entities(r.vectors, r.names, r.top_k, r.threshold, r.where)
 
 
 async def _asearch_entities(context: DriverContext, r: SearchEntities
                             ) -> list[list[EntityHit]]:
-    return await context.store.asearch_entities(r.vectors, r.names, r.top_k, r.threshold)
+    return await context.store.asearch_entities(r.vectors, r.names, r.top_k, r.threshold,
+                                                r.where)
 
 
 def _search_relations(context: DriverContext, r: SearchRelations) -> list[RelationHit]:
-    return context.store.search_relations(r.vector, r.top_k, r.threshold)
+    return context.store.search_relations(r.vector, r.top_k, r.threshold, r.where)
 
 
 async def _asearch_relations(context: DriverContext, r: SearchRelations) -> list[RelationHit]:
-    return await context.store.asearch_relations(r.vector, r.top_k, r.threshold)
+    return await context.store.asearch_relations(r.vector, r.top_k, r.threshold, r.where)
 
 
 def _search_passages(context: DriverContext, r: SearchPassages

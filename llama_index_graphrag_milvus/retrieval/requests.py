@@ -220,21 +220,25 @@ class EmbedTexts(Request[list[list[float]]]):
 
 @dataclass(frozen=True)
 class SearchEntities(Request[list[list[EntityHit]]]):
-    """One batched search of the entity collection: hits per searched name."""
+    """One batched search of the entity collection: hits per searched name (among the rows
+    matching ``where``, a filter on entity rows, when given)."""
 
     vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
     top_k: int
     threshold: float | None
+    where: str = ""
 
 
 @dataclass(frozen=True)
 class SearchRelations(Request[list[RelationHit]]):
-    """A search of the relation collection: the relations most similar to ``vector``."""
+    """A search of the relation collection: the relations most similar to ``vector``
+    (among the rows matching ``where``, a filter on relation rows, when given)."""
 
     vector: Sequence[float]
     top_k: int
     threshold: float | None
+    where: str = ""
 
 
 @dataclass(frozen=True)

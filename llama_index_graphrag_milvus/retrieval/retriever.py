@@ -25,6 +25,7 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.errors import EmptyIndexError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.tenants import pinned_tenants
 from llama_index_graphrag_milvus.retrieval.drivers import (
     AsyncDriver,
     DriverContext,
@@ -185,6 +186,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._index = index
         self._llm = llm
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
+        self._filters = filters
         self._where = to_milvus_expression(filters) if filters is not None else ""
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
@@ -241,7 +243,9 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         which passages match is its own)."""
         return DriverContext.of(self._index, llm=self._llm, ner_prompt=self._ner_prompt,
                                 searches=self._searches, graph=GraphMode(graph),
-                                scope=Scope(self._where) if self._where else None)
+                                scope=Scope(self._where, pinned_tenants(
+                                    self._filters, self._index.store.tenant_key))
+                                if self._where else None)
 
     def run(self, query: str | QueryBundle, plan: Callable[[QueryContext], Plan[T]],
             trace: Trace | None = None) -> T:

@@ -4,6 +4,7 @@ an embedding model other than the one it was built with."""
 
 from __future__ import annotations
 
+import json
 import logging
 import random
 from collections.abc import Callable
@@ -25,7 +26,7 @@ from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 from llama_index_graphrag_milvus.milvus.served import ServedGraph
 from llama_index_graphrag_milvus.records import Triplet
-from tests.support.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 from tests.support.markers import LITE_ONLY
 
 HANDBOOK = "Employees of the company must wear badges. Ada met Boris at the front desk."
@@ -72,7 +73,33 @@ def check_invariants(index: GraphRAGIndex) -> dict[str, int]:
     for passage in store.get_passages(list(passages)):
         stored = {Triplet(*t).id for t in passage.metadata.get(TRIPLETS_KEY, [])}
         assert stored == linked[passage.node_id], passage.get_content()
+    if store.tenant_key:
+        check_tenants(index, {pid: row["_node_content"] for pid, row in passages.items()})
     return {"passages": len(passages), "entities": len(entities), "relations": len(relations)}
+
+
+def check_tenants(index: GraphRAGIndex, passages: dict[str, str]) -> None:
+    """With a tenant key: each relation records the tenant of each of its passages (in the
+    passages' order) and those tenants once; each entity the tenants of its relations; each
+    passage row its tenant in the partition key field."""
+    store = index.store
+    key = store.tenant_key
+    assert key is not None
+    tenant = {row["id"]: row[key] for row in rows(index, store.passage_collection, [key])}
+    assert set(tenant) == set(passages)
+    for node in store.get_passages(list(passages)):
+        assert node.metadata[key] == tenant[node.node_id]
+    relations = rows(index, store.relation_collection,
+                     ["subject_id", "object_id", "passage_ids", "passage_tenants", "tenants"])
+    expected: dict[str, set[str]] = {}
+    for relation in relations:
+        aligned = [tenant[p] for p in relation["passage_ids"]]
+        assert list(relation["passage_tenants"]) == aligned, relation
+        assert list(relation["tenants"]) == list(dict.fromkeys(aligned)), relation
+        for end in (relation["subject_id"], relation["object_id"]):
+            expected.setdefault(end, set()).update(aligned)
+    for entity in rows(index, store.entity_collection, ["tenants"]):
+        assert list(entity["tenants"]) == sorted(expected[entity["id"]]), entity
 
 
 # ------------------------------------------------------------------ identity of passages
@@ -184,6 +211,11 @@ DOCS = ["a.md", "b.md", "c.md"]
 TEXTS = ["Notes from the front desk.", "Minutes of the board.", "The staff newsletter."]
 
 
+def triplets_json(triplets: list[tuple[str, str, str]]) -> str:
+    """What an extraction LLM answers (the extractor's JSON)."""
+    return json.dumps({"triplets": [list(t) for t in triplets]})
+
+
 def random_operation(rng: random.Random, index: GraphRAGIndex) -> str:
     """Insert (possibly a passage again, possibly twice in one call), delete (possibly
     scoped) or update through the public API."""
@@ -194,7 +226,8 @@ def random_operation(rng: random.Random, index: GraphRAGIndex) -> str:
         return (Document(text=rng.choice(TEXTS), doc_id=rng.choice(DOCS),
                          metadata=tenant(rng.choice(["acme", "globex"]))), triplets)
 
-    kind = rng.choice(["insert", "insert", "insert", "delete", "scoped delete"])
+    kind = rng.choice(["insert", "insert", "insert", "delete", "scoped delete", "update",
+                       "scoped update"])
     if kind == "insert":
         batch = [passage() for _ in range(rng.randint(1, 3))]
         if rng.random() < 0.3:
@@ -202,21 +235,28 @@ def random_operation(rng: random.Random, index: GraphRAGIndex) -> str:
         index.insert_triplets(batch)
     elif kind == "delete":
         index.delete(rng.choice(DOCS))
-    else:
+    elif kind == "scoped delete":
         index.delete(rng.choice(DOCS), filters=only(rng.choice(["acme", "globex"])))
+    else:  # the document's passages replaced by one of another text (and maybe tenant)
+        document, triplets = passage()
+        scoped = kind == "scoped update"
+        index.update_ref_doc(document, llm=ScriptedLLM(lambda _prompt: triplets_json(
+            triplets)), filters=only(document.metadata["tenant_id"]) if scoped else None)
     return kind
 
 
 @LITE_ONLY
+@pytest.mark.parametrize("tenant_key", [None, "tenant_id"], ids=["filters", "tenant_key"])
 @pytest.mark.parametrize("seed", range(6))
 def test_no_relation_or_entity_outlives_its_passages_property(
-        make_index: Callable[..., GraphRAGIndex], seed: int) -> None:
-    """Property: after any sequence of inserts, re-inserts and (scoped) deletes, every
-    relation links only existing passages, every entity has a relation, and every passage's
-    stored triplets are exactly the relations that link to it. Seeded sequences of 20
-    operations, checked after each."""
+        make_index: Callable[..., GraphRAGIndex], seed: int, tenant_key: str | None) -> None:
+    """Property: after any sequence of inserts, re-inserts, (scoped) deletes and (scoped)
+    updates, every relation links only existing passages, every entity has a relation, and
+    every passage's stored triplets are exactly the relations that link to it; with a tenant
+    key, every relation and entity records exactly the tenants of its passages. Seeded
+    sequences of 20 operations, checked after each."""
     rng = random.Random(seed)
-    index = make_index([], collection_prefix=f"seq{seed}")
+    index = make_index([], collection_prefix=f"seq{seed}", tenant_key=tenant_key)
     # a second object on the same collections with the graph served by Milvus (opened once
     # they exist): after every write it reads what the writer's in-memory graph holds
     served: GraphRAGIndex | None = None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Callable
+from typing import Any
 
 import pytest
 from llama_index.core.schema import TextNode
@@ -11,6 +12,7 @@ from llama_index.core.vector_stores import FilterOperator, MetadataFilter, Metad
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.tenants import partition_key_works
 from tests.support.markers import LITE_ONLY
 
 # Lite only: the refused filters (checked before any query) and the simulated crash (the real
@@ -146,3 +148,121 @@ def test_a_write_killed_midway_and_run_again_equals_a_clean_run(
     crashed.insert_triplets(tenant_data())
     assert snapshot(crashed) == snapshot(clean)
     assert crashed.graph.num_relations == clean.graph.num_relations == 2
+
+
+# ------------------------------------------------------------------ the tenant layout
+
+
+@LITE_ONLY
+def test_the_tenant_key_partitions_the_passages_and_is_recorded(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index(tenant_data(), tenant_key="tenant_id")
+    store = index.store
+    fields = {f["name"]: f for f in store.client.describe_collection(
+        store.passage_collection)["fields"]}
+    assert fields["tenant_id"].get("is_partition_key")
+    assert {"tenants", "passage_tenants"} <= {
+        f["name"] for f in store.client.describe_collection(store.relation_collection)["fields"]}
+    shared = store.client.query(store.relation_collection, filter='id != ""', limit=100,
+                                output_fields=["tenants", "passage_tenants"])
+    # every tenant ingested the same two facts: one relation each, linked to all tenants
+    assert len(shared) == 2 and all(sorted(r["tenants"]) == sorted(TENANTS) for r in shared)
+    reopened = GraphRAGIndex(uri=store.uri, embed_model=index.embed_model)
+    try:
+        assert reopened.store.tenant_key == "tenant_id"
+        hits = reopened.as_retriever(filters=only("acme")).retrieve(QUESTION)
+        assert hits and {h.node.metadata["tenant_id"] for h in hits} == {"acme"}
+    finally:
+        reopened.close()
+
+
+@LITE_ONLY
+@pytest.mark.parametrize(("metadata", "match"), [
+    ({}, r"has no metadata\['tenant_id'\]: the index's tenant_key"),
+    ({"tenant_id": ""}, "a tenant is a non-empty string"),
+    ({"tenant_id": 7}, "a tenant is a non-empty string"),
+    ({"tenant_id": "x" * 257}, "at most 256 UTF-8 bytes"),
+    ({"tenant_id": "*"}, "other than '\\*'"),
+])
+def test_a_passage_without_a_valid_tenant_is_refused_before_any_write(
+        make_index: Callable[..., GraphRAGIndex], metadata: dict, match: str) -> None:
+    index = make_index(tenant_data()[:2], tenant_key="tenant_id")
+    before = index.store.count(index.store.passage_collection)
+    bad = TextNode(text="Jakob Bernoulli studied probability.", metadata=metadata)
+    with pytest.raises(InvalidInputError, match=match):
+        index.insert_triplets([(passage("acme", "Fine."), []),
+                               (bad, [("Jakob Bernoulli", "studied", "probability")])])
+    assert index.store.count(index.store.passage_collection) == before
+
+
+@LITE_ONLY
+def test_the_tenant_key_is_chosen_once(make_index: Callable[..., GraphRAGIndex]) -> None:
+    with pytest.raises(InvalidInputError, match="tenant_key must be a metadata key"):
+        make_index(tenant_data(), tenant_key="tenant-id")
+    index = make_index(tenant_data(), tenant_key="tenant_id", collection_prefix="keyed")
+    with pytest.raises(InvalidInputError, match="was created with tenant_key='tenant_id', "
+                                                "not 'org'"):
+        GraphRAGIndex(uri=index.store.uri, embed_model=index.embed_model,
+                      collection_prefix="keyed", tenant_key="org")
+    plain = make_index(tenant_data(), collection_prefix="plain")
+    with pytest.raises(InvalidInputError, match="was created with tenant_key=None"):
+        GraphRAGIndex(uri=plain.store.uri, embed_model=plain.embed_model,
+                      collection_prefix="plain", tenant_key="tenant_id")
+
+
+@LITE_ONLY
+def test_a_served_query_filtered_to_a_tenant_searches_its_rows_only(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    """With the tenant layout, the served graph's relation and entity searches and reads of
+    a query filtered to one tenant filter on the rows' tenants; without a filter they
+    do not."""
+    index = make_index(tenant_data(), tenant_key="tenant_id")
+    served = GraphRAGIndex(uri=index.store.uri, embed_model=index.embed_model, graph="milvus")
+    seen: list[tuple[str, str]] = []
+    client = served.store.client
+    for name in ("search", "query"):
+        original = getattr(client, name)
+
+        def spy(*args: Any, _original: Callable[..., Any] = original, **kwargs: Any) -> Any:
+            seen.append((kwargs.get("collection_name", ""), kwargs.get("filter", "")))
+            return _original(*args, **kwargs)
+
+        monkeypatch.setattr(client, name, spy)
+    try:
+        for method in ("bridge", "passage", "ppr"):
+            seen.clear()
+            hits = served.as_retriever(method=method, filters=only("globex")).retrieve(
+                QUESTION)
+            assert hits and {h.node.metadata["tenant_id"] for h in hits} == {"globex"}
+            graph_reads = [f for c, f in seen if not c.endswith("_passages")]
+            assert graph_reads and all('array_contains_any(tenants, ["globex", "*"])' in f
+                                       for f in graph_reads), (method, graph_reads)
+        seen.clear()
+        served.as_retriever(method="passage").retrieve(QUESTION)
+        assert not any("tenants" in f for _, f in seen)
+    finally:
+        served.close()
+
+
+def test_the_tenant_layout_answers_each_tenant_in_both_graph_modes(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    """On Milvus Lite and on a server: the tenant field (a partition key where Milvus keeps
+    it through upserts: Lite, servers from 2.4; the test server is 2.3.5), and each tenant's
+    filtered answers (graph in memory and served) hold only its passages."""
+    index = make_index(tenant_data(), tenant_key="tenant_id")
+    store = index.store
+    key = {f["name"]: f for f in store.client.describe_collection(
+        store.passage_collection)["fields"]}["tenant_id"]
+    version = "" if store.is_lite else str(store.client.get_server_version())
+    assert bool(key.get("is_partition_key")) == partition_key_works(version, store.is_lite)
+    assert bool(key.get("is_partition_key")) == store.is_lite  # the test server is 2.3.5
+    served = GraphRAGIndex(uri=store.uri, embed_model=index.embed_model, graph="milvus")
+    try:
+        for opened in (index, served):
+            for tenant in ("acme", HOSTILE):
+                hits = opened.as_retriever(method="passage", filters=only(tenant),
+                                           similarity_top_k=50).retrieve(QUESTION)
+                assert len(hits) == 2 and {h.node.metadata["tenant_id"] for h in hits} == {
+                    tenant}
+    finally:
+        served.close()

@@ -58,13 +58,15 @@ def shown(nodes: list[NodeWithScore]) -> str:
                       json.dumps([n.node.metadata for n in nodes], default=str)])
 
 
-@pytest.fixture
-def indexes(make_index: Callable[..., GraphRAGIndex]) -> Iterator[dict[str, GraphRAGIndex]]:
-    """Both tenants (graph in memory and served), and acme alone."""
-    both = make_index([*ACME, *GLOBEX])
+@pytest.fixture(params=[None, "tenant_id"], ids=["filters", "tenant_key"])
+def indexes(request: pytest.FixtureRequest, make_index: Callable[..., GraphRAGIndex]
+            ) -> Iterator[dict[str, GraphRAGIndex]]:
+    """Both tenants (graph in memory and served), and acme alone; with filters alone, and
+    with the tenant layout (``tenant_key``)."""
+    both = make_index([*ACME, *GLOBEX], tenant_key=request.param)
     served = GraphRAGIndex(uri=both.store.uri, embed_model=both.embed_model,
                            collection_prefix=both.store.prefix, graph="milvus")
-    alone = make_index(ACME, collection_prefix="acme_alone")
+    alone = make_index(ACME, collection_prefix="acme_alone", tenant_key=request.param)
     try:
         yield {"memory": both, "milvus": served, "alone": alone}
     finally:

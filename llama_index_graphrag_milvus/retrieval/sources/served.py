@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from llama_index_graphrag_milvus.milvus.served import ServedGraph
+from llama_index_graphrag_milvus.milvus.tenants import tenants_filter
 from llama_index_graphrag_milvus.records import (
     CandidateRelation,
     EntityHit,
@@ -48,12 +50,25 @@ from llama_index_graphrag_milvus.retrieval.sources.shared import milvus_ranking,
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
 
+def tenants_where(context: DriverContext) -> str:
+    """A scoped query's filter on relation and entity rows: the tenants its filter pins
+    (``""`` when it pins none, or has no scope)."""
+    return tenants_filter(context.scope.tenants) if context.scope is not None else ""
+
+
+def served(context: DriverContext) -> ServedGraph:
+    """The served graph's queries, within a scoped query's tenants."""
+    return ServedGraph(context.store, where=tenants_where(context))
+
+
 def _relation_seeds(context: DriverContext, r: RelationSeeds) -> Plan[list[RelationHit]]:
-    return (yield from SearchRelations(r.vector, r.top_k, r.threshold))
+    return (yield from SearchRelations(r.vector, r.top_k, r.threshold,
+                                       tenants_where(context)))
 
 
 def _entity_seeds(context: DriverContext, r: EntitySeeds) -> Plan[list[list[EntityHit]]]:
-    return (yield from SearchEntities(r.vectors, r.names, r.top_k, r.threshold))
+    return (yield from SearchEntities(r.vectors, r.names, r.top_k, r.threshold,
+                                      tenants_where(context)))
 
 
 def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:
@@ -124,19 +139,19 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
 
 
 def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return context.store.served.relations_around(r.vector, r.entity_ids, r.limit)
+    return served(context).relations_around(r.vector, r.entity_ids, r.limit)
 
 
 async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return await context.store.served.arelations_around(r.vector, r.entity_ids, r.limit)
+    return await served(context).arelations_around(r.vector, r.entity_ids, r.limit)
 
 
 def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
-    return context.store.served.relations(r.ids, r.vector)
+    return served(context).relations(r.ids, r.vector)
 
 
 async def _arelations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
-    return await context.store.served.arelations(r.ids, r.vector)
+    return await served(context).arelations(r.ids, r.vector)
 
 
 def _own_relations(context: DriverContext, r: OwnRelations
@@ -156,20 +171,20 @@ def _own_relations(context: DriverContext, r: OwnRelations
 
 
 def _entity_passages(context: DriverContext, r: EntityPassages) -> dict[str, list[str]]:
-    return context.store.served.entity_passages(r.entity_ids, r.cap)
+    return served(context).entity_passages(r.entity_ids, r.cap)
 
 
 async def _aentity_passages(context: DriverContext, r: EntityPassages
                             ) -> dict[str, list[str]]:
-    return await context.store.served.aentity_passages(r.entity_ids, r.cap)
+    return await served(context).aentity_passages(r.entity_ids, r.cap)
 
 
 def _entity_degrees(context: DriverContext, r: EntityDegrees) -> dict[str, int]:
-    return context.store.served.entity_degrees(r.entity_ids)
+    return served(context).entity_degrees(r.entity_ids)
 
 
 async def _aentity_degrees(context: DriverContext, r: EntityDegrees) -> dict[str, int]:
-    return await context.store.served.aentity_degrees(r.entity_ids)
+    return await served(context).aentity_degrees(r.entity_ids)
 
 
 def _relation_texts(context: DriverContext, r: RelationTexts) -> Plan[dict[str, str]]:

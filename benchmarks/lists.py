@@ -38,6 +38,17 @@ MODES = ("memory", "milvus")
 """The graph modes (``GraphRAGIndex(graph=...)``)."""
 
 
+def filter_all() -> Any:
+    """A filter every benchmark passage matches (its corpus id is not empty): a filtered
+    retrieval, scoped, that keeps every passage."""
+    from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
+
+    from benchmarks.multihop.data import CORPUS_ID_KEY
+
+    return MetadataFilters(filters=[MetadataFilter(key=CORPUS_ID_KEY, value="",
+                                                   operator=FilterOperator.NE)])
+
+
 def save(args: argparse.Namespace) -> int:
     """Build or reuse the index, run every method in every mode, write the lists."""
     from llama_index.core.schema import QueryBundle
@@ -55,16 +66,19 @@ def save(args: argparse.Namespace) -> int:
     questions = dataset.questions[:args.questions] if args.questions else dataset.questions
     vectors = {q.id: embed_model.get_query_embedding(q.question) for q in questions}
     report: dict[str, Any] = {"dataset": str(args.dataset), "extractor": args.extractor,
+                              "filter_all": args.filter_all,
                               "k": args.k, "relations": build.relations, "lists": {},
                               "p50_ms": {}}
     for mode in args.modes:
         with GraphRAGIndex(uri=uri, collection_prefix=prefix, embed_model=embed_model,
                            graph=mode) as opened:
+            scope = filter_all() if args.filter_all else None
             retrievers: dict[str, Any] = {
-                "naive": opened.as_naive_retriever(similarity_top_k=args.k)}
+                "naive": opened.as_naive_retriever(similarity_top_k=args.k, filters=scope)}
             for method in args.methods:
-                retrievers[method] = opened.as_retriever(passage_scoring=method,
-                                                         similarity_top_k=args.k)
+                retrievers[method] = opened.as_retriever(
+                    passage_scoring=method, similarity_top_k=args.k,
+                    **({"filters": scope} if scope is not None else {}))
             lists: dict[str, dict[str, list[str]]] = {name: {} for name in retrievers}
             seconds: dict[str, list[float]] = {name: [] for name in retrievers}
             for position, question in enumerate(questions):
@@ -134,6 +148,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
     run.add_argument("--warmup", type=int, default=3, help="questions left out of p50")
     run.add_argument("--modes", nargs="+", choices=MODES, default=list(MODES))
     run.add_argument("--methods", nargs="+", choices=METHODS, default=list(METHODS))
+    run.add_argument("--filter-all", action="store_true",
+                     help="retrieve with a filter that every passage matches (a scoped "
+                          "retrieval that must change no answer)")
     diff = commands.add_parser("compare", help="compare two saved files")
     diff.add_argument("before")
     diff.add_argument("after")

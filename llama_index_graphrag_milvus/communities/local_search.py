@@ -253,6 +253,9 @@ class LocalSearchRetrieval(RetrievalMethod):
     """
 
     name: ClassVar[str] = "local"
+    unscoped: ClassVar[str] = (
+        "communities and their reports span every tenant of an index. Give each tenant its "
+        "own collection_prefix (and build_communities on it), or use another method.")
 
     def __init__(self, inner: RetrievalMethod | str | None = None,
                  config: LocalSearchConfig | None = None,
@@ -334,10 +337,8 @@ class LocalSearchRetriever(GraphRAGRetriever):
                  community_prop: float = 0.25, text_unit_prop: float = 0.5,
                  max_context_relations: int = 100, **kwargs: Any) -> None:
         if kwargs.get("filters") is not None:
-            raise InvalidInputError(
-                "local search does not take filters: communities and their reports span "
-                "every tenant of an index. Give each tenant its own collection_prefix "
-                "(and build_communities on it), or use as_retriever(filters=...).")
+            raise InvalidInputError(f"local search does not take filters: "
+                                    f"{LocalSearchRetrieval.unscoped}")
         config = LocalSearchConfig(level, context_entity_top_k, max_tokens, community_prop,
                                    text_unit_prop, max_context_relations)
         super().__init__(index, **kwargs)

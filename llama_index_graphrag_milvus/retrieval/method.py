@@ -100,6 +100,9 @@ class RetrievalMethod(ABC):
 
     name: ClassVar[str]
     """A short name, for logs and reports (``"bridge"``, ``"ppr"``...)."""
+    unscoped: ClassVar[str] = ""
+    """Why the method cannot run under ``filters`` (it reads data that spans tenants), with
+    what to do instead; empty when it can (every built-in method but local search)."""
 
     @abstractmethod
     def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:

@@ -22,7 +22,7 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
-from llama_index_graphrag_milvus.errors import EmptyIndexError
+from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.tenants import pinned_tenants
@@ -175,6 +175,9 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
                                         memory_search_max_floats)
         self._similarity_top_k = check_int("similarity_top_k", similarity_top_k)
         self._method = method_of(method, passage_scoring, method_settings)
+        if filters is not None and self._method.unscoped:
+            raise InvalidInputError(f"{self._method.name} does not take filters: "
+                                    f"{self._method.unscoped}")
         if isinstance(self._method, PCSTRetrieval) and self._method.solver is None:
             load_solver()  # a missing extra fails here, with the command that installs it
         check_instance("llm", llm, LLM, "a llama_index LLM (for query NER)", optional=True)

@@ -20,7 +20,10 @@ from llama_index_graphrag_milvus.communities.build import (
     communities_from_rows,
     community_rows,
 )
-from llama_index_graphrag_milvus.communities.local_search import LocalSearchConfig
+from llama_index_graphrag_milvus.communities.local_search import (
+    LocalSearchConfig,
+    LocalSearchRetrieval,
+)
 from llama_index_graphrag_milvus.communities.report_writer import CommunityReporter
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
@@ -195,10 +198,12 @@ def test_graph_without_relations_and_bad_arguments(uri: str) -> None:
         index.community_reports(levels)
     with pytest.raises(InvalidInputError, match="level must be"):
         index.as_global_query_engine(llm=ScriptedLLM(["x"]), level=levels + 3)
-    with pytest.raises(InvalidInputError, match="filters"):
-        from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
-        index.as_local_retriever(filters=MetadataFilters(
-            filters=[MetadataFilter(key="tenant_id", value="a")]))
+    from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    tenant = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value="a")])
+    with pytest.raises(InvalidInputError, match="local search does not take filters"):
+        index.as_local_retriever(filters=tenant)
+    with pytest.raises(InvalidInputError, match="local does not take filters: communities"):
+        index.as_retriever(method=LocalSearchRetrieval(), filters=tenant)
     with pytest.raises(InvalidInputError, match="community_prop"):
         index.as_local_retriever(community_prop=0.8, text_unit_prop=0.5)
 

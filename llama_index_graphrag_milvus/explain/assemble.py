@@ -10,6 +10,7 @@ what the graph source read for the :class:`~.view.Lookup`.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 from difflib import SequenceMatcher
@@ -35,10 +36,12 @@ from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY, FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
+from llama_index_graphrag_milvus.words import is_unspaced
 
 MAX_POOL = 100
 """Pool relations an explanation lists (the pool itself is ``max_candidate_relations``)."""
 _WORDS = re.compile(r"\w+")
+_CHARACTERS = re.compile(r"\w")
 
 
 def read_second_query(question: str, second_query: str, bridge: str) -> str:
@@ -55,11 +58,16 @@ Bernoulli's teacher make?"
     >>> read_second_query("Who taught Euler?", "Who taught Euler? Johann Bernoulli",
     ...                   "Johann Bernoulli")
     'the question followed by the bridge: Who taught Euler? Johann Bernoulli'
+    >>> read_second_query("欧拉的老师是谁？", "的老师是谁? 约翰·伯努利", "约翰·伯努利")
+    "the question with '欧拉' replaced by the bridge: 约翰·伯努利的老师是谁?"
     """
     kept = second_query[:-len(bridge)].rstrip() if second_query.endswith(bridge) \
         else second_query
-    words = list(_WORDS.finditer(question))
-    matcher = SequenceMatcher(None, [w.group() for w in words], _WORDS.findall(kept),
+    units = _WORDS
+    if is_unspaced(question):  # compared by characters, in the form the query dropped from
+        question, units = unicodedata.normalize("NFKC", question), _CHARACTERS
+    words = list(units.finditer(question))
+    matcher = SequenceMatcher(None, [w.group() for w in words], units.findall(kept),
                               autojunk=False)
     dropped = [(words[i1].start(), words[i2 - 1].end())
                for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("delete", "replace")]

@@ -62,12 +62,16 @@ def infer_kind(name: str) -> str:
     """The kind of an entity known only by its name (an LLM's or a user's triplets): a date
     ("July 1967", "1–14 August 2014", "18th century"); a concept unless its first and last
     words are capitalized ("son", "frontman of Slipknot", "Portuguese retired footballer",
-    "1,231 retail locations": a description, not a name); else named.
+    "1,231 retail locations": a description, not a name) or written in a script without
+    capitals ("ヨハン・ベルヌーイ", "欧拉": taken as named, since letters cannot tell); else
+    named.
 
     >>> [infer_kind(n) for n in ("July 1967", "son", "frontman of Slipknot",
     ...                          "Portuguese retired footballer", "Johann Bernoulli",
     ...                          "26th Chess Olympiad", "University of Copenhagen")]
     ['date', 'concept', 'concept', 'concept', 'named', 'named', 'named']
+    >>> [infer_kind(n) for n in ("ヨハン・ベルヌーイ", "流体力学", "son of 欧拉", "1700年2月8日")]
+    ['named', 'named', 'concept', 'date']
     """
     cleaned = clean_text(name)
     if _is_date(cleaned):
@@ -75,5 +79,12 @@ def infer_kind(name: str) -> str:
     words = _WORDS.findall(cleaned)
     if not words:
         return "concept"
-    return "named" if all(any(c.isupper() for c in w) for w in (words[0], words[-1])) \
+    return "named" if all(_capitalized_or_caseless(w) for w in (words[0], words[-1])) \
         else "concept"
+
+
+def _capitalized_or_caseless(word: str) -> bool:
+    """Whether a word has a capital letter, or no cased letter at all (a script without
+    capitals: Chinese, Japanese, Korean, Arabic, Hebrew, Devanagari... whose names cannot be
+    told from descriptions by their letters, and are taken as names)."""
+    return any(c.isupper() for c in word) or not any(c.islower() for c in word)

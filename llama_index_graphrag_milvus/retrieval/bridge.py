@@ -17,9 +17,7 @@ search over the passages; passages without triplets are ranked like any other.
 
 from __future__ import annotations
 
-import re
 import time
-import unicodedata
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from operator import attrgetter
@@ -47,6 +45,13 @@ from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, Plan
 from llama_index_graphrag_milvus.retrieval.seeds import search_relations
 from llama_index_graphrag_milvus.retrieval.settings import Choice
 from llama_index_graphrag_milvus.validation import check_int
+from llama_index_graphrag_milvus.words import (
+    Words,
+    content_words,
+    is_named,
+    named_share,
+    without_name,
+)
 
 T = TypeVar("T")
 
@@ -58,56 +63,6 @@ hits as places bridges may come from."""
 DEFAULT_HUB_PASSAGES = 64
 """An entity whose relations come from more passages than this is a hub: a bridge of last
 resort."""
-
-_WORD = re.compile(r"\w+")
-_STOP_WORDS = frozenset(
-    "a an the of in on at to for and or by with from as is was were be been s what which "
-    "who whom whose when where why how did does do".split())
-
-
-def fold(text: str) -> str:
-    """``text`` case-folded and without accents, so that "Aschenbrodel" names
-    "Aschenbrödel".
-
-    >>> fold("Aschenbrödel Café")
-    'aschenbrodel cafe'
-    """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
-
-
-def content_words(text: str) -> set[str]:
-    """Case-folded, accent-free words of ``text`` without stop words.
-
-    >>> sorted(content_words("What did the son of Euler's teacher make?"))
-    ['euler', 'make', 'son', 'teacher']
-    """
-    return {w for w in _WORD.findall(fold(text)) if w not in _STOP_WORDS}
-
-
-def named_share(name: str, question_words: set[str]) -> float:
-    """The share of the name's content words that the question uses (1.0 for a name with no
-    content word: it cannot be a useful second query).
-
-    >>> words = content_words("Who is the wife of Kim Jong-chul?")
-    >>> named_share("Kim Jong-chul", words), round(named_share("Kim Jong-il", words), 2)
-    (1.0, 0.67)
-    """
-    words = content_words(name)
-    return len(words & question_words) / len(words) if words else 1.0
-
-
-def is_named(name: str, question_words: set[str]) -> bool:
-    """Whether the question names the entity: at least half of the name's content words are
-    in the question ("Euler" names "Leonhard Euler"). A name with no content word counts as
-    named (it cannot be a useful second query).
-
-    >>> words = content_words("What did the son of Euler's teacher make?")
-    >>> is_named("Leonhard Euler", words), is_named("Johann Bernoulli", words)
-    (True, False)
-    """
-    return 2 * named_share(name, question_words) >= 1
-
 
 def endpoint_names(hit: RelationHit) -> tuple[str, str] | None:
     """Subject and object names of a relation-search hit, recovered from its text
@@ -149,7 +104,7 @@ class Bridge:
     fallback: bool = False
 
 
-def _unnamed_ends(names: tuple[str, str], question_words: set[str]) -> list[bool]:
+def _unnamed_ends(names: tuple[str, str], question_words: Words) -> list[bool]:
     """Which ends of a relation the question does not name. When it names both by half
     their words but one wholly and the other not ("Kim Jong-chul is a son of Kim Jong-il"
     for a question on Kim Jong-chul), the other is not the one it names."""
@@ -268,9 +223,7 @@ def second_query(question: str, bridge: Bridge,
     "What did the son of Euler's teacher make? Johann Bernoulli"
     """
     if mode == BridgeQuery.SUBSTITUTE and bridge.named is not None:
-        resolved = content_words(bridge.named)
-        question = " ".join(_WORD.sub(lambda m: "" if fold(m.group()) in resolved
-                                      else m.group(), question).split())
+        question = without_name(question, bridge.named)
     return f"{question} {bridge.name}"
 
 

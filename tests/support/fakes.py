@@ -48,6 +48,27 @@ class HashEmbedding(BaseEmbedding):
         return self._vector(text)
 
 
+class BigramEmbedding(HashEmbedding):
+    """Character bigrams of each word (a single character alone) hashed into ``dim`` buckets,
+    L2-normalized: for text without spaces (Japanese, Chinese), where a bag of words sees one
+    word per sentence."""
+
+    dim: int = 256
+
+    @classmethod
+    def class_name(cls) -> str:
+        return "BigramEmbedding"
+
+    def _vector(self, text: str) -> list[float]:
+        vector = np.zeros(self.dim, dtype=np.float64)
+        for run in re.findall(r"\w+", text.lower()):
+            for gram in ([run] if len(run) == 1 else [run[i:i + 2] for i in range(len(run) - 1)]):
+                digest = hashlib.md5(gram.encode()).digest()
+                vector[int.from_bytes(digest[:4], "little") % self.dim] += 1.0
+        norm = np.linalg.norm(vector)
+        return (vector / norm).tolist() if norm else [1.0] + [0.0] * (self.dim - 1)
+
+
 Script = Callable[[str], str]
 
 

@@ -1,0 +1,155 @@
+"""How names are found in questions, in any script.
+
+Scripts that separate words with spaces (Latin, Greek, Cyrillic...) are matched by words:
+case-folded, accents removed, English stop words ignored ("Euler" names "Leonhard Euler").
+Scripts that do not (Chinese, Japanese, Thai, Lao, Khmer, Myanmar), and Korean, whose words
+carry their particles ("오일러의" is "Euler's"), are matched as text: a name's run of such
+characters is in the question when the question contains it ("オイラー" in
+"オイラーの先生の息子は…"). A name such as "レオンハルト・オイラー" has two runs, so the
+question names it by half, as "Euler" names "Leonhard Euler".
+
+>>> question = content_words("オイラーの先生の息子は何に貢献しましたか？")
+>>> is_named("レオンハルト・オイラー", question), is_named("ヨハン・ベルヌーイ", question)
+(True, False)
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+_WORD = re.compile(r"\w+")
+STOP_WORDS = frozenset(
+    "a an the of in on at to for and or by with from as is was were be been s what which "
+    "who whom whose when where why how did does do".split())
+"""English words a name's words are not matched by (they name nothing)."""
+
+_UNSPACED = re.compile(
+    "[\u0e00-\u0eff"   # Thai, Lao
+    "\u1000-\u109f"    # Myanmar
+    "\u1780-\u17ff"    # Khmer
+    "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"  # Hangul (words carry their particles)
+    "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"  # Hiragana, Katakana (and half-width)
+    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
+    "\U00020000-\U0003134f]")
+"""Characters of the scripts matched as text rather than by words."""
+
+
+def fold(text: str) -> str:
+    """``text`` case-folded and without accents, so that "Aschenbrodel" names
+    "Aschenbrödel".
+
+    >>> fold("Aschenbrödel Café")
+    'aschenbrodel cafe'
+    """
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return "".join(c for c in decomposed if not unicodedata.combining(c))
+
+
+def fold_unspaced(text: str) -> str:
+    """``text`` in the form runs of unspaced scripts are compared in: compatibility-composed
+    (half-width katakana as full-width) and case-folded, marks kept (a voiced kana is another
+    sound, "ベ" is not "ヘ").
+
+    >>> fold_unspaced("ﾍﾞﾙﾇｰｲ") == "ベルヌーイ"
+    True
+    """
+    return unicodedata.normalize("NFKC", text).casefold()
+
+
+def is_unspaced(text: str) -> bool:
+    """Whether ``text`` holds a character of a script matched as text.
+
+    >>> is_unspaced("欧拉"), is_unspaced("Euler")
+    (True, False)
+    """
+    return _UNSPACED.search(text) is not None
+
+
+@dataclass(frozen=True)
+class Words:
+    """A text as names are looked for in it: its content words (runs of spaced scripts,
+    folded, stop words removed) and its text in :func:`fold_unspaced` form (where runs of
+    unspaced scripts are looked for). Iterating gives the content words."""
+
+    words: frozenset[str]
+    text: str
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self.words)
+
+    def __contains__(self, unit: object) -> bool:
+        """Whether a unit of a name (see :func:`name_units`) is in the text."""
+        if not isinstance(unit, str):
+            return False
+        return unit in self.text if is_unspaced(unit) else unit in self.words
+
+
+def content_words(text: str) -> Words:
+    """The words of ``text`` as names are looked for in it (see :class:`Words`).
+
+    >>> sorted(content_words("What did the son of Euler's teacher make?"))
+    ['euler', 'make', 'son', 'teacher']
+    """
+    return Words(frozenset(w for w in _WORD.findall(fold(text)) if w not in STOP_WORDS),
+                 fold_unspaced(text))
+
+
+def name_units(name: str) -> list[str]:
+    """What must be in a question for it to name ``name``, each counted once: its content
+    words (spaced scripts, folded), then its runs of unspaced scripts (in
+    :func:`fold_unspaced` form).
+
+    >>> name_units("the Journal of Psychotherapy Integration")
+    ['journal', 'psychotherapy', 'integration']
+    >>> name_units("レオンハルト・オイラー"), name_units("莱昂哈德·欧拉")
+    (['レオンハルト', 'オイラー'], ['莱昂哈德', '欧拉'])
+    """
+    spaced = [w for w in _WORD.findall(fold(name)) if w not in STOP_WORDS and not is_unspaced(w)]
+    unspaced = [run for run in _WORD.findall(fold_unspaced(name)) if is_unspaced(run)]
+    return list(dict.fromkeys([*spaced, *unspaced]))
+
+
+def named_share(name: str, question: Words) -> float:
+    """The share of the name's units (:func:`name_units`) that the question holds (1.0 for a
+    name with none: it cannot be a useful second query).
+
+    >>> words = content_words("Who is the wife of Kim Jong-chul?")
+    >>> named_share("Kim Jong-chul", words), round(named_share("Kim Jong-il", words), 2)
+    (1.0, 0.67)
+    """
+    units = name_units(name)
+    return sum(unit in question for unit in units) / len(units) if units else 1.0
+
+
+def is_named(name: str, question: Words) -> bool:
+    """Whether the question names the entity: it holds at least half of the name's units
+    ("Euler" names "Leonhard Euler"). A name with no unit counts as named (it cannot be a
+    useful second query).
+
+    >>> words = content_words("What did the son of Euler's teacher make?")
+    >>> is_named("Leonhard Euler", words), is_named("Johann Bernoulli", words)
+    (True, False)
+    """
+    return 2 * named_share(name, question) >= 1
+
+
+def without_name(text: str, name: str) -> str:
+    """``text`` without the units of ``name`` (its words, its runs of unspaced scripts),
+    spaces collapsed.
+
+    >>> without_name("What did the son of Euler's teacher make?", "Leonhard Euler")
+    "What did the son of 's teacher make?"
+    >>> without_name("欧拉的老师的儿子有什么贡献？", "莱昂哈德·欧拉")
+    '的老师的儿子有什么贡献?'
+    """
+    units = name_units(name)
+    runs = [unit for unit in units if is_unspaced(unit)]
+    if runs:  # looked for in the form they were found in (case aside: a run may hold Latin)
+        text = re.sub("|".join(re.escape(run) for run in sorted(runs, key=len, reverse=True)),
+                      "", unicodedata.normalize("NFKC", text), flags=re.IGNORECASE)
+    words = set(units)
+    text = _WORD.sub(lambda m: "" if fold(m.group()) in words else m.group(), text)
+    return " ".join(text.split())

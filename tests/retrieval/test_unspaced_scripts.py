@@ -1,0 +1,112 @@
+"""The bridge choice in scripts without spaces or capitals: Japanese and Chinese passages
+(user triplets, a character-bigram embedding) and Korean names with particles. The question's
+own entity is recognised as named ("オイラー" names "レオンハルト・オイラー"), so it is not a
+bridge and its words leave the second query; people are taken as named, not concepts."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from llama_index.core.schema import TextNode
+
+from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus.extraction.kinds import infer_kind
+from llama_index_graphrag_milvus.words import content_words, is_named, name_units, without_name
+from tests.support.fakes import BigramEmbedding
+from tests.support.markers import LITE_ONLY
+
+JAPANESE: dict[str, Any] = {
+    "passages": [
+        ("レオンハルト・オイラーはバーゼルでヨハン・ベルヌーイに師事した。",
+         [("レオンハルト・オイラー", "の師は", "ヨハン・ベルヌーイ"),
+          ("レオンハルト・オイラー", "の出身地は", "バーゼル")]),
+        ("ダニエル・ベルヌーイはヨハン・ベルヌーイの息子で、流体力学に貢献した。",
+         [("ダニエル・ベルヌーイ", "の父は", "ヨハン・ベルヌーイ"),
+          ("ダニエル・ベルヌーイ", "が貢献した分野は", "流体力学")]),
+        ("ヤコブ・ベルヌーイはヨハン・ベルヌーイの兄で、確率論を研究した。",
+         [("ヤコブ・ベルヌーイ", "の弟は", "ヨハン・ベルヌーイ"),
+          ("ヤコブ・ベルヌーイ", "が研究した分野は", "確率論")]),
+        ("流体力学は航空機の翼の揚力を説明する。",
+         [("流体力学", "が説明するのは", "航空機の翼の揚力")]),
+    ],
+    "question": "オイラーの先生の息子は何に貢献しましたか？",
+    "asked": "レオンハルト・オイラー", "short": "オイラー",
+    "teacher": "ヨハン・ベルヌーイ", "answer": "ダニエル・ベルヌーイはヨハン",
+}
+CHINESE: dict[str, Any] = {
+    "passages": [
+        ("莱昂哈德·欧拉在巴塞尔师从约翰·伯努利。",
+         [("莱昂哈德·欧拉", "的老师是", "约翰·伯努利"),
+          ("莱昂哈德·欧拉", "出生于", "巴塞尔")]),
+        ("丹尼尔·伯努利是约翰·伯努利的儿子，对流体力学有贡献。",
+         [("丹尼尔·伯努利", "的父亲是", "约翰·伯努利"),
+          ("丹尼尔·伯努利", "贡献于", "流体力学")]),
+        ("雅各布·伯努利是约翰·伯努利的哥哥，研究概率论。",
+         [("雅各布·伯努利", "的弟弟是", "约翰·伯努利"),
+          ("雅各布·伯努利", "研究", "概率论")]),
+        ("流体力学解释了飞机机翼的升力。",
+         [("流体力学", "解释了", "飞机机翼的升力")]),
+    ],
+    "question": "欧拉的老师的儿子有什么贡献？",
+    "asked": "莱昂哈德·欧拉", "short": "欧拉",
+    "teacher": "约翰·伯努利", "answer": "丹尼尔·伯努利是约翰",
+}
+
+
+@pytest.mark.parametrize(("question", "name", "named"), [
+    pytest.param("オイラーの先生の息子は何に貢献しましたか？", "レオンハルト・オイラー", True,
+                 id="japanese"),
+    pytest.param("オイラーの先生の息子は何に貢献しましたか？", "ヨハン・ベルヌーイ", False,
+                 id="japanese-other"),
+    pytest.param("欧拉的老师的儿子有什么贡献？", "莱昂哈德·欧拉", True, id="chinese"),
+    pytest.param("欧拉的老师的儿子有什么贡献？", "约翰·伯努利", False, id="chinese-other"),
+    pytest.param("오일러의 스승의 아들은 무엇에 기여했나요?", "레온하르트 오일러", True,
+                 id="korean-particle"),
+    pytest.param("오일러의 스승의 아들은 무엇에 기여했나요?", "요한 베르누이", False,
+                 id="korean-other"),
+    pytest.param("ﾍﾞﾙﾇｰｲの息子は？", "ヨハン・ベルヌーイ", True, id="half-width-kana"),
+    pytest.param("ヘルヌーイの息子は？", "ヨハン・ベルヌーイ", False, id="voicing-kept"),
+    pytest.param("Who taught 欧拉?", "莱昂哈德·欧拉", True, id="mixed"),
+    pytest.param("What did the son of Euler's teacher make?", "Leonhard Euler", True,
+                 id="english"),
+])
+def test_a_question_names_an_entity_by_half_its_units_in_any_script(
+        question: str, name: str, named: bool) -> None:
+    assert is_named(name, content_words(question)) is named
+
+
+def test_the_named_entity_leaves_the_second_query() -> None:
+    assert without_name(JAPANESE["question"], JAPANESE["asked"]) == \
+        "の先生の息子は何に貢献しましたか?"
+    assert without_name("Who taught 欧拉 in Basel?", "莱昂哈德·欧拉") == "Who taught in Basel?"
+    assert without_name("Who taught Euler?", "莱昂哈德·欧拉") == "Who taught Euler?"
+    assert name_units("Leonhard·欧拉") == ["leonhard", "欧拉"]
+
+
+def test_names_in_scripts_without_capitals_are_named_not_concepts() -> None:
+    assert [infer_kind(n) for n in ("ヨハン・ベルヌーイ", "约翰·伯努利", "요한 베르누이",
+                                    "Иоганн Бернулли", "son", "сын")] == \
+        ["named", "named", "named", "named", "concept", "concept"]
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("language", [JAPANESE, CHINESE], ids=["japanese", "chinese"])
+def test_the_bridge_is_the_teacher_and_the_second_query_drops_the_asked_name(
+        milvus_uri: str, language: dict[str, Any]) -> None:
+    data = [(TextNode(text=text), triplets) for text, triplets in language["passages"]]
+    index = GraphRAGIndex.from_triplets(data, uri=milvus_uri,
+                                        embed_model=BigramEmbedding())
+    retriever = index.as_retriever(similarity_top_k=3)
+    explanation = retriever.explain(language["question"])
+    bridges = {b.name: b for b in explanation.bridges}
+    assert language["asked"] not in bridges  # the question names it
+    teacher = bridges[language["teacher"]]
+    assert teacher.kind == "named" and teacher.named == language["asked"]
+    assert language["short"] not in teacher.second_query
+    assert teacher.second_query.endswith(language["teacher"])
+    assert f"{language['short']!r} replaced by the bridge" in teacher.reading
+    assert all(b.kind == "named" for b in explanation.bridges)
+    nodes = retriever.retrieve(language["question"])
+    assert any(language["answer"] in n.node.get_content() for n in nodes)
+    index.close()

@@ -123,8 +123,9 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             per passage; only the passages returned are then read, by primary key, which
             is cheaper than a search), ``"milvus"`` (a search of the passage collection, as
             naive RAG's), ``"auto"`` (default): memory while ``passages * dim`` is at most
-            ``memory_search_max_floats``. A retriever with ``filters`` always searches in
-            Milvus.
+            ``memory_search_max_floats``. With ``filters``, a search over every passage
+            runs in Milvus (the filter is a Milvus expression); one among given passages
+            (PageRank's, PCST's, the k-hop pool's) is ranked among those the filter keeps.
         memory_search_max_floats: this retriever's budget of ``"auto"`` in the three settings
             above: ``rows * dim`` floats. Default 20 million (about 52,000 rows of 384
             dimensions; :data:`~.settings.MEMORY_SEARCH_MAX_FLOATS`). Each retriever of an

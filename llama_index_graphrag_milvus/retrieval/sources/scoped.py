@@ -16,6 +16,10 @@ scoped query is answered by the wrapped source (in memory or served), then narro
 - lists are read a few times past their size first, and again once when the filter left too
   few, so that another tenant's hits do not crowd this tenant's out.
 
+A passage ranking among given ids (PageRank's, PCST's and the k-hop pool's passages) is asked
+among the matching ones without the filter, so that the source may rank them in memory; a
+ranking over every passage (the question's and the bridges' lists) keeps the filter.
+
 Which passages match is one read of ids per step (:class:`~..requests.MatchPassages`),
 remembered for the rest of the query (:class:`~..drivers.Scope`). The texts and names a method
 asks for by id (:class:`~..requests.RelationTexts`, :class:`~..requests.EntityNames`) come from
@@ -28,7 +32,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
-from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import (
+    CandidateRelation,
+    EntityHit,
+    PassageHit,
+    RelationHit,
+)
 from llama_index_graphrag_milvus.retrieval.drivers import (
     Delegate,
     DriverContext,
@@ -46,6 +55,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     MatchPassages,
     OwnRelations,
     Plan,
+    RankPassages,
     RelationsAround,
     RelationSeeds,
     Request,
@@ -127,6 +137,22 @@ def _relations_around(inner: Entry) -> Steps[list[CandidateRelation]]:
         return (yield from _overfetched(
             inner, r, r.limit, lambda k: replace(r, limit=k),
             lambda found: visible_relations(context, found)))
+    return Steps(plan)
+
+
+def _rank_passages(inner: Entry) -> Steps[list[list[PassageHit]]]:
+    """A ranking among given passages is asked among those the filter keeps (known from this
+    query's reads, or read once) without the filter expression, so that the source may rank
+    them in memory (a filtered Milvus search among ids costs a Lite file hundreds of
+    milliseconds); a ranking over every passage keeps its filter (one Milvus search)."""
+    def plan(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:
+        if r.ids is None or not r.where:
+            return (yield from Delegate(inner, r))
+        seen = yield from matching(context, r.ids)
+        ids = tuple(i for i in r.ids if i in seen)
+        if not ids:  # never an empty selection: it could read as "every passage"
+            return [[] for _ in r.vectors]
+        return (yield from Delegate(inner, replace(r, ids=ids, where="")))
     return Steps(plan)
 
 
@@ -220,5 +246,6 @@ def scoped(inner: Handlers) -> Handlers:
         OwnRelations: _own_relations(inner[OwnRelations]),
         EntityPassages: _entity_passages(inner[EntityPassages]),
         EntityDegrees: Steps(_entity_degrees),
+        RankPassages: _rank_passages(inner[RankPassages]),
     })
     return table

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -40,6 +40,7 @@ from llama_index_graphrag_milvus.ingestion.documents import (
     split_options,
 )
 from llama_index_graphrag_milvus.ingestion.identity import (
+    bind_full_text,
     bind_settings,
     bind_tenant_key,
     check_identity_keys,
@@ -55,7 +56,7 @@ from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever, RetrievalMethod
 from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
-from llama_index_graphrag_milvus.retrieval.settings import GraphMode
+from llama_index_graphrag_milvus.retrieval.settings import GraphMode, NaiveSearch
 from llama_index_graphrag_milvus.validation import check_int
 
 GRAPH_SETTINGS = tuple(mode.value for mode in GraphMode)
@@ -137,6 +138,14 @@ class GraphRAGIndex(DocumentMaintenance):
             names its tenant (a non-empty string). Chosen at creation and recorded; ``None``
             (the default) reuses the recorded key when reopening. Filters keep a tenant's
             answers its own with or without it (see the tenants documentation).
+        full_text_search: give the passage collection Milvus's BM25 full-text search (an
+            analysed ``text`` field and a sparse field Milvus fills on insert), for
+            ``as_naive_retriever(search="bm25")`` or ``"hybrid"`` (dense + BM25, fused by
+            reciprocal rank). Chosen at creation; ``None`` (the default) reads it from an
+            existing index (a new one has none).
+        full_text_analyzer: Milvus analyzer parameters for that search (default Milvus's
+            ``standard`` analyzer; ``{"tokenizer": "jieba"}`` for Chinese text). Implies
+            ``full_text_search=True``.
 
     Example::
 
@@ -162,6 +171,8 @@ class GraphRAGIndex(DocumentMaintenance):
         graph: GraphMode | str = GraphMode.AUTO,
         graph_memory_budget: int = DEFAULT_GRAPH_MEMORY_BUDGET,
         tenant_key: str | None = None,
+        full_text_search: bool | None = None,
+        full_text_analyzer: Mapping[str, Any] | None = None,
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
@@ -179,6 +190,7 @@ class GraphRAGIndex(DocumentMaintenance):
         self.hub_degree = hub_degree
         try:
             bind_tenant_key(self.store, check_tenant_key(tenant_key))
+            bind_full_text(self.store, full_text_search, full_text_analyzer)
             self.passage_identity_keys: tuple[str, ...] | str = bind_settings(
                 self.store, self.embed_model, keys, allow_embed_model_change)
         except BaseException:
@@ -427,15 +439,25 @@ class GraphRAGIndex(DocumentMaintenance):
                                        llm=llm or Settings.llm, **kwargs)
 
     def as_naive_retriever(self, similarity_top_k: int = 2,
-                           filters: MetadataFilters | None = None, **kwargs: Any
+                           filters: MetadataFilters | None = None,
+                           search: NaiveSearch | str = NaiveSearch.DENSE, **kwargs: Any
                            ) -> NaiveRetriever:
-        """Plain vector search over the passage collection, for comparison; ``filters``
-        on passage metadata as for :class:`GraphRAGRetriever`: the same Milvus expression,
-        so both retrievers keep the same passages."""
+        """Naive RAG over the passage collection, for comparison: ``search="dense"``
+        (vector search, the default), ``"bm25"`` (Milvus's full-text search) or
+        ``"hybrid"`` (both, fused by reciprocal rank); the last two need an index created
+        with ``full_text_search=True``. ``filters`` on passage metadata as for
+        :class:`GraphRAGRetriever`: the same Milvus expression, so both retrievers keep the
+        same passages.
+
+        Example::
+
+            index = GraphRAGIndex(uri="./graphrag.db", full_text_search=True)
+            hybrid = index.as_naive_retriever(similarity_top_k=5, search="hybrid")
+        """
         vector_index = VectorStoreIndex.from_vector_store(self.store.passages,
                                                           embed_model=self.embed_model)
         return NaiveRetriever(self.store, vector_index, similarity_top_k=similarity_top_k,
-                              filters=filters, **kwargs)
+                              filters=filters, search=search, **kwargs)
 
     def as_query_engine(self, llm: LLM | None = None, top_n: int = 2,
                         **kwargs: Any) -> RetrieverQueryEngine:

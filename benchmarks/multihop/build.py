@@ -238,6 +238,8 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
     triplets; its index has its own path (``<dataset>_<extractor>.db``), so that the graphs
     of two extractors can be built, reused and compared side by side. ``graph`` is the
     index's ``graph`` setting (``"milvus"``: every method reads the graph served by Milvus).
+    The index has Milvus's BM25 full-text search (the BM25 and hybrid rows); one built
+    without it is rebuilt.
     """
     chosen = None if extractor == DATASET_EXTRACTOR else extractors.get(extractor)
     if chosen is None and extractor != DATASET_EXTRACTOR:
@@ -261,8 +263,10 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
         index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
                               graph=graph,
                               show_progress=show_progress)
-        if index.store.count(index.store.passage_collection) == len(dataset.passages):
+        complete = index.store.count(index.store.passage_collection) == len(dataset.passages)
+        if complete and index.store.full_text:
             return index, _finish_build(index, path, source, extractor, None, rss_before)
+        index.close()  # rebuilt: incomplete, or made before the BM25 and hybrid rows
     # The extractor first: if it cannot load (spaCy missing), the old index is still there.
     component = chosen.make(show_progress) if chosen is not None else (
         TripletExtractor(llm=llm) if dataset.triplets is None and llm is not None else None)
@@ -270,7 +274,7 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
         shutil.rmtree(path) if path.is_dir() else path.unlink()
     path.parent.mkdir(parents=True, exist_ok=True)
     index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
-                          show_progress=show_progress, graph=graph)
+                          show_progress=show_progress, graph=graph, full_text_search=True)
     ingestion = ingest(index, dataset, component, show_progress)
     return index, _finish_build(index, path, source, extractor, ingestion, rss_before)
 

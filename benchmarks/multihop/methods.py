@@ -33,6 +33,10 @@ from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
 UNLIMITED_PASSAGES = 1_000_000
 """Passage cap of the coverage retriever: every passage of the candidate pool comes back."""
 NAIVE = "naive"
+BM25 = "bm25"
+"""Kind of Milvus's BM25 full-text search alone (``as_naive_retriever(search="bm25")``)."""
+HYBRID = "hybrid"
+"""Kind of Milvus's hybrid search, dense + BM25 (``as_naive_retriever(search="hybrid")``)."""
 GRAPH = "graph"
 GRAPH_RERANK = "graph+rerank"
 FUSION = "fusion"
@@ -369,7 +373,8 @@ def graph_retriever(index: GraphRAGIndex, similarity_top_k: int, graph_config: G
 def make_methods(index: GraphRAGIndex, rows: Sequence[GraphRow], llm: LLM | None,
                  has_graph: bool, *, top_k: int, fusion: bool, rerank_candidates: int,
                  aligned: GraphRow | None = None) -> list[Method]:
-    """Naive RAG; one LLM-free graph method per row (``alone``); when ``fusion``, the fusion
+    """Naive RAG (dense; BM25 and hybrid when the index has full-text search); one LLM-free
+    graph method per row (``alone``); when ``fusion``, the fusion
     with naive RAG of every row with ``fusion`` and the diagnostic fusion of ``aligned``
     (default the last fused row); with ``llm``, one rerank method per row (``alone``)."""
     naive_config = {"retriever": "VectorIndexRetriever (index.as_naive_retriever)",
@@ -388,6 +393,12 @@ def make_methods(index: GraphRAGIndex, rows: Sequence[GraphRow], llm: LLM | None
                       describe_fusion(retriever, graph, naive_config, strip), top_k=top_k)
 
     methods = [Method("naive RAG", NAIVE, naive(), naive_config, top_k=top_k)]
+    if index.store.full_text:
+        methods += [Method(name, search, index.as_naive_retriever(similarity_top_k=top_k,
+                                                                  search=search),
+                           {**naive_config, "search": search}, top_k=top_k)
+                    for name, search in (("BM25 (Milvus full-text search)", BM25),
+                                         ("hybrid RAG (dense + BM25, RRF k=60)", HYBRID))]
     if not has_graph:
         return methods
     alone = [row for row in rows if row.alone]

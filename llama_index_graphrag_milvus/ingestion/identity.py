@@ -24,6 +24,8 @@ from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RETRIEVAL_KEYS, TRIPLETS_KEY
+from llama_index_graphrag_milvus.milvus.fulltext import check_analyzer
+from llama_index_graphrag_milvus.milvus.tenants import server_version
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -186,6 +188,43 @@ def bind_tenant_key(store: MilvusGraphStore, tenant_key: str | None) -> None:
             f"{store.tenant_key!r}, not {tenant_key!r}: its collections' layout follows the "
             "key chosen at creation. Leave tenant_key unset to use the recorded one, or build "
             "a new index (another collection_prefix) with this key.")
+
+
+def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
+                   analyzer: Mapping[str, Any] | None) -> None:
+    """Whether the index on ``store`` has BM25 full-text search: ``full_text_search`` for a
+    new index (``None``: no), the collection's own for an existing one.
+
+    Raises:
+        InvalidInputError: ``full_text_search=True`` (or an analyzer) for an existing index
+            created without it.
+    """
+    if full_text_search is not None and not isinstance(full_text_search, bool):
+        raise InvalidInputError(
+            f"full_text_search must be True, False or None, got {full_text_search!r}.")
+    analyzer = check_analyzer(analyzer)
+    if analyzer is not None and full_text_search is False:
+        raise InvalidInputError(
+            "full_text_analyzer is given with full_text_search=False: the analyzer splits "
+            "the passages for BM25; pass full_text_search=True or drop the analyzer.")
+    wanted = bool(full_text_search) or analyzer is not None
+    if store.dim is None:
+        version = "" if store.is_lite or not wanted else str(
+            store.client.get_server_version())
+        if version and (2, 5) > (server_version(version) or (2, 5)):
+            raise InvalidInputError(
+                f"full_text_search needs Milvus 2.5 or later (BM25 functions), and the "
+                f"server at {store.uri!r} runs {version}: upgrade the server, use Milvus "
+                "Lite, or create the index without full_text_search.")
+        store.full_text = wanted
+        store.full_text_analyzer = analyzer
+        return
+    if wanted and not store.full_text:
+        raise InvalidInputError(
+            f"the index {store.prefix!r} at {store.uri!r} was created without full-text "
+            "search, which Milvus adds only to a new collection: build a new index (another "
+            "collection_prefix) with full_text_search=True, or leave it unset to open this "
+            "one with dense search only.")
 
 
 def bind_settings(store: MilvusGraphStore, embed_model: BaseEmbedding,

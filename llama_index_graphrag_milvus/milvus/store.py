@@ -31,6 +31,11 @@ from llama_index_graphrag_milvus.errors import (
 from llama_index_graphrag_milvus.milvus.columns import (
     CollectionReads,
 )
+from llama_index_graphrag_milvus.milvus.fulltext import (
+    PassageVectorStore,
+    has_full_text,
+    vector_store_kwargs,
+)
 from llama_index_graphrag_milvus.milvus.lite import (
     lite_client_kwargs,
     lite_connection,
@@ -165,6 +170,12 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         """The metadata key that names a passage's tenant, when the index was created with
         one (see :mod:`~llama_index_graphrag_milvus.milvus.tenants`): recorded at creation,
         read from the collections on open."""
+        self.full_text = False
+        """Whether the passage collection has Milvus's BM25 full-text search (chosen at
+        creation, read from its schema on open; see :mod:`~.fulltext`)."""
+        self.full_text_analyzer: dict[str, Any] | None = None
+        """The analyzer a passage collection created now gets (``None``: Milvus's
+        standard one)."""
         self.dim: int | None = None
         """The vectors' dimension; ``None`` until the collections exist."""
         try:
@@ -225,7 +236,11 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
             for name in (self.entity_collection, self.relation_collection):
                 self.client.load_collection(name)
             kind = (passage_store_class(self.tenant_key, self._partition_key())
-                    if self.tenant_key else MilvusVectorStore)
+                    if self.tenant_key else PassageVectorStore)
+            if self.passage_collection in self.client.list_collections():
+                self.full_text = has_full_text(
+                    self.client.describe_collection(self.passage_collection))
+            sparse = vector_store_kwargs(self.full_text_analyzer) if self.full_text else {}
             with quiet_lite("grpc._server", "Method not implemented"):
                 self._passages = kind(
                     uri=self.uri,
@@ -236,6 +251,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                     upsert_mode=True,
                     consistency_level=self.consistency_level,
                     use_async_client=True,
+                    **sparse,
                     **self._client_kwargs,
                 )
             self.client.load_collection(self.passage_collection)
@@ -288,7 +304,14 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                          (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
                          dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
         self.dim = dim
-        self._open(dim)
+        try:
+            self._open(dim)  # creates the passage collection (its analyzer may be refused)
+        except BaseException:
+            self.dim = None
+            with milvus_errors("drop the collections of a failed creation"):
+                for name in (self.entity_collection, self.relation_collection):
+                    self.client.drop_collection(name)
+            raise
 
     def _index_endpoints(self) -> None:
         """On a server, the scalar indexes of the relations' ``subject_id`` and

@@ -19,11 +19,11 @@ from collections.abc import Sequence
 from typing import Any
 
 from llama_index.core.vector_stores import FilterCondition, FilterOperator, MetadataFilters
-from llama_index.vector_stores.milvus import MilvusVectorStore
 from pymilvus import DataType
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.milvus.filters import quote
+from llama_index_graphrag_milvus.milvus.fulltext import PassageVectorStore
 from llama_index_graphrag_milvus.milvus.schema import MANY_TENANTS, TENANT_MAX_BYTES
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,254}\Z")
@@ -104,12 +104,12 @@ def partition_key_works(version: str, is_lite: bool) -> bool:
 
 
 def passage_store_class(tenant_key: str, partition_key: bool = True
-                        ) -> type[MilvusVectorStore]:
+                        ) -> type[PassageVectorStore]:
     """``MilvusVectorStore`` whose collection, when it creates it, has ``tenant_key`` as a
     VARCHAR field, its partition key unless ``partition_key`` is false (the node's
     ``metadata[tenant_key]`` goes there)."""
 
-    class TenantPassageStore(MilvusVectorStore):
+    class TenantPassageStore(PassageVectorStore):
         def _add_fields_to_schema(self, schema: Any) -> Any:
             schema = super()._add_fields_to_schema(schema)
             schema.add_field(field_name=tenant_key, datatype=DataType.VARCHAR,

@@ -48,7 +48,7 @@ from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.requests import Plan, first
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds, search_relations
-from llama_index_graphrag_milvus.retrieval.settings import SearchPlace
+from llama_index_graphrag_milvus.retrieval.settings import NaiveSearch, SearchPlace
 
 __all__ = [
     "DEFAULT_PASSAGE_SCORING",
@@ -58,6 +58,7 @@ __all__ = [
     "GraphRAGRetriever",
     "KHopRetrieval",
     "NaiveRetriever",
+    "NaiveSearch",
     "PCSTRetrieval",
     "PageRankRetrieval",
     "PassageScoring",

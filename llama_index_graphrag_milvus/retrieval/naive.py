@@ -19,11 +19,13 @@ from llama_index.core import VectorStoreIndex
 from llama_index.core.indices.vector_store.retrievers import VectorIndexRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
+from llama_index.core.vector_stores.types import VectorStoreQueryMode
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
+from llama_index_graphrag_milvus.retrieval.settings import NaiveSearch
 from llama_index_graphrag_milvus.retrieval.steps import (
     CheckedQueryMixin,
     check_query,
@@ -32,18 +34,24 @@ from llama_index_graphrag_milvus.retrieval.steps import (
 )
 from llama_index_graphrag_milvus.validation import check_int
 
+_QUERY_MODES = {NaiveSearch.BM25: VectorStoreQueryMode.TEXT_SEARCH,
+                NaiveSearch.HYBRID: VectorStoreQueryMode.HYBRID}
+
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 
 class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
     """Plain vector search over the passages (what :meth:`GraphRAGIndex.as_naive_retriever`
-    returns).
+    returns), or BM25, or both fused (``search``: :class:`~.settings.NaiveSearch`), with the
+    vector store's own query modes.
 
     Example::
 
         naive = index.as_naive_retriever(similarity_top_k=5)
         hits = naive.retrieve("Who taught Euler?")
+        # dense + BM25 (an index created with full_text_search=True)
+        hybrid = index.as_naive_retriever(similarity_top_k=5, search="hybrid")
 
     Raises:
         InvalidInputError: ``filters`` holds a key, operator or value the filter language
@@ -55,8 +63,20 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
 
     def __init__(self, store: MilvusGraphStore, index: VectorStoreIndex,
                  similarity_top_k: int = 2, filters: MetadataFilters | None = None,
-                 **kwargs: Any) -> None:
+                 search: NaiveSearch | str = NaiveSearch.DENSE, **kwargs: Any) -> None:
         self._graph_store = store
+        self.search = NaiveSearch.of("search", search)
+        if self.search is not NaiveSearch.DENSE:
+            if not store.full_text:
+                raise InvalidInputError(
+                    f"search={self.search.value!r} needs Milvus's full-text search on the "
+                    f"passages, and the index {store.prefix!r} was created without it: build "
+                    "the index with GraphRAGIndex(..., full_text_search=True), or use "
+                    "search='dense'.")
+            if "vector_store_query_mode" in kwargs:
+                raise InvalidInputError(
+                    "pass search= or vector_store_query_mode, not both.")
+            kwargs["vector_store_query_mode"] = _QUERY_MODES[self.search]
         store_kwargs = dict(kwargs.pop("vector_store_kwargs", None) or {})
         expression = to_milvus_expression(filters) if filters is not None else ""
         if expression:
@@ -83,15 +103,22 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
-        vector = given_vector(query_bundle) or self._embed_model.get_query_embedding(query)
-        checked = self._checked(query_bundle, vector)
+        if self.search is NaiveSearch.BM25:
+            checked = query_bundle  # the query's words only: nothing to embed
+        else:
+            vector = (given_vector(query_bundle)
+                      or self._embed_model.get_query_embedding(query))
+            checked = self._checked(query_bundle, vector)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return super()._retrieve(checked)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
-        vector = (given_vector(query_bundle)
-                  or await self._embed_model.aget_query_embedding(query))
-        checked = self._checked(query_bundle, vector)
+        if self.search is NaiveSearch.BM25:
+            checked = query_bundle
+        else:
+            vector = (given_vector(query_bundle)
+                      or await self._embed_model.aget_query_embedding(query))
+            checked = self._checked(query_bundle, vector)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return await super()._aretrieve(checked)

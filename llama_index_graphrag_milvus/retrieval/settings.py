@@ -56,6 +56,19 @@ class SearchPlace(Choice):
     """A search of the Milvus collection."""
 
 
+class NaiveSearch(Choice):
+    """How :meth:`~llama_index_graphrag_milvus.GraphRAGIndex.as_naive_retriever` searches
+    the passages (``search=``); BM25 and hybrid need an index created with
+    ``full_text_search=True``."""
+
+    DENSE = "dense"
+    """Vector search with the embedding model (naive RAG)."""
+    BM25 = "bm25"
+    """Milvus's BM25 full-text search alone (the query's words, no embedding)."""
+    HYBRID = "hybrid"
+    """Both, fused by reciprocal rank (k = 60), as Milvus's hybrid search does."""
+
+
 class GraphMode(Choice):
     """Where queries read the graph (``GraphRAGIndex(graph=...)``)."""
 

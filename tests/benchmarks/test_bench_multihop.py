@@ -82,6 +82,8 @@ NAIVE_ORDER = {
 # By hand from NAIVE_ORDER:
 #   2hop: top 2 = {c0, c3} holds 1 of the 2 gold {c0, c1} -> R@2 = 1/2;  top 5 -> R@5 = 1
 #   3hop: top 2 = {c3, c4} holds 2 of the 3 gold {c3, c4, c5} -> R@2 = 2/3; top 5 -> R@5 = 1
+BASELINES = ["naive", "bm25", "hybrid"]
+"""The kinds of the baseline rows every run starts with: dense, BM25 and hybrid search."""
 NAIVE_RECALL = {2: {"all": (1 / 2 + 2 / 3) / 2, "2hop": 1 / 2, "3hop": 2 / 3},
                 5: {"all": 1.0, "2hop": 1.0, "3hop": 1.0}}
 # Every entity is a seed (entity_top_k >= number of entities) and the pool (100) is larger
@@ -228,7 +230,7 @@ def test_fusion_is_core_rrf_of_graph_and_naive(tmp_path: Path,
                                                embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny")
     report = run_benchmark(config(dataset, tmp_path / "out"), embed_model)
-    assert [m["kind"] for m in report["methods"]] == ["naive", "graph", "fusion",
+    assert [m["kind"] for m in report["methods"]] == [*BASELINES, "graph", "fusion",
                                                       "fusion-aligned"]
     fusion, aligned = method(report, "fusion"), method(report, "fusion-aligned")
     assert fusion["name"] == "fusion h1 e20 r20 pool100"
@@ -291,7 +293,7 @@ def test_defaults_follow_the_retriever_and_describe_is_recorded(tmp_path: Path,
     assert retriever_default("hops") in args.hops
     report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
                                   fusion=False), embed_model)
-    assert [m["kind"] for m in report["methods"]] == ["naive", "graph"]
+    assert [m["kind"] for m in report["methods"]] == [*BASELINES, "graph"]
     recorded = method(report, "graph")["config"]
     # Every retriever argument with a default is in the record (describe()), and the
     # method's own settings.
@@ -318,7 +320,7 @@ def test_no_triplets_no_llm_reports_naive_and_says_why(tmp_path: Path,
                                                        embed_model: HashEmbedding) -> None:
     dataset = write_dataset(tmp_path / "tiny", triplets=False)
     report = run_benchmark(config(dataset, tmp_path / "out", sweep=True), embed_model)
-    assert [m["kind"] for m in report["methods"]] == ["naive"]
+    assert [m["kind"] for m in report["methods"]] == BASELINES
     assert method(report, "naive")["summary"]["recall@2"] == pytest.approx(NAIVE_RECALL[2])
     assert any("needs an extractor" in note for note in report["notes"])
     assert "needs an extractor" in render_markdown(report)
@@ -388,17 +390,19 @@ def test_graph_methods_are_rows_each_with_its_fusion(tmp_path: Path,
     # diagnostic twin of the last fused row; no row for the fusion the second one declined.
     assert names == [
         ("naive", "naive RAG"),
+        ("bm25", "BM25 (Milvus full-text search)"),
+        ("hybrid", "hybrid RAG (dense + BM25, RRF k=60)"),
         ("graph", "graph rel h2"),
         ("graph", "graph h1 e20 r20 pool100 passage_scoring=passage"),
         ("fusion", "fusion rel h2"),
         ("fusion-aligned", "fusion rel h2, relations metadata stripped (diagnostic)"),
     ]
-    relation, passage = report["methods"][1:3]
+    relation, passage = report["methods"][3:5]
     assert (relation["config"]["passage_scoring"], relation["config"]["hops"]) == ("relation", 2)
     assert (passage["config"]["passage_scoring"], passage["config"]["hops"]) == ("passage", 1)
     # A left-out knob takes the flag's value; the row's retriever gets it.
     assert relation["config"]["entity_top_k"] == passage["config"]["entity_top_k"] == 20
-    fusion = report["methods"][3]
+    fusion = report["methods"][5]
     assert fusion["config"]["graph"]["passage_scoring"] == "relation"
     for entry in report["methods"][1:]:
         summary = entry["summary"]
@@ -425,8 +429,10 @@ def test_graph_method_without_coverage(tmp_path: Path, embed_model: HashEmbeddin
                                        "coverage": False, "fusion": False}),)
     report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
                                   graph_methods=rows), embed_model)
-    assert [m["name"] for m in report["methods"]] == ["naive RAG", "graph plain"]
-    assert "pool_coverage" not in report["methods"][1]["summary"]
+    assert [m["name"] for m in report["methods"]] == [
+        "naive RAG", "BM25 (Milvus full-text search)", "hybrid RAG (dense + BM25, RRF k=60)",
+        "graph plain"]
+    assert "pool_coverage" not in report["methods"][3]["summary"]
     assert report["methods"][1]["summary"]["recall@5"]["all"] > 0
 
 
@@ -507,7 +513,7 @@ def test_retriever_timings_are_aggregated_per_method(tmp_path: Path,
     for entry in report["methods"]:
         entry["summary"].pop("timings_s", None)
     assert "| p95 ratio |\n" in render_markdown(report)
-    report["methods"][1]["summary"]["timings_s"] = graph["timings_s"]
+    report["methods"][len(BASELINES)]["summary"]["timings_s"] = graph["timings_s"]
     table = render_markdown(report)
     assert "| p50 ratio | p95 ratio | ppr ms | seeds ms |" in table
     assert re.search(r"\| naive RAG \|.* \| - \| - \|\n", table)
@@ -594,7 +600,7 @@ def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
         {"label": "pcst", "passage_scoring": "pcst", "fusion": False}))
     report = run_benchmark(config(write_dataset(tmp_path / "tiny"), tmp_path / "out",
                                   graph_methods=rows), embed_model)
-    khop, pcst = (m["summary"] for m in report["methods"][1:])
+    khop, pcst = (m["summary"] for m in report["methods"][len(BASELINES):])
     assert "entities" not in khop["pool_sizes"]
     assert pcst["pool_sizes"]["entities"]["mean"] >= 2
     relations = (pcst["pool_sizes"]["relations"]["mean"], khop["pool_sizes"]["relations"]["mean"])

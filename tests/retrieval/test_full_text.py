@@ -1,0 +1,152 @@
+"""Milvus's BM25 full-text search on the passages (``GraphRAGIndex(full_text_search=True)``)
+and naive RAG as a Milvus user builds it: ``as_naive_retriever(search="dense" | "bm25" |
+"hybrid")``, through the vector store's own query modes, on Milvus Lite."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.retrieval import NaiveSearch
+from tests.conftest import FAMILY
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import LITE_ONLY, SERVER_ONLY
+
+pytestmark = pytest.mark.milvus
+
+RARE = ("The Zwolle manuscript of 1724 lists Jakob Hermann among the Basel mathematicians.",
+        [("Zwolle manuscript", "lists", "Jakob Hermann")])
+"""A passage whose one rare word ("Zwolle") only a lexical match weighs."""
+
+
+def texts(hits: list) -> list[str]:
+    return [hit.node.get_content() for hit in hits]
+
+
+@LITE_ONLY
+def test_bm25_and_hybrid_rank_by_the_questions_words(milvus_uri: str,
+                                                     embed_model: HashEmbedding) -> None:
+    index = GraphRAGIndex.from_triplets([*FAMILY, RARE], uri=milvus_uri,
+                                        embed_model=embed_model, full_text_search=True)
+    assert index.store.full_text
+    question = "Which manuscript from Zwolle names a mathematician?"
+    bm25 = index.as_naive_retriever(similarity_top_k=3, search="bm25").retrieve(question)
+    assert texts(bm25)[0] == RARE[0]
+    scores = [hit.score for hit in bm25]
+    assert all(score is not None and score > 0 for score in scores)  # BM25, not negated
+    assert scores == sorted(scores, reverse=True)
+    hybrid = index.as_naive_retriever(similarity_top_k=3, search=NaiveSearch.HYBRID)
+    fused = hybrid.retrieve(question)
+    assert texts(fused)[0] == RARE[0]
+    dense = texts(index.as_naive_retriever(similarity_top_k=3).retrieve(question))
+    # reciprocal rank fusion: every passage of the fused list is in one of the two lists
+    assert set(texts(fused)) <= set(dense) | set(texts(
+        index.as_naive_retriever(similarity_top_k=3, search="bm25").retrieve(question)))
+    # async twins answer the same
+    assert texts(asyncio.run(hybrid.aretrieve(question))) == texts(fused)
+    index.close()
+
+
+@LITE_ONLY
+def test_full_text_is_read_back_on_open_and_graph_methods_still_work(
+        milvus_uri: str, embed_model: HashEmbedding) -> None:
+    GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
+                                full_text_search=True).close()
+    for graph in ("memory", "milvus"):
+        with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, graph=graph) as index:
+            assert index.store.full_text
+            found = texts(index.as_retriever(similarity_top_k=2).retrieve(
+                "What did the son of Euler's teacher contribute?"))
+            assert any("Daniel Bernoulli" in text for text in found), (graph, found)
+            assert texts(index.as_naive_retriever(search="bm25").retrieve("Daniel"))
+
+
+@LITE_ONLY
+def test_filters_hold_in_bm25_and_hybrid_search(milvus_uri: str,
+                                                embed_model: HashEmbedding) -> None:
+    from llama_index.core.schema import TextNode
+
+    data = [(TextNode(text=text, metadata={"tenant": tenant}), triplets)
+            for tenant, (text, triplets) in (("a", FAMILY[0]), ("b", RARE))]
+    index = GraphRAGIndex.from_triplets(data, uri=milvus_uri, embed_model=embed_model,
+                                        full_text_search=True)
+    only_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    for search in ("bm25", "hybrid"):
+        hits = index.as_naive_retriever(similarity_top_k=5, filters=only_a,
+                                        search=search).retrieve("Zwolle manuscript Euler")
+        assert all(hit.node.metadata["tenant"] == "a" for hit in hits), search
+        assert RARE[0] not in texts(hits)
+    index.close()
+
+
+@LITE_ONLY
+def test_bad_full_text_input_is_refused_and_stores_nothing_wrong(
+        milvus_uri: str, embed_model: HashEmbedding, tmp_path: Path) -> None:
+    index = GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model)
+    with pytest.raises(InvalidInputError, match="full_text_search=True"):
+        index.as_naive_retriever(search="hybrid")
+    with pytest.raises(InvalidInputError, match="dense, bm25, hybrid"):
+        index.as_naive_retriever(search="sparse")
+    index.close()
+    # an index created without it cannot be opened as if it had it...
+    with pytest.raises(InvalidInputError, match="created without full-text search"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, full_text_search=True)
+    # ...and is left as it was
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reopened:
+        assert not reopened.store.full_text
+        assert reopened.store.count(reopened.store.passage_collection) == len(FAMILY)
+    with pytest.raises(InvalidInputError, match="analyzer"):
+        GraphRAGIndex(uri=str(tmp_path / "other.db"), embed_model=embed_model,
+                      full_text_analyzer={})
+    with pytest.raises(InvalidInputError, match="full_text_analyzer is given"):
+        GraphRAGIndex(uri=str(tmp_path / "other.db"), embed_model=embed_model,
+                      full_text_search=False, full_text_analyzer={"tokenizer": "jieba"})
+    # an analyzer Milvus refuses leaves no half-created index behind
+    with pytest.raises(MilvusStoreError, match="tokenizer"):
+        GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "other.db"),
+                                    embed_model=embed_model,
+                                    full_text_analyzer={"tokenizer": "no-such-tokenizer"})
+    with GraphRAGIndex(uri=str(tmp_path / "other.db"), embed_model=embed_model) as fresh:
+        assert fresh.store.dim is None
+        fresh.insert_triplets(FAMILY)
+        assert fresh.store.count(fresh.store.passage_collection) == len(FAMILY)
+    with pytest.raises(InvalidInputError, match="True, False or None"):
+        GraphRAGIndex(uri=str(tmp_path / "other.db"), embed_model=embed_model,
+                      full_text_search="yes")  # type: ignore[arg-type]
+
+
+@LITE_ONLY
+def test_an_analyzer_for_chinese_text(milvus_uri: str, embed_model: HashEmbedding) -> None:
+    passages = [("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")]),
+                ("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")])]
+    index = GraphRAGIndex.from_triplets(passages, uri=milvus_uri, embed_model=embed_model,
+                                        full_text_analyzer={"tokenizer": "jieba"})
+    assert index.store.full_text
+    hits = index.as_naive_retriever(similarity_top_k=1, search="bm25").retrieve("流体力学")
+    assert texts(hits) == [passages[1][0]]
+    index.close()
+
+
+@SERVER_ONLY
+def test_a_server_without_bm25_functions_is_refused_in_one_clear_error(
+        milvus_uri: str, embed_model: HashEmbedding) -> None:
+    from pymilvus import MilvusClient
+
+    from llama_index_graphrag_milvus.milvus.tenants import server_version
+
+    client = MilvusClient(uri=milvus_uri)
+    version = server_version(str(client.get_server_version()))
+    client.close()
+    if version and version < (2, 5):
+        with pytest.raises(InvalidInputError, match=r"Milvus 2\.5 or later"):
+            GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, full_text_search=True)
+        with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
+            assert index.store.dim is None  # nothing was created
+    else:
+        with GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
+                                         full_text_search=True) as index:
+            assert texts(index.as_naive_retriever(search="bm25").retrieve("Daniel"))

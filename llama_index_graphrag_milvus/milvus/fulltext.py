@@ -2,11 +2,15 @@
 
 An index created with ``GraphRAGIndex(full_text_search=True)`` gets, on its passage
 collection, what llama-index-vector-stores-milvus gives a ``MilvusVectorStore`` created with
-``enable_sparse=True`` and a :class:`BM25BuiltInFunction`: the ``text`` field analysed, a
-sparse field ``sparse_embedding`` that Milvus fills with the text's BM25 terms on every
-insert, and a sparse index on it. The package does not write another BM25 path: the vector
-store's own ``"sparse"`` and ``"hybrid"`` query modes (dense + BM25, reciprocal rank fusion)
-are what :meth:`~llama_index_graphrag_milvus.GraphRAGIndex.as_naive_retriever` uses.
+``enable_sparse=True`` and a :class:`BM25BuiltInFunction` (a sparse field
+``sparse_embedding`` that Milvus fills with BM25 terms on every insert, and a sparse index
+on it), with one difference: the function reads :data:`LEXICAL_FIELD`, the passage as it is
+embedded (text and the metadata the embedding sees, a title for example), not the bare
+``text`` field, so that a title matches as words as it counts in the dense search. A
+collection whose function reads ``text`` (made by the vector store alone) is used as it is.
+The package does not write another BM25 path: the vector store's own ``"sparse"`` and
+``"hybrid"`` query modes (dense + BM25, reciprocal rank fusion) are what
+:meth:`~llama_index_graphrag_milvus.GraphRAGIndex.as_naive_retriever` uses.
 
 The choice is made at creation (Milvus adds a function only to a new collection) and read
 back from the collection's schema when the index is reopened.
@@ -14,30 +18,80 @@ back from the collection's schema when the index is reopened.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Any
 
-from llama_index.core.schema import BaseNode
+from llama_index.core.schema import BaseNode, MetadataMode
+from llama_index.core.utils import iter_batch
 from llama_index.core.vector_stores.types import VectorStoreQuery
+from llama_index.core.vector_stores.utils import node_to_metadata_dict
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from llama_index.vector_stores.milvus.utils import BM25BuiltInFunction
-from pymilvus import FunctionType
+from pymilvus import DataType, FunctionType
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 
 FULL_TEXT_FIELD = "sparse_embedding"
 """The passage collection's BM25 field (the vector store's default sparse field)."""
 TEXT_FIELD = "text"
-"""The passage text, which the BM25 function reads."""
+"""The passage text (what a collection made by ``MilvusVectorStore`` alone analyses)."""
+LEXICAL_FIELD = "full_text"
+"""What the BM25 function reads in a collection the package creates: the passage as it is
+embedded (``node.get_content(MetadataMode.EMBED)``: its text and the metadata the embedding
+sees, such as a title), so that BM25 and the dense search read the same content."""
+LEXICAL_MAX_BYTES = 65_535
 RRF_K = 60
 """Reciprocal rank fusion's constant in hybrid search (Milvus's and the literature's)."""
 
 
 class PassageVectorStore(MilvusVectorStore):
-    """``MilvusVectorStore`` whose BM25 search (``"sparse"`` / ``"text_search"`` query
-    modes) sends no ``drop_ratio_search``: the vector store asks for 0.2, which Milvus
-    refuses on a BM25 field ("only drop_ratio_search=0 is supported"); BM25 scores every
-    query term already. Its scores are BM25's, positive on every Milvus."""
+    """``MilvusVectorStore`` of the passages. With full-text search it creates and fills
+    :data:`LEXICAL_FIELD` (the passage as embedded), which its BM25 function reads, and its
+    BM25 search (``"sparse"`` / ``"text_search"`` query modes) sends no
+    ``drop_ratio_search``: the vector store asks for 0.2, which Milvus refuses on a BM25
+    field ("only drop_ratio_search=0 is supported"). Its scores are BM25's, positive on
+    every Milvus."""
+
+    def _reads_lexical_field(self) -> bool:
+        function = self.sparse_embedding_function
+        return (self.enable_sparse and isinstance(function, BM25BuiltInFunction)
+                and function.input_field_names in (LEXICAL_FIELD, [LEXICAL_FIELD]))
+
+    def _add_fields_to_schema(self, schema: Any) -> Any:
+        schema = super()._add_fields_to_schema(schema)
+        if self._reads_lexical_field():
+            assert isinstance(self.sparse_embedding_function, BM25BuiltInFunction)
+            schema.add_field(field_name=LEXICAL_FIELD, datatype=DataType.VARCHAR,
+                             max_length=LEXICAL_MAX_BYTES,
+                             **self.sparse_embedding_function.get_field_kwargs())
+        return schema
+
+    def _rows(self, nodes: Sequence[BaseNode]) -> list[dict[str, Any]]:
+        """The rows ``MilvusVectorStore.add`` writes, with the lexical field."""
+        rows = []
+        for node in nodes:
+            row = node_to_metadata_dict(node, remove_text=True, text_field=self.text_key)
+            row[self.text_key] = node.dict()[self.text_key]
+            row["id"] = node.node_id
+            row[self.embedding_field] = node.embedding
+            row[LEXICAL_FIELD] = lexical_text(node)
+            rows.append(row)
+        return rows
+
+    def add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        if not self._reads_lexical_field():
+            return super().add(list(nodes), **add_kwargs)
+        for batch in iter_batch(self._rows(nodes), self.batch_size):
+            self.client.upsert(self.collection_name, batch)
+        return [node.node_id for node in nodes]
+
+    async def async_add(self, nodes: Sequence[BaseNode], **add_kwargs: Any) -> list[str]:
+        if not self._reads_lexical_field():
+            return await super().async_add(list(nodes), **add_kwargs)
+        assert self.aclient is not None, "the passage store is opened with an async client"
+        for batch in iter_batch(self._rows(nodes), self.batch_size):
+            await self.aclient.upsert(self.collection_name, batch)
+        return [node.node_id for node in nodes]
 
     def _bm25_request(self, query: VectorStoreQuery, string_expr: str,
                       output_fields: list[str], kwargs: dict[str, Any]) -> dict[str, Any]:
@@ -94,10 +148,25 @@ def check_analyzer(analyzer: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(analyzer)
 
 
-def vector_store_kwargs(analyzer: Mapping[str, Any] | None) -> dict[str, Any]:
+def lexical_text(node: BaseNode) -> str:
+    """What BM25 reads of a passage: its content as embedded, cut to what the field holds.
+
+    >>> from llama_index.core.schema import TextNode
+    >>> lexical_text(TextNode(text="Euler was born in Basel.", metadata={"title": "Euler"}))
+    'title: Euler\n\nEuler was born in Basel.'
+    """
+    content = node.get_content(metadata_mode=MetadataMode.EMBED)
+    encoded = content.encode("utf-8")
+    if len(encoded) <= LEXICAL_MAX_BYTES:
+        return content
+    return encoded[:LEXICAL_MAX_BYTES].decode("utf-8", errors="ignore")
+
+
+def vector_store_kwargs(analyzer: Mapping[str, Any] | None,
+                        reads: str = LEXICAL_FIELD) -> dict[str, Any]:
     """What ``MilvusVectorStore`` takes to create (or open) a passage collection with BM25
-    full-text search."""
-    function = BM25BuiltInFunction(input_field_names=TEXT_FIELD,
+    full-text search whose function reads the field ``reads``."""
+    function = BM25BuiltInFunction(input_field_names=reads,
                                    output_field_names=FULL_TEXT_FIELD,
                                    analyzer_params=dict(analyzer) if analyzer else None)
     return {"enable_sparse": True, "sparse_embedding_field": FULL_TEXT_FIELD,
@@ -105,10 +174,12 @@ def vector_store_kwargs(analyzer: Mapping[str, Any] | None) -> dict[str, Any]:
             "hybrid_ranker_params": {"k": RRF_K}}
 
 
-def has_full_text(collection_info: Mapping[str, Any]) -> bool:
-    """Whether a described collection has a BM25 function (``describe_collection``)."""
+def full_text_input(collection_info: Mapping[str, Any]) -> str | None:
+    """The field a described collection's BM25 function reads (``describe_collection``), or
+    ``None`` when it has none."""
     for function in collection_info.get("functions") or ():
         kind = function.get("type")
         if kind in (FunctionType.BM25, "BM25", int(FunctionType.BM25)):
-            return True
-    return False
+            inputs = function.get("input_field_names") or [TEXT_FIELD]
+            return str(inputs[0])
+    return None

@@ -32,8 +32,9 @@ from llama_index_graphrag_milvus.milvus.columns import (
     CollectionReads,
 )
 from llama_index_graphrag_milvus.milvus.fulltext import (
+    LEXICAL_FIELD,
     PassageVectorStore,
-    has_full_text,
+    full_text_input,
     vector_store_kwargs,
 )
 from llama_index_graphrag_milvus.milvus.lite import (
@@ -237,10 +238,13 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 self.client.load_collection(name)
             kind = (passage_store_class(self.tenant_key, self._partition_key())
                     if self.tenant_key else PassageVectorStore)
+            reads = LEXICAL_FIELD
             if self.passage_collection in self.client.list_collections():
-                self.full_text = has_full_text(
+                found = full_text_input(
                     self.client.describe_collection(self.passage_collection))
-            sparse = vector_store_kwargs(self.full_text_analyzer) if self.full_text else {}
+                self.full_text, reads = found is not None, found or LEXICAL_FIELD
+            sparse = (vector_store_kwargs(self.full_text_analyzer, reads) if self.full_text
+                      else {})
             with quiet_lite("grpc._server", "Method not implemented"):
                 self._passages = kind(
                     uri=self.uri,

@@ -52,6 +52,27 @@ def test_bm25_and_hybrid_rank_by_the_questions_words(milvus_uri: str,
 
 
 @LITE_ONLY
+def test_bm25_reads_the_passage_as_embedded(milvus_uri: str,
+                                            embed_model: HashEmbedding) -> None:
+    from llama_index.core.schema import TextNode
+
+    titled = TextNode(text="He was born in 1700 and studied medicine.",
+                      metadata={"title": "Daniel Bernoulli", "secret": "Quixotry"},
+                      excluded_embed_metadata_keys=["secret"])
+    index = GraphRAGIndex.from_triplets([(titled, []), *FAMILY], uri=milvus_uri,
+                                        embed_model=embed_model, full_text_search=True)
+    bm25 = index.as_naive_retriever(similarity_top_k=5, search="bm25")
+    # the title (embedded) is matched as words; a key kept out of the embedding is not
+    hits = bm25.retrieve("Daniel Bernoulli")
+    assert titled.text in texts(hits)
+    assert titled.text not in texts(bm25.retrieve("Quixotry"))
+    found = next(hit.node for hit in hits if hit.node.get_content() == titled.text)
+    assert {k: found.metadata[k] for k in ("title", "secret")} == titled.metadata
+    assert not {"full_text", "sparse_embedding"} & set(found.metadata)
+    index.close()
+
+
+@LITE_ONLY
 def test_full_text_is_read_back_on_open_and_graph_methods_still_work(
         milvus_uri: str, embed_model: HashEmbedding) -> None:
     GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
@@ -66,14 +87,15 @@ def test_full_text_is_read_back_on_open_and_graph_methods_still_work(
 
 
 @LITE_ONLY
-def test_filters_hold_in_bm25_and_hybrid_search(milvus_uri: str,
-                                                embed_model: HashEmbedding) -> None:
+@pytest.mark.parametrize("tenant_key", [None, "tenant"])
+def test_filters_hold_in_bm25_and_hybrid_search(milvus_uri: str, embed_model: HashEmbedding,
+                                                tenant_key: str | None) -> None:
     from llama_index.core.schema import TextNode
 
     data = [(TextNode(text=text, metadata={"tenant": tenant}), triplets)
             for tenant, (text, triplets) in (("a", FAMILY[0]), ("b", RARE))]
     index = GraphRAGIndex.from_triplets(data, uri=milvus_uri, embed_model=embed_model,
-                                        full_text_search=True)
+                                        full_text_search=True, tenant_key=tenant_key)
     only_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
     for search in ("bm25", "hybrid"):
         hits = index.as_naive_retriever(similarity_top_k=5, filters=only_a,

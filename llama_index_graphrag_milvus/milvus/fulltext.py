@@ -24,12 +24,14 @@ from typing import Any
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import iter_batch
 from llama_index.core.vector_stores.types import VectorStoreQuery
-from llama_index.core.vector_stores.utils import node_to_metadata_dict
+from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from llama_index.vector_stores.milvus.utils import BM25BuiltInFunction
 from pymilvus import DataType, FunctionType
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
+from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS
 
 FULL_TEXT_FIELD = "sparse_embedding"
 """The passage collection's BM25 field (the vector store's default sparse field)."""
@@ -183,3 +185,25 @@ def full_text_input(collection_info: Mapping[str, Any]) -> str | None:
             inputs = function.get("input_field_names") or [TEXT_FIELD]
             return str(inputs[0])
     return None
+
+
+def words_search_kwargs(collection: str, texts: Sequence[str], limit: int, where: str = ""
+                        ) -> dict[str, Any]:
+    """The arguments of one batched BM25 search of the passage collection."""
+    limit = min(limit, MILVUS_MAX_TOP_K)
+    return {**({"filter": where} if where else {}), "collection_name": collection,
+            "data": list(texts), "anns_field": FULL_TEXT_FIELD, "limit": limit,
+            "output_fields": list(PASSAGE_FIELDS),
+            "search_params": {"metric_type": "BM25"}}
+
+
+def parse_words_hits(result: Any) -> list[list[tuple[BaseNode, float]]]:
+    """``(node, BM25 score)`` lists of a batched BM25 search, best first and ties by id
+    (scores made positive: Milvus Lite reports them negated)."""
+    lists = []
+    for hits in result:
+        scored = sorted(((abs(float(h["distance"])), str(h["id"]), h) for h in hits),
+                        key=lambda item: (-item[0], item[1]))
+        lists.append([(metadata_dict_to_node(h["entity"], text=h["entity"].get("text")), score)
+                      for score, _, h in scored])
+    return lists

@@ -14,6 +14,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode
 from pymilvus import AsyncMilvusClient, MilvusClient
 
+from llama_index_graphrag_milvus.milvus.fulltext import parse_words_hits, words_search_kwargs
 from llama_index_graphrag_milvus.milvus.rows import (
     GET_CHUNK,
     RELATION_HIT_FIELDS,
@@ -38,6 +39,7 @@ class QueryPath:
     relation_collection: str
     passage_collection: str
     read_options: dict[str, Any]
+    full_text: bool
 
     @property
     def client(self) -> MilvusClient:
@@ -171,6 +173,28 @@ class QueryPath:
         if ids is None and where:
             kwargs["filter"] = where
         return kwargs
+
+    def match_passage_words(self, texts: Sequence[str], limit: int, where: str = ""
+                            ) -> list[list[tuple[BaseNode, float]]]:
+        """One batched BM25 search (Milvus full-text search): for each text, the ``limit``
+        passages whose words match it best, ``(node, score)``, best first; empty lists when
+        the passage collection has no full-text search."""
+        if not texts or not self.full_text:
+            return [[] for _ in texts]
+        with milvus_errors(f"search {self.passage_collection} by words"):
+            result = self.client.search(**words_search_kwargs(
+                self.passage_collection, texts, limit, where), **self.read_options)
+        return parse_words_hits(result)
+
+    async def amatch_passage_words(self, texts: Sequence[str], limit: int, where: str = ""
+                                   ) -> list[list[tuple[BaseNode, float]]]:
+        """Async twin of :meth:`match_passage_words`."""
+        if not texts or not self.full_text:
+            return [[] for _ in texts]
+        with milvus_errors(f"search {self.passage_collection} by words"):
+            result = await self.aclient().search(**words_search_kwargs(
+                self.passage_collection, texts, limit, where), **self.read_options)
+        return parse_words_hits(result)
 
     def passages_matching(self, ids: Sequence[str], where: str) -> list[str]:
         """Those of ``ids`` whose passage matches ``where`` (a filter expression on passage

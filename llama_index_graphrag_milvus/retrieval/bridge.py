@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from operator import attrgetter
 from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS, infer_kind
 from llama_index_graphrag_milvus.ids import entity_id, normalize_name
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
@@ -41,7 +42,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     rank_passages,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, Plan
+from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, MatchWords, Plan, Together
 from llama_index_graphrag_milvus.retrieval.seeds import search_relations
 from llama_index_graphrag_milvus.retrieval.settings import Choice
 from llama_index_graphrag_milvus.validation import check_int
@@ -55,6 +56,8 @@ from llama_index_graphrag_milvus.words import (
 
 T = TypeVar("T")
 
+RRF_K = 60
+"""Reciprocal rank fusion's constant when a list is fused with its BM25 list."""
 DEFAULT_MAX_BRIDGES = 3
 """Second queries per question (one per bridge entity)."""
 DEFAULT_NAMED_RELATIONS = 5
@@ -262,6 +265,28 @@ def interleave(lists: Sequence[Sequence[tuple[T, float]]], limit: int,
     return list(taken.values())
 
 
+def fuse_by_rank(meaning: Sequence[tuple[str, float]], words: Sequence[str], limit: int,
+                 k: int = RRF_K) -> list[tuple[str, float]]:
+    """Reciprocal rank fusion of a list ranked by meaning (``(id, similarity)``) and one
+    ranked by words (BM25 ids): a passage scores the sum of ``1 / (k + rank)`` over the
+    lists it is in (ranks from 1), best first, ties in the order of the meaning list, then
+    the words list. A passage keeps its similarity, 0.0 when only its words found it. With
+    no words the meaning list comes back as it was.
+
+    >>> fuse_by_rank([("a", .9), ("b", .8)], ["b", "c"], 3)
+    [('b', 0.8), ('a', 0.9), ('c', 0.0)]
+    >>> fuse_by_rank([("a", .9), ("b", .8)], [], 2)
+    [('a', 0.9), ('b', 0.8)]
+    """
+    scores: dict[str, float] = {}
+    for ranking in ([pid for pid, _ in meaning], words):
+        for rank, pid in enumerate(ranking, 1):
+            scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + rank)
+    similarity = dict(meaning)
+    order = sorted(scores, key=lambda pid: -scores[pid])  # stable: ties keep their order
+    return [(pid, similarity.get(pid, 0.0)) for pid in order[:limit]]
+
+
 class BridgeRetrieval(RetrievalMethod):
     """The graph-guided second hop (the default method): relations lead from the question to
     bridge entities, which become second passage queries (see the module docstring).
@@ -277,6 +302,12 @@ class BridgeRetrieval(RetrievalMethod):
             a bridge of last resort. Default 64.
         named_relations: the relations of the entities the question names (most similar to
             it) that may offer bridges after the relation hits. Default 5.
+        match_words: on an index with full-text search (``full_text_search=True``), each
+            list (the question's and each bridge's second query's) fuses its ranking by
+            meaning with Milvus's BM25 ranking of the same text, by reciprocal rank
+            (k = 60), so that names matched as words (a title, a rare surname) count;
+            nothing changes on an index without it, or under ``filters`` (BM25 weighs words
+            by every tenant's passages). Default ``True``.
 
     Scores: passages come in the interleaved order with score ``1 / (1 + round)`` (the
     question's and each bridge's first passages share round 0), so order-preserving
@@ -293,8 +324,12 @@ class BridgeRetrieval(RetrievalMethod):
     def __init__(self, max_bridges: int = DEFAULT_MAX_BRIDGES,
                  bridge_query: BridgeQuery | str = BridgeQuery.SUBSTITUTE,
                  hub_passages: int = DEFAULT_HUB_PASSAGES,
-                 named_relations: int = DEFAULT_NAMED_RELATIONS) -> None:
+                 named_relations: int = DEFAULT_NAMED_RELATIONS,
+                 match_words: bool = True) -> None:
         self.max_bridges = check_int("max_bridges", max_bridges)
+        if not isinstance(match_words, bool):
+            raise InvalidInputError(f"match_words must be True or False, got {match_words!r}.")
+        self.match_words = match_words
         self.bridge_query = BridgeQuery.of("bridge_query", bridge_query)
         self.hub_passages = check_int("hub_passages", hub_passages)
         self.named_relations = check_int("named_relations", named_relations, minimum=0)
@@ -317,32 +352,52 @@ class BridgeRetrieval(RetrievalMethod):
             query.trace.on_bridges(bridges, queries)
         vectors = (yield from EmbedTexts(queries)) if bridges else []
         timings = {"second_query_embedding": time.perf_counter() - started}
-        chosen = yield from self._passages(query, (query.vector, *vectors))
-        return (yield from with_own_relations(query, [self._result(ranked, bridges, timings)
-                                                      for ranked in chosen]))
+        texts = (query.text, *queries) if self.match_words else ()
+        chosen, words = yield from self._passages(query, (query.vector, *vectors), texts)
+        return (yield from with_own_relations(query, [
+            self._result(ranked, bridges, timings, words) for ranked in chosen]))
 
     @staticmethod
-    def _passages(query: QueryContext, vectors: Sequence[Sequence[float]]
-                  ) -> Plan[list[Ranked[BaseNode]]]:
-        """The interleaved passages of the question's and the bridges' lists, ranked in one
-        batch; only the chosen ones are read when the ranking did not read them."""
+    def _passages(query: QueryContext, vectors: Sequence[Sequence[float]],
+                  texts: Sequence[str]
+                  ) -> Plan[tuple[list[Ranked[BaseNode]], dict[tuple[int, str], float]]]:
+        """The interleaved passages of the question's and the bridges' lists (each fused
+        with the BM25 list of its text, when ``texts`` are given), ranked in one batch; only
+        the chosen ones are read when the rankings did not read them. Also each list's BM25
+        scores, by ``(list, passage id)``."""
         limit = query.similarity_top_k
-        ranked = yield from rank_passages(query, vectors, limit)
+        ranking = rank_passages(query, vectors, limit)
+        ranked, worded = ((yield from Together((ranking, MatchWords(tuple(texts), limit,
+                                                                    query.where))))
+                          if texts else ((yield from ranking), [[] for _ in vectors]))
+        lists = [[(h.id, h.score) for h in hits] for hits in ranked]
         if query.trace:
-            query.trace.on_lists([[(h.id, h.score) for h in hits] for hits in ranked])
-        chosen = interleave([[(h.id, h.score) for h in hits] for hits in ranked], limit, str)
+            query.trace.on_lists(lists)
+        # the words lists come after the meaning lists in each round: they add passages,
+        # never displace the head of a ranking by meaning
+        similarity = [dict(hits) for hits in lists]
+        chosen = [replace(r, source=r.source % len(lists),
+                          similarity=similarity[r.source % len(lists)].get(r.node, 0.0))
+                  for r in interleave([*lists, *([(node.node_id, 0.0) for node, _ in found]
+                                                 for found in worded)], limit, str)]
         read = {h.id: h.node for hits in ranked for h in hits if h.node is not None}
+        read.update({node.node_id: node for found in worded for node, _ in found})
         read.update((yield from fetch_passages([r.node for r in chosen if r.node not in read])))
+        words = {(source, node.node_id): score for source, found in enumerate(worded)
+                 for node, score in found}
         return [Ranked(read[r.node], r.similarity, r.source, r.round)
-                for r in chosen if r.node in read]
+                for r in chosen if r.node in read], words
 
     @staticmethod
     def _result(ranked: Ranked[BaseNode], bridges: Sequence[Bridge],
-                timings: dict[str, float]) -> Result:
+                timings: dict[str, float], words: Mapping[tuple[int, str], float]) -> Result:
         bridge = bridges[ranked.source - 1] if ranked.source else None
         found_by: dict[str, Any] = {"query": "bridge" if bridge else "question",
                                     "similarity": round(ranked.similarity, 6),
                                     "round": ranked.round}
+        matched = words.get((ranked.source, ranked.node.node_id))
+        if matched is not None:
+            found_by["words"] = round(matched, 6)  # its BM25 score for that list's text
         first: tuple[CandidateRelation, ...] = ()
         if bridge is not None:
             found_by["bridge"] = bridge.name
@@ -355,4 +410,4 @@ class BridgeRetrieval(RetrievalMethod):
         return {"passage_scoring": "bridge", "max_bridges": self.max_bridges,
                 "bridge_query": str(self.bridge_query),
                 "named_relations": self.named_relations,
-                "hub_passages": self.hub_passages}
+                "hub_passages": self.hub_passages, "match_words": self.match_words}

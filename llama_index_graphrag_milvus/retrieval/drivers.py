@@ -56,6 +56,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadGraph,
     LoadPassages,
     MatchPassages,
+    MatchWords,
     Ner,
     Plan,
     Request,
@@ -261,6 +262,15 @@ async def _asearch_passages(context: DriverContext, r: SearchPassages
     return await context.store.asearch_passage_lists(r.vectors, r.limit, r.ids, r.where)
 
 
+def _match_words(context: DriverContext, r: MatchWords) -> list[list[tuple[BaseNode, float]]]:
+    return context.store.match_passage_words(r.texts, r.limit, r.where)
+
+
+async def _amatch_words(context: DriverContext, r: MatchWords
+                        ) -> list[list[tuple[BaseNode, float]]]:
+    return await context.store.amatch_passage_words(r.texts, r.limit, r.where)
+
+
 def _get_passages(context: DriverContext, r: GetPassages) -> list[BaseNode]:
     return context.store.get_passages(r.ids, r.where)
 
@@ -297,6 +307,7 @@ MILVUS_HANDLERS: Handlers = dict([
     handler(SearchEntities, _search_entities, _asearch_entities),
     handler(SearchRelations, _search_relations, _asearch_relations),
     handler(SearchPassages, _search_passages, _asearch_passages),
+    handler(MatchWords, _match_words, _amatch_words),
     handler(GetPassages, _get_passages, _aget_passages),
     handler(MatchPassages, _match, _amatch),
     handler(GetRelationTexts, _relation_texts, _arelation_texts),

@@ -70,6 +70,7 @@ KEYWORD_SETTINGS: dict[str, tuple[str, str, Any]] = {
     "bridge_query": (PassageScoring.BRIDGE, "bridge_query", "substitute"),
     "named_relations": (PassageScoring.BRIDGE, "named_relations", DEFAULT_NAMED_RELATIONS),
     "hub_passages": (PassageScoring.BRIDGE, "hub_passages", DEFAULT_HUB_PASSAGES),
+    "match_words": (PassageScoring.BRIDGE, "match_words", True),
     "ppr_damping": (PassageScoring.PPR, "damping", 0.5),
     "ppr_passage_weight": (PassageScoring.PPR, "passage_weight", DEFAULT_PASSAGE_WEIGHT),
     "ppr_max_iterations": (PassageScoring.PPR, "max_iterations", 50),

@@ -25,7 +25,7 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
   graph lives;
 - **the models**: :class:`Ner`, :class:`EmbedTexts`;
 - **the Milvus collections**, one request one call: :class:`SearchEntities`,
-  :class:`SearchRelations`, :class:`SearchPassages`, :class:`GetPassages`,
+  :class:`SearchRelations`, :class:`SearchPassages`, :class:`MatchWords`, :class:`GetPassages`,
   :class:`MatchPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`;
 - **the in-memory copies** of the index, which the in-memory source reads:
   :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, and
@@ -249,6 +249,18 @@ class SearchPassages(Request[list[list[tuple[BaseNode, float]]]]):
     vectors: tuple[Sequence[float], ...]
     limit: int
     ids: tuple[str, ...] | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class MatchWords(Request[list[list[tuple[BaseNode, float]]]]):
+    """One batched BM25 search of the passages (Milvus full-text search): per text, the
+    ``limit`` passages whose words match it best, ``(node, BM25 score)``, best first and
+    ties by id, matching the ``where`` filter expression; empty lists when the index has no
+    full-text search."""
+
+    texts: tuple[str, ...]
+    limit: int
     where: str = ""
 
 

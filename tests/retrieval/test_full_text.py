@@ -172,3 +172,64 @@ def test_a_server_without_bm25_functions_is_refused_in_one_clear_error(
         with GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
                                          full_text_search=True) as index:
             assert texts(index.as_naive_retriever(search="bm25").retrieve("Daniel"))
+
+
+# ------------------------------------------------------------- words in the second hop
+
+def blind_index(uri: str, full_text: bool = True) -> GraphRAGIndex:
+    """An index whose embedding sees nothing (every text has the same vector): only BM25
+    tells the passages apart."""
+    from llama_index.core.schema import TextNode
+
+    return GraphRAGIndex.from_triplets(
+        [(TextNode(text=text, metadata={"tenant": "a"}), triplets)
+         for text, triplets in [*FAMILY, RARE]],
+        uri=uri, embed_model=HashEmbedding(dim=1), full_text_search=full_text)
+
+
+@LITE_ONLY
+def test_the_bridge_lists_gain_passages_by_words(milvus_uri: str) -> None:
+    from llama_index_graphrag_milvus import BridgeRetrieval
+
+    index = blind_index(milvus_uri)
+    question = "Which manuscript from Zwolle lists a mathematician?"
+    with_words = index.as_retriever(method=BridgeRetrieval(), similarity_top_k=5)
+    hits = with_words.retrieve(question)
+    meaning_only = index.as_retriever(method=BridgeRetrieval(match_words=False),
+                                      similarity_top_k=5).retrieve(question)
+    # the words lists add passages after the meaning lists' heads, never before them
+    assert texts(hits)[0] == texts(meaning_only)[0]
+    assert texts(hits).index(RARE[0]) <= texts(meaning_only).index(RARE[0])
+    found_by = hits[texts(hits).index(RARE[0])].node.metadata["graphrag_found_by"]
+    assert found_by["words"] > 0  # its BM25 score for the text of the list it came from
+    assert all("words" not in hit.node.metadata["graphrag_found_by"] for hit in meaning_only)
+    assert texts(asyncio.run(with_words.aretrieve(question))) == texts(hits)
+    index.close()
+
+
+@LITE_ONLY
+def test_words_change_nothing_without_full_text_or_under_filters(milvus_uri: str,
+                                                                 tmp_path: Path) -> None:
+    from llama_index_graphrag_milvus import BridgeRetrieval
+
+    question = "Which manuscript from Zwolle lists a mathematician?"
+    plain = blind_index(milvus_uri, full_text=False)
+    on, off = (texts(plain.as_retriever(method=BridgeRetrieval(match_words=flag),
+                                        similarity_top_k=3).retrieve(question))
+               for flag in (True, False))
+    assert on == off
+    plain.close()
+    index = blind_index(str(tmp_path / "words.db"))
+    everything = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    scoped = [index.as_retriever(method=BridgeRetrieval(match_words=flag), similarity_top_k=3,
+                                 filters=everything).retrieve(question) for flag in (True, False)]
+    assert texts(scoped[0]) == texts(scoped[1]) and len(scoped[0]) == 3
+    assert all("words" not in hit.node.metadata["graphrag_found_by"] for hit in scoped[0])
+    index.close()
+
+
+def test_match_words_is_checked() -> None:
+    from llama_index_graphrag_milvus import BridgeRetrieval
+
+    with pytest.raises(InvalidInputError, match="match_words must be True or False"):
+        BridgeRetrieval(match_words="yes")  # type: ignore[arg-type]

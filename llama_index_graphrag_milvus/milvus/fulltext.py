@@ -154,8 +154,11 @@ def lexical_text(node: BaseNode) -> str:
     """What BM25 reads of a passage: its content as embedded, cut to what the field holds.
 
     >>> from llama_index.core.schema import TextNode
-    >>> lexical_text(TextNode(text="Euler was born in Basel.", metadata={"title": "Euler"}))
-    'title: Euler\n\nEuler was born in Basel.'
+    >>> print(lexical_text(TextNode(text="Euler was born in Basel.",
+    ...                             metadata={"title": "Euler"})))
+    title: Euler
+    <BLANKLINE>
+    Euler was born in Basel.
     """
     content = node.get_content(metadata_mode=MetadataMode.EMBED)
     encoded = content.encode("utf-8")

@@ -120,7 +120,7 @@ def builtin_method(name: PassageScoring | str, settings: Mapping[str, Any] | Non
     >>> builtin_method("bridge", {"max_bridge": 2})
     Traceback (most recent call last):
     ...
-    llama_index_graphrag_milvus.errors.InvalidInputError: unknown retriever argument max_bridge; the method settings are: bridge_query, hops, hub_passages, max_bridges, max_candidate_relations, max_relations_per_passage, named_relations, pcst_edge_cost, pcst_entity_prizes, pcst_relation_prizes, pcst_subgraph_node, per_hop_max_entities, per_hop_max_hub_relations, per_hop_max_relations, ppr_damping, ppr_max_iterations, ppr_passage_weight, ppr_tolerance
+    llama_index_graphrag_milvus.errors.InvalidInputError: unknown retriever argument max_bridge; the method settings are: bridge_query, hops, hub_passages, match_words, max_bridges, max_candidate_relations, max_relations_per_passage, named_relations, pcst_edge_cost, pcst_entity_prizes, pcst_relation_prizes, pcst_subgraph_node, per_hop_max_entities, per_hop_max_hub_relations, per_hop_max_relations, ppr_damping, ppr_max_iterations, ppr_passage_weight, ppr_tolerance
     """  # noqa: E501
     chosen = PassageScoring.of("passage_scoring", name)
     settings = dict(settings or {})

@@ -106,6 +106,19 @@ def check_number(name: str, value: Any, low: float | None = None, high: float | 
     return value
 
 
+def check_bool(name: str, value: Any) -> bool:
+    """``value`` when it is ``True`` or ``False``.
+
+    >>> check_bool("match_words", "yes")
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: match_words must be True or False, got 'yes'
+    """  # noqa: E501
+    if not isinstance(value, bool):
+        raise _fail(name, "True or False", value, "")
+    return value
+
+
 def check_optional_number(name: str, value: Any, low: float | None = None,
                           high: float | None = None, low_open: bool = False,
                           hint: str = "") -> float | None:

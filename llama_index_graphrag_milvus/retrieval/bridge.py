@@ -25,7 +25,6 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS, infer_kind
 from llama_index_graphrag_milvus.ids import entity_id, normalize_name
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
@@ -45,7 +44,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
 from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, MatchWords, Plan, Together
 from llama_index_graphrag_milvus.retrieval.seeds import search_relations
 from llama_index_graphrag_milvus.retrieval.settings import Choice
-from llama_index_graphrag_milvus.validation import check_int
+from llama_index_graphrag_milvus.validation import check_bool, check_int
 from llama_index_graphrag_milvus.words import (
     Words,
     content_words,
@@ -327,9 +326,7 @@ class BridgeRetrieval(RetrievalMethod):
                  named_relations: int = DEFAULT_NAMED_RELATIONS,
                  match_words: bool = True) -> None:
         self.max_bridges = check_int("max_bridges", max_bridges)
-        if not isinstance(match_words, bool):
-            raise InvalidInputError(f"match_words must be True or False, got {match_words!r}.")
-        self.match_words = match_words
+        self.match_words = check_bool("match_words", match_words)
         self.bridge_query = BridgeQuery.of("bridge_query", bridge_query)
         self.hub_passages = check_int("hub_passages", hub_passages)
         self.named_relations = check_int("named_relations", named_relations, minimum=0)

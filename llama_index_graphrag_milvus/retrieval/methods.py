@@ -75,6 +75,7 @@ KEYWORD_SETTINGS: dict[str, tuple[str, str, Any]] = {
     "ppr_passage_weight": (PassageScoring.PPR, "passage_weight", DEFAULT_PASSAGE_WEIGHT),
     "ppr_max_iterations": (PassageScoring.PPR, "max_iterations", 50),
     "ppr_tolerance": (PassageScoring.PPR, "tolerance", 1e-6),
+    "ppr_match_words": (PassageScoring.PPR, "match_words", False),
     "pcst_entity_prizes": (PassageScoring.PCST, "entity_prizes", 3),
     "pcst_relation_prizes": (PassageScoring.PCST, "relation_prizes", DEFAULT_RELATION_PRIZES),
     "pcst_edge_cost": (PassageScoring.PCST, "edge_cost", 0.5),
@@ -120,7 +121,7 @@ def builtin_method(name: PassageScoring | str, settings: Mapping[str, Any] | Non
     >>> builtin_method("bridge", {"max_bridge": 2})
     Traceback (most recent call last):
     ...
-    llama_index_graphrag_milvus.errors.InvalidInputError: unknown retriever argument max_bridge; the method settings are: bridge_query, hops, hub_passages, match_words, max_bridges, max_candidate_relations, max_relations_per_passage, named_relations, pcst_edge_cost, pcst_entity_prizes, pcst_relation_prizes, pcst_subgraph_node, per_hop_max_entities, per_hop_max_hub_relations, per_hop_max_relations, ppr_damping, ppr_max_iterations, ppr_passage_weight, ppr_tolerance
+    llama_index_graphrag_milvus.errors.InvalidInputError: unknown retriever argument max_bridge; the method settings are: bridge_query, hops, hub_passages, match_words, max_bridges, max_candidate_relations, max_relations_per_passage, named_relations, pcst_edge_cost, pcst_entity_prizes, pcst_relation_prizes, pcst_subgraph_node, per_hop_max_entities, per_hop_max_hub_relations, per_hop_max_relations, ppr_damping, ppr_match_words, ppr_max_iterations, ppr_passage_weight, ppr_tolerance
     """  # noqa: E501
     chosen = PassageScoring.of("passage_scoring", name)
     settings = dict(settings or {})

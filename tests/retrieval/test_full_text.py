@@ -233,3 +233,21 @@ def test_match_words_is_checked() -> None:
 
     with pytest.raises(InvalidInputError, match="match_words must be True or False"):
         BridgeRetrieval(match_words="yes")  # type: ignore[arg-type]
+
+
+@LITE_ONLY
+def test_pagerank_is_seeded_by_the_passages_the_words_match(milvus_uri: str) -> None:
+    from llama_index_graphrag_milvus import PageRankRetrieval
+
+    index = blind_index(milvus_uri)
+    question = "Which manuscript from Zwolle lists a mathematician?"
+
+    def pagerank_entities(match_words: bool) -> str:
+        retriever = index.as_retriever(method=PageRankRetrieval(match_words=match_words),
+                                       similarity_top_k=1, entity_top_k=1, relation_top_k=1)
+        return str(retriever.explain(question).to_dict())
+
+    # the passage its words match joins the restart set, and its relations the graph
+    assert "Zwolle manuscript" in pagerank_entities(True)
+    assert "Zwolle manuscript" not in pagerank_entities(False)
+    index.close()

@@ -85,12 +85,13 @@ def _cell(hit: NodeWithScore | None, width: int, other: set[str]) -> str:
 
 
 def side_by_side(naive: Sequence[NodeWithScore], graph: Sequence[NodeWithScore],
-                 method: str, width: int = 100) -> str:
-    """The two lists as rows of ``width`` characters (see the module docstring)."""
+                 method: str, width: int = 100, baseline: str = "naive RAG") -> str:
+    """The two lists as rows of ``width`` characters (see the module docstring); the left
+    one is headed ``baseline``."""
     column = max(24, (width - 3 - len(SEPARATOR)) // 2)
     naive_ids = {h.node.node_id for h in naive}
     graph_ids = {h.node.node_id for h in graph}
-    lines = [f"   {'naive RAG':<{column}}{SEPARATOR}graph RAG ({method})"]
+    lines = [f"   {baseline:<{column}}{SEPARATOR}graph RAG ({method})"]
     for rank in range(max(len(naive), len(graph))):
         left = naive[rank] if rank < len(naive) else None
         right = graph[rank] if rank < len(graph) else None

@@ -1,8 +1,10 @@
 """``graphrag-milvus FOLDER``: try Graph RAG on your own files in one command.
 
 Indexes the files of a folder (offline by default: spaCy extracts the triplets,
-all-MiniLM-L6-v2 embeds), then asks questions (``--ask``, naive RAG's passages beside the
-graph's) or opens the explorer on the index (``--explore``). Run again, it skips the
+all-MiniLM-L6-v2 embeds; a new index gets Milvus's full-text search where Milvus has it),
+then asks questions (``--ask``: Milvus's hybrid search, dense + BM25, beside the graph's
+passages; naive RAG's on an index made without full-text search) or opens the explorer on
+the index (``--explore``). Run again, it skips the
 documents already stored: Ctrl-C loses at most the batch in progress.
 
 Exit codes: 0 when done, 2 for what the command line must change (one line on stderr; the
@@ -34,7 +36,7 @@ from llama_index_graphrag_milvus.cli.common import (
 )
 from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
 from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL, extractor, load_llm
-from llama_index_graphrag_milvus.errors import GraphRAGError
+from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.cli.folder import Folder, Progress
@@ -155,15 +157,32 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
         say(f"Changed since they were stored, replaced: {', '.join(progress.replaced)}")
 
 
+def open_index(args: argparse.Namespace, embed_model: Any) -> GraphRAGIndex:
+    """The folder's index: a new one with Milvus's full-text search where Milvus has it
+    (the hybrid baseline, and BM25 in the second hop), an existing one as it was made."""
+    from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+    options = {"uri": args.uri, "token": args.token,
+               "collection_prefix": args.collection_prefix, "embed_model": embed_model}
+    try:
+        return GraphRAGIndex(**options, full_text_search=True)
+    except InvalidInputError:  # made without it, or a server before Milvus 2.5
+        return GraphRAGIndex(**options)
+
+
 def answer(index: GraphRAGIndex, question: str, method: str, top_k: int) -> None:
-    """Print naive RAG's passages beside the graph method's for ``question``."""
+    """Print the baseline a Milvus user would try first (hybrid search on a full-text index,
+    else naive RAG) beside the graph method's passages for ``question``."""
     from llama_index_graphrag_milvus.cli.compare import side_by_side
 
-    naive = index.as_naive_retriever(similarity_top_k=top_k).retrieve(question)
+    search, baseline = (("hybrid", "hybrid RAG (dense + BM25)") if index.store.full_text
+                        else ("dense", "naive RAG"))
+    naive = index.as_naive_retriever(similarity_top_k=top_k, search=search
+                                     ).retrieve(question)
     graph = index.as_retriever(method=method, similarity_top_k=top_k
                                ).retrieve(question)
     width = shutil.get_terminal_size((120, 24)).columns
-    say(f"\nQuestion: {question}\n{side_by_side(naive, graph, method, width)}")
+    say(f"\nQuestion: {question}\n{side_by_side(naive, graph, method, width, baseline)}")
 
 
 def explore(index: GraphRAGIndex, host: str, port: int) -> None:
@@ -183,7 +202,6 @@ def explore(index: GraphRAGIndex, host: str, port: int) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the command; see the module docstring for the exit codes."""
     from llama_index_graphrag_milvus.cli.folder import Progress
-    from llama_index_graphrag_milvus.index import GraphRAGIndex
 
     args = parser().parse_args(argv)
     args.uri = args.uri or default_uri(args.folder)
@@ -191,8 +209,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = Progress()
     try:
         folder, embed_model, kg_extractor = prepare(args)
-        index = GraphRAGIndex(uri=args.uri, token=args.token,
-                              collection_prefix=args.collection_prefix, embed_model=embed_model)
+        index = open_index(args, embed_model)
         index_folder(index, folder, kg_extractor, progress, args.batch_size)
         where = args.uri if is_server(args.uri) else str(Path(args.uri).resolve())
         say(f"Index: {where} ({args.collection_prefix}), "

@@ -102,7 +102,8 @@ def test_a_folder_is_indexed_then_asked_beside_naive_rag(
     first, second = out.split("Question: ")[1:]
     assert first.startswith(QUESTION) and second.startswith("Where is Basel?")
     header, *rows = first.splitlines()[1:]
-    assert "naive RAG" in header and "│ graph RAG (bridge)" in header
+    # a new index has full-text search: the baseline is Milvus's hybrid search
+    assert "hybrid RAG (dense + BM25)" in header and "│ graph RAG (bridge)" in header
     ranks = [r for r in rows if r.startswith("#")]
     assert [r[:2] for r in ranks] == ["#1", "#2", "#3"]
     assert all(re.search(r"\d\.\d{3} \S+\.(txt|md): .+ │ \d\.\d{3} \S+\.(txt|md): ", r)
@@ -112,9 +113,25 @@ def test_a_folder_is_indexed_then_asked_beside_naive_rag(
         passages = index.store.get_passages(
             [pid for d in read_folder(folder).documents for pid in d.passage_ids])
         assert len(passages) == 6  # the ids the command computes are the index's
+        assert index.store.full_text
         tutorial = {text for text, _ in DATASET}
         assert all(p.metadata["graphrag_triplets"] for p in passages  # spaCy's
                    if p.get_content() in tutorial)
+
+
+def test_an_index_made_without_full_text_search_is_asked_beside_naive_rag(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "older.db"
+    GraphRAGIndex.from_triplets(DATASET[:1], uri=str(db), embed_model=HashEmbedding(dim=64)
+                                ).close()
+    code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
+                          "--ask", QUESTION, "--top-k", "2"], capsys)
+    assert code == 0, err
+    header = out.split("Question: ")[1].splitlines()[1]
+    assert "naive RAG" in header and "hybrid" not in header
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        assert not index.store.full_text
+        assert index.store.count(index.store.passage_collection) == 7  # its own and the 6
 
 
 def test_run_again_it_skips_what_is_stored_and_replaces_changed_files(

@@ -97,10 +97,9 @@ class PassageVectorStore(MilvusVectorStore):
 
     def _bm25_request(self, query: VectorStoreQuery, string_expr: str,
                       output_fields: list[str], kwargs: dict[str, Any]) -> dict[str, Any]:
-        return {"collection_name": self.collection_name, "data": [query.query_str],
-                "anns_field": self.sparse_embedding_field, "limit": query.similarity_top_k,
-                "filter": string_expr, "output_fields": output_fields,
-                "search_params": {"metric_type": "BM25"},
+        return {**words_search_kwargs(self.collection_name, [query.query_str or ""],
+                                      query.similarity_top_k, string_expr, output_fields,
+                                      self.sparse_embedding_field),
                 "partition_names": kwargs.get("milvus_partition_names")}
 
     def _bm25_hits(self, result: Any) -> tuple[list[BaseNode], list[float], list[str]]:
@@ -145,7 +144,7 @@ def check_analyzer(analyzer: Mapping[str, Any] | None) -> dict[str, Any] | None:
         raise InvalidInputError(
             f"full_text_analyzer must be a non-empty dict of Milvus analyzer parameters, "
             f"got {analyzer!r}: for example {{'tokenizer': 'jieba'}} (Chinese) or "
-            "{{'tokenizer': 'standard', 'filter': ['lowercase']}} (see Milvus's analyzer "
+            "{'tokenizer': 'standard', 'filter': ['lowercase']} (see Milvus's analyzer "
             "documentation).")
     return dict(analyzer)
 
@@ -190,14 +189,14 @@ def full_text_input(collection_info: Mapping[str, Any]) -> str | None:
     return None
 
 
-def words_search_kwargs(collection: str, texts: Sequence[str], limit: int, where: str = ""
-                        ) -> dict[str, Any]:
-    """The arguments of one batched BM25 search of the passage collection."""
-    limit = min(limit, MILVUS_MAX_TOP_K)
+def words_search_kwargs(collection: str, texts: Sequence[str], limit: int, where: str = "",
+                        output_fields: Sequence[str] = PASSAGE_FIELDS,
+                        field: str = FULL_TEXT_FIELD) -> dict[str, Any]:
+    """The arguments of one batched BM25 search of the passage collection (no
+    ``drop_ratio_search``: Milvus refuses it on a BM25 field)."""
     return {**({"filter": where} if where else {}), "collection_name": collection,
-            "data": list(texts), "anns_field": FULL_TEXT_FIELD, "limit": limit,
-            "output_fields": list(PASSAGE_FIELDS),
-            "search_params": {"metric_type": "BM25"}}
+            "data": list(texts), "anns_field": field, "limit": min(limit, MILVUS_MAX_TOP_K),
+            "output_fields": list(output_fields), "search_params": {"metric_type": "BM25"}}
 
 
 def parse_words_hits(result: Any) -> list[list[tuple[BaseNode, float]]]:

@@ -9,7 +9,9 @@ bridge" finds the passage about the American Psychological Association, which th
 alone does not resemble.
 
 One query costs one relation search, one batch embedding of the second queries and one
-batched passage search (the question and every bridge in the same Milvus call). The lists are
+batched passage search (the question and every bridge in the same Milvus call); on an index
+with full-text search, one batched BM25 search of the same texts beside it, whose lists
+follow the lists by meaning in each round. The lists are
 interleaved: the question's 1st passage, each bridge's 1st, the question's 2nd, and so on,
 skipping passages already taken. A query whose relations yield no bridge is plain vector
 search over the passages; passages without triplets are ranked like any other.
@@ -55,8 +57,6 @@ from llama_index_graphrag_milvus.words import (
 
 T = TypeVar("T")
 
-RRF_K = 60
-"""Reciprocal rank fusion's constant when a list is fused with its BM25 list."""
 DEFAULT_MAX_BRIDGES = 3
 """Second queries per question (one per bridge entity)."""
 DEFAULT_NAMED_RELATIONS = 5
@@ -264,28 +264,6 @@ def interleave(lists: Sequence[Sequence[tuple[T, float]]], limit: int,
     return list(taken.values())
 
 
-def fuse_by_rank(meaning: Sequence[tuple[str, float]], words: Sequence[str], limit: int,
-                 k: int = RRF_K) -> list[tuple[str, float]]:
-    """Reciprocal rank fusion of a list ranked by meaning (``(id, similarity)``) and one
-    ranked by words (BM25 ids): a passage scores the sum of ``1 / (k + rank)`` over the
-    lists it is in (ranks from 1), best first, ties in the order of the meaning list, then
-    the words list. A passage keeps its similarity, 0.0 when only its words found it. With
-    no words the meaning list comes back as it was.
-
-    >>> fuse_by_rank([("a", .9), ("b", .8)], ["b", "c"], 3)
-    [('b', 0.8), ('a', 0.9), ('c', 0.0)]
-    >>> fuse_by_rank([("a", .9), ("b", .8)], [], 2)
-    [('a', 0.9), ('b', 0.8)]
-    """
-    scores: dict[str, float] = {}
-    for ranking in ([pid for pid, _ in meaning], words):
-        for rank, pid in enumerate(ranking, 1):
-            scores[pid] = scores.get(pid, 0.0) + 1.0 / (k + rank)
-    similarity = dict(meaning)
-    order = sorted(scores, key=lambda pid: -scores[pid])  # stable: ties keep their order
-    return [(pid, similarity.get(pid, 0.0)) for pid in order[:limit]]
-
-
 class BridgeRetrieval(RetrievalMethod):
     """The graph-guided second hop (the default method): relations lead from the question to
     bridge entities, which become second passage queries (see the module docstring).
@@ -302,11 +280,12 @@ class BridgeRetrieval(RetrievalMethod):
         named_relations: the relations of the entities the question names (most similar to
             it) that may offer bridges after the relation hits. Default 5.
         match_words: on an index with full-text search (``full_text_search=True``), each
-            list (the question's and each bridge's second query's) fuses its ranking by
-            meaning with Milvus's BM25 ranking of the same text, by reciprocal rank
-            (k = 60), so that names matched as words (a title, a rare surname) count;
-            nothing changes on an index without it, or under ``filters`` (BM25 weighs words
-            by every tenant's passages). Default ``True``.
+            list (the question's and each bridge's second query's) is followed by Milvus's
+            BM25 list of the same text, taken after the lists by meaning in each round of
+            the interleaving, so that names matched as words (a title, a rare surname) add
+            passages without displacing the head of a ranking by meaning; nothing changes
+            on an index without it, or under ``filters`` (BM25 weighs words by every
+            tenant's passages). Default ``True``.
 
     Scores: passages come in the interleaved order with score ``1 / (1 + round)`` (the
     question's and each bridge's first passages share round 0), so order-preserving
@@ -358,10 +337,10 @@ class BridgeRetrieval(RetrievalMethod):
     def _passages(query: QueryContext, vectors: Sequence[Sequence[float]],
                   texts: Sequence[str]
                   ) -> Plan[tuple[list[Ranked[BaseNode]], dict[tuple[int, str], float]]]:
-        """The interleaved passages of the question's and the bridges' lists (each fused
-        with the BM25 list of its text, when ``texts`` are given), ranked in one batch; only
-        the chosen ones are read when the rankings did not read them. Also each list's BM25
-        scores, by ``(list, passage id)``."""
+        """The interleaved passages of the question's and the bridges' lists by meaning,
+        then (in each round) the BM25 lists of ``texts`` when given, ranked in one batch;
+        only the chosen ones are read when the rankings did not read them. Also each list's
+        BM25 scores, by ``(list, passage id)``."""
         limit = query.similarity_top_k
         ranking = rank_passages(query, vectors, limit)
         ranked, worded = ((yield from Together((ranking, MatchWords(tuple(texts), limit,

@@ -1,6 +1,7 @@
 """The in-memory copies an index reads from Milvus on first use, and their invalidation.
 
-A copy (the graph, the entity table, the passage table, the communities) is built by the
+A copy (the graph, the entity table, the passage table, the passages' words, the
+communities) is built by the
 first query that needs it and dropped by every write of the index. Builds take seconds to
 minutes on a large index, and writes must not wait for them, so a build and a write can
 overlap: the write ends while the build still holds the rows it read before. Such a build
@@ -24,6 +25,8 @@ from typing import Any, TypeVar
 from llama_index_graphrag_milvus.communities.build import CommunitySet, load_communities
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+from llama_index_graphrag_milvus.graph.word_table import WordTable
+from llama_index_graphrag_milvus.milvus.fulltext import is_standard
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 T = TypeVar("T")
@@ -34,9 +37,10 @@ GRAPH = "graph"
 ENTITIES = "entities"
 PASSAGES = "passages"
 PASSAGE_COUNT = "passage_count"
+WORDS = "words"
 COMMUNITIES = "communities"
 GRAPH_MODE = "graph_mode"
-COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGE_COUNT, COMMUNITIES, GRAPH_MODE)
+COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGE_COUNT, WORDS, COMMUNITIES, GRAPH_MODE)
 """The names of the copies an index keeps."""
 
 
@@ -160,6 +164,27 @@ class IndexCache:
             if table is not None:
                 return table
         return await asyncio.to_thread(self.passage_table, max_floats)
+
+    def word_table(self, max_floats: int | None = None) -> WordTable | None:
+        """The passages' BM25 term weights (:class:`WordTable`), under the same budget as
+        :meth:`passage_table`; ``None`` above it, when the passages have no full-text
+        search, or when their analyzer is not Milvus's standard one (Milvus runs BM25 with
+        it then)."""
+        store = self.store
+        if not store.full_text or not is_standard(store.full_text_analyzer):
+            return None
+        if self._too_large(max_floats, self.passage_count):
+            return None
+        return self.get(WORDS, lambda: WordTable.from_texts(
+            store.read_passage_words(show_progress=self.show_progress),
+            *store.full_text_bm25()))
+
+    async def aword_table(self, max_floats: int | None = None) -> WordTable | None:
+        """:meth:`word_table` without blocking the event loop when it has to be read."""
+        table: WordTable | None = self.peek(WORDS)
+        if table is not None:  # no thread hop per query
+            return None if self._too_large(max_floats, lambda: len(table)) else table
+        return await asyncio.to_thread(self.word_table, max_floats)
 
     def passage_count(self) -> int:
         """The passages the table holds or would hold (a count query, remembered)."""

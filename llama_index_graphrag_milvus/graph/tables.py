@@ -95,6 +95,22 @@ def largest(scores: np.ndarray, k: int) -> np.ndarray:
     return found if candidates is None else candidates[found]
 
 
+def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
+    """Positions of the ``k`` highest ``scores`` (1-d), best first; among equal scores, at
+    the cut too, the lower position.
+
+    >>> top_rows(np.array([0.5, 0.9, 0.5, 0.5]), 3).tolist()
+    [1, 0, 2]
+    """
+    k = min(k, scores.size)
+    if k < 1:
+        return np.zeros(0, dtype=np.int64)
+    best = largest(scores, k)
+    floor = scores[best].min()  # every position of the tie at the cut, so that the lower win
+    best = np.concatenate([best[scores[best] > floor], np.flatnonzero(scores == floor)])
+    return best[np.lexsort((best, -scores[best]))][:k]
+
+
 def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.ndarray,
                  top_k: int, threshold: float | None = None
                  ) -> list[tuple[np.ndarray, np.ndarray]]:
@@ -115,13 +131,9 @@ def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.nd
     # rows x queries, read as one score row per query: ``units @ vectors.T`` was up to 1.5x
     # slower for 4 queries (100,000 x 64, OpenBLAS) and no faster for one
     scores = (vectors @ units.T).T
-    k = min(top_k, vectors.shape[0])
     found = []
     for row in scores:
-        best = largest(row, k)
-        floor = row[best].min()  # every row of the tie at the cut, so that the lower win
-        best = np.concatenate([best[row[best] > floor], np.flatnonzero(row == floor)])
-        best = best[np.lexsort((best, -row[best]))][:k]
+        best = top_rows(row, top_k)
         if threshold is not None:
             best = best[row[best] >= threshold]
         found.append((best.astype(np.int64), row[best]))

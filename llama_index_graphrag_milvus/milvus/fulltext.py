@@ -18,6 +18,7 @@ back from the collection's schema when the index is reopened.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from typing import Any
 
@@ -43,6 +44,12 @@ embedded (``node.get_content(MetadataMode.EMBED)``: its text and the metadata th
 sees, such as a title), so that BM25 and the dense search read the same content."""
 LEXICAL_MAX_BYTES = 65_535
 RRF_K = 60
+LITE_K1 = 1.5
+"""BM25's term-frequency saturation on Milvus Lite when the index does not set it."""
+SERVER_K1 = 1.2
+"""BM25's term-frequency saturation on a Milvus server when the index does not set it."""
+DEFAULT_B = 0.75
+"""BM25's length normalisation when the index does not set it (Lite and server)."""
 """Reciprocal rank fusion's constant in hybrid search (Milvus's and the literature's)."""
 
 
@@ -187,6 +194,50 @@ def full_text_input(collection_info: Mapping[str, Any]) -> str | None:
             inputs = function.get("input_field_names") or [TEXT_FIELD]
             return str(inputs[0])
     return None
+
+
+def analyzer_of(collection_info: Mapping[str, Any], field: str) -> dict[str, Any] | None:
+    """The analyzer parameters of ``field`` in a described collection (``None``: Milvus's
+    standard analyzer)."""
+    for described in collection_info.get("fields") or ():
+        if described.get("name") == field:
+            params = (described.get("params") or {}).get("analyzer_params")
+            if isinstance(params, str):
+                params = json.loads(params) if params.strip() else None
+            return dict(params) if params else None
+    return None
+
+
+def is_standard(analyzer: Mapping[str, Any] | None) -> bool:
+    """Whether ``analyzer`` is Milvus's standard analyzer (words lower-cased, no stop
+    words), the one BM25 in memory reproduces.
+
+    >>> is_standard(None), is_standard({"type": "standard"})
+    (True, True)
+    >>> is_standard({"tokenizer": "standard", "filter": ["lowercase"]})
+    True
+    >>> is_standard({"tokenizer": "jieba"}), is_standard({"type": "english"})
+    (False, False)
+    """
+    if not analyzer:
+        return True
+    if dict(analyzer) == {"type": "standard"}:
+        return True
+    return (analyzer.get("tokenizer") == "standard"
+            and set(analyzer) <= {"tokenizer", "filter"}
+            and list(analyzer.get("filter") or ["lowercase"]) == ["lowercase"])
+
+
+def bm25_parameters(index_info: Mapping[str, Any], is_lite: bool) -> tuple[float, float]:
+    """BM25's ``(k1, b)`` of a described sparse index: its own, else the Milvus default
+    (``k1`` 1.5 on Milvus Lite, 1.2 on a server; ``b`` 0.75).
+
+    >>> bm25_parameters({"bm25_k1": "1.3"}, is_lite=True), bm25_parameters({}, False)
+    ((1.3, 0.75), (1.2, 0.75))
+    """
+    params = {**index_info, **(index_info.get("params") or {})}
+    k1 = params.get("bm25_k1", LITE_K1 if is_lite else SERVER_K1)
+    return float(k1), float(params.get("bm25_b", DEFAULT_B))
 
 
 def words_search_kwargs(collection: str, texts: Sequence[str], limit: int, where: str = "",

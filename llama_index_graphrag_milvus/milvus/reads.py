@@ -11,6 +11,7 @@ from typing import Any
 
 from llama_index.core.schema import BaseNode
 from pymilvus import MilvusClient
+from tqdm import tqdm
 
 from llama_index_graphrag_milvus.milvus.columns import (
     ENTITY_COLUMNS,
@@ -23,6 +24,7 @@ from llama_index_graphrag_milvus.milvus.columns import (
     pk_ranges,
     read_columns,
 )
+from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD, bm25_parameters
 from llama_index_graphrag_milvus.milvus.rows import rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
@@ -47,6 +49,8 @@ class StoreReads:
     is_lite: bool
     consistency_level: str
     tenant_key: str | None
+    full_text: bool
+    full_text_field: str
 
     @property
     def client(self) -> MilvusClient:
@@ -141,6 +145,32 @@ class StoreReads:
         reads relations: what passage searches in memory use."""
         return self._read_columns(self.passage_collection, PASSAGE_COLUMNS, show_progress,
                                   reads)
+
+    def read_passage_words(self, show_progress: bool = False
+                           ) -> Iterator[tuple[list[str], list[str]]]:
+        """Every passage's id and the text its BM25 reads (:attr:`full_text_field`), as
+        ``(ids, texts)`` batches read in primary-key ranges: what BM25 in memory uses.
+        Nothing when the passages have no full-text search."""
+        if self.dim is None or not self.full_text:
+            return
+        total = self.count(self.passage_collection)
+        field = self.full_text_field
+        with milvus_errors(f"read {self.passage_collection}"), tqdm(
+                total=total, desc="Reading passage words", unit="passage",
+                disable=not show_progress) as progress:
+            for range_ in pk_ranges(total, self.reads.range_rows):
+                rows = self.client.query(collection_name=self.passage_collection,
+                                         **self.read_options, filter=range_,
+                                         output_fields=["id", field])
+                progress.update(len(rows))
+                yield [row["id"] for row in rows], [row.get(field) or "" for row in rows]
+
+    def full_text_bm25(self) -> tuple[float, float]:
+        """BM25's ``(k1, b)`` on the passages (the sparse index's, else Milvus's
+        defaults)."""
+        with milvus_errors(f"describe the index of {self.passage_collection}"):
+            info = self.client.describe_index(self.passage_collection, FULL_TEXT_FIELD)
+        return bm25_parameters(info or {}, self.is_lite)
 
     def _read_columns(self, collection: str, kind: ColumnKind[C], show_progress: bool,
                       reads: CollectionReads | None) -> Iterator[C]:

@@ -34,6 +34,7 @@ from llama_index_graphrag_milvus.milvus.columns import (
 from llama_index_graphrag_milvus.milvus.fulltext import (
     LEXICAL_FIELD,
     PassageVectorStore,
+    analyzer_of,
     full_text_input,
     vector_store_kwargs,
 )
@@ -175,8 +176,10 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         """Whether the passage collection has Milvus's BM25 full-text search (chosen at
         creation, read from its schema on open; see :mod:`~.fulltext`)."""
         self.full_text_analyzer: dict[str, Any] | None = None
-        """The analyzer a passage collection created now gets (``None``: Milvus's
-        standard one)."""
+        """The analyzer of the passages' BM25 (``None``: Milvus's standard one): the one a
+        passage collection created now gets, read from its schema on open."""
+        self.full_text_field = LEXICAL_FIELD
+        """The passage field BM25 reads (read from the schema on open)."""
         self.dim: int | None = None
         """The vectors' dimension; ``None`` until the collections exist."""
         try:
@@ -240,9 +243,12 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                     if self.tenant_key else PassageVectorStore)
             reads = LEXICAL_FIELD
             if self.passage_collection in self.client.list_collections():
-                found = full_text_input(
-                    self.client.describe_collection(self.passage_collection))
+                info = self.client.describe_collection(self.passage_collection)
+                found = full_text_input(info)
                 self.full_text, reads = found is not None, found or LEXICAL_FIELD
+                if found is not None:
+                    self.full_text_analyzer = analyzer_of(info, found)
+            self.full_text_field = reads
             sparse = (vector_store_kwargs(self.full_text_analyzer, reads) if self.full_text
                       else {})
             with quiet_lite("grpc._server", "Method not implemented"):

@@ -43,7 +43,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     rank_passages,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, MatchWords, Plan, Together
+from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, Plan, RankWords, Together
 from llama_index_graphrag_milvus.retrieval.seeds import search_relations
 from llama_index_graphrag_milvus.retrieval.settings import Choice
 from llama_index_graphrag_milvus.validation import check_bool, check_int
@@ -343,8 +343,8 @@ class BridgeRetrieval(RetrievalMethod):
         BM25 scores, by ``(list, passage id)``."""
         limit = query.similarity_top_k
         ranking = rank_passages(query, vectors, limit)
-        ranked, worded = ((yield from Together((ranking, MatchWords(tuple(texts), limit,
-                                                                    query.where))))
+        ranked, worded = ((yield from Together((ranking, RankWords(tuple(texts), limit,
+                                                                   query.where))))
                           if texts else ((yield from ranking), [[] for _ in vectors]))
         lists = [[(h.id, h.score) for h in hits] for hits in ranked]
         if query.trace:
@@ -354,13 +354,11 @@ class BridgeRetrieval(RetrievalMethod):
         similarity = [dict(hits) for hits in lists]
         chosen = [replace(r, source=r.source % len(lists),
                           similarity=similarity[r.source % len(lists)].get(r.node, 0.0))
-                  for r in interleave([*lists, *([(node.node_id, 0.0) for node, _ in found]
+                  for r in interleave([*lists, *([(h.id, 0.0) for h in found]
                                                  for found in worded)], limit, str)]
-        read = {h.id: h.node for hits in ranked for h in hits if h.node is not None}
-        read.update({node.node_id: node for found in worded for node, _ in found})
+        read = {h.id: h.node for hits in (*ranked, *worded) for h in hits if h.node is not None}
         read.update((yield from fetch_passages([r.node for r in chosen if r.node not in read])))
-        words = {(source, node.node_id): score for source, found in enumerate(worded)
-                 for node, score in found}
+        words = {(source, h.id): h.score for source, found in enumerate(worded) for h in found}
         return [Ranked(read[r.node], r.similarity, r.source, r.round)
                 for r in chosen if r.node in read], words
 

@@ -55,6 +55,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadEntities,
     LoadGraph,
     LoadPassages,
+    LoadWords,
     MatchPassages,
     MatchWords,
     Ner,
@@ -72,6 +73,7 @@ if TYPE_CHECKING:
     from llama_index_graphrag_milvus.communities.build import CommunitySet
     from llama_index_graphrag_milvus.graph import EntityRelationGraph
     from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+    from llama_index_graphrag_milvus.graph.word_table import WordTable
     from llama_index_graphrag_milvus.index_cache import IndexCache
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
@@ -343,6 +345,14 @@ async def _apassages(context: DriverContext, r: LoadPassages) -> PassageTable | 
     return await context.cache.apassage_table(r.max_floats)
 
 
+def _words(context: DriverContext, r: LoadWords) -> WordTable | None:
+    return context.cache.word_table(r.max_floats)
+
+
+async def _awords(context: DriverContext, r: LoadWords) -> WordTable | None:
+    return await context.cache.aword_table(r.max_floats)
+
+
 def _communities(context: DriverContext, r: LoadCommunities) -> CommunitySet:
     return context.cache.communities()
 
@@ -355,6 +365,7 @@ COPY_HANDLERS: Handlers = dict([
     handler(LoadGraph, _graph, _agraph),
     handler(LoadEntities, _entities, _aentities),
     handler(LoadPassages, _passages, _apassages),
+    handler(LoadWords, _words, _awords),
     handler(LoadCommunities, _communities, _acommunities),
 ])
 """Answered by the index's in-memory copies (read from Milvus on first use)."""

@@ -49,7 +49,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     read_relation_texts,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.requests import MatchWords, OwnRelations, Plan, first
+from llama_index_graphrag_milvus.retrieval.requests import OwnRelations, Plan, RankWords, first
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds, find_seeds
 from llama_index_graphrag_milvus.retrieval.steps import (
     attached_relations,
@@ -188,13 +188,12 @@ class PageRankRetrieval(RetrievalMethod):
         # full-text index), ranked beside the seed searches
         seeds, (ranked, worded) = yield from find_seeds(
             query, seeds_config, rank_passages(query, (query.vector,), query.similarity_top_k),
-            MatchWords((query.text,) if self.match_words else (), query.similarity_top_k,
-                       query.where))
+            RankWords((query.text,) if self.match_words else (), query.similarity_top_k,
+                      query.where))
         similar_hits = first(ranked)
-        nodes = {h.id: h.node for h in similar_hits if h.node is not None}
-        similar = with_words(
-            [(h.id, h.score) for h in similar_hits], [n.node_id for n, _ in first(worded)])
-        nodes.update({n.node_id: n for n, _ in first(worded)})
+        nodes = {h.id: h.node for h in (*similar_hits, *first(worded)) if h.node is not None}
+        similar = with_words([(h.id, h.score) for h in similar_hits],
+                             [h.id for h in first(worded)])
         candidates = yield from expand_pool(query, seeds, self.expansion)
         if query.trace:
             query.trace.on_seeds(seeds, candidates)

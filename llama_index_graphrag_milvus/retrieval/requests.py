@@ -17,7 +17,7 @@ Each request class is generic in its answer: ``RelationSeeds`` is a
 Requests come in four kinds, by what answers them (see :mod:`.drivers`):
 
 - **the graph** (what a method asks): :class:`RelationSeeds`, :class:`EntitySeeds`,
-  :class:`RankPassages`, :class:`ExpandPool`, :class:`RelationsAround`,
+  :class:`RankPassages`, :class:`RankWords`, :class:`ExpandPool`, :class:`RelationsAround`,
   :class:`GetRelations`, :class:`OwnRelations`, :class:`EntityPassages`,
   :class:`EntityDegrees`, :class:`RelationTexts`, :class:`EntityNames`. The *graph source*
   of the query answers them: the graph held in memory, or served by Milvus
@@ -28,7 +28,7 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
   :class:`SearchRelations`, :class:`SearchPassages`, :class:`MatchWords`, :class:`GetPassages`,
   :class:`MatchPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`;
 - **the in-memory copies** of the index, which the in-memory source reads:
-  :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, and
+  :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, :class:`LoadWords`, and
   :class:`LoadCommunities` (local search). :class:`Known` is an answer that needs no I/O.
 
 >>> def plan() -> Plan[int]:
@@ -54,6 +54,7 @@ from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+from llama_index_graphrag_milvus.graph.word_table import WordTable
 from llama_index_graphrag_milvus.records import (
     CandidateRelation,
     EntityHit,
@@ -117,6 +118,18 @@ class RankPassages(Request[list[list[PassageHit]]]):
     vectors: tuple[Sequence[float], ...]
     limit: int
     ids: tuple[str, ...] | None = None
+    where: str = ""
+
+
+@dataclass(frozen=True)
+class RankWords(Request[list[list[PassageHit]]]):
+    """One batched BM25 ranking (Milvus's full-text search, or its equivalent in memory):
+    per text, the ``limit`` passages whose words match it best, best first and ties by id,
+    matching the ``where`` filter expression; empty lists when the index has no full-text
+    search. Hits carry their nodes when the ranking read them (Milvus), else only ids."""
+
+    texts: tuple[str, ...]
+    limit: int
     where: str = ""
 
 
@@ -193,8 +206,8 @@ class EntityNames(Request[dict[str, str]]):
 
 
 GRAPH_REQUESTS: tuple[type[Request[Any]], ...] = (
-    RelationSeeds, EntitySeeds, RankPassages, ExpandPool, RelationsAround, GetRelations,
-    OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames)
+    RelationSeeds, EntitySeeds, RankPassages, RankWords, ExpandPool, RelationsAround,
+    GetRelations, OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames)
 """What a graph source must answer (:mod:`.sources` checks its tables against it)."""
 
 
@@ -312,6 +325,14 @@ class LoadEntities(Request[EntityTable]):
 class LoadPassages(Request[PassageTable | None]):
     """The index's in-memory passage table, or ``None`` when it would hold more than
     ``max_floats`` floats (``None``: no limit)."""
+
+    max_floats: int | None
+
+
+@dataclass(frozen=True)
+class LoadWords(Request[WordTable | None]):
+    """The passages' BM25 term weights in memory, or ``None`` (no full-text search, an
+    analyzer other than the standard one, or a passage table above ``max_floats``)."""
 
     max_floats: int | None
 

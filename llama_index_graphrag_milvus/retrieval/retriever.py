@@ -126,6 +126,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             ``memory_search_max_floats``. With ``filters``, a search over every passage
             runs in Milvus (the filter is a Milvus expression); one among given passages
             (PageRank's, PCST's, the k-hop pool's) is ranked among those the filter keeps.
+            On an index with full-text search the passages' words follow the same setting:
+            BM25 (the bridge's and PageRank's ``match_words``) is then computed in memory,
+            as Milvus's standard analyzer and BM25 compute it (an index with another
+            analyzer, or a filtered retrieval, uses Milvus's).
         memory_search_max_floats: this retriever's budget of ``"auto"`` in the three settings
             above: ``rows * dim`` floats. Default 20 million (about 52,000 rows of 384
             dimensions; :data:`~.settings.MEMORY_SEARCH_MAX_FLOATS`). Each retriever of an

@@ -6,7 +6,9 @@ retriever's :class:`~..settings.SearchSettings` allow, the entity and passage ta
 seed searches and passage rankings run in memory (exact, no Milvus call), or in Milvus above
 the budget. Every answer is built from the graph's rows by
 :meth:`~llama_index_graphrag_milvus.graph.EntityRelationGraph.relation_records`, so it holds
-the same records the served graph gives.
+the same records the served graph gives. Where the passage table is held, so are the
+passages' words: BM25 runs in memory too (Milvus Lite's own runs in Python, at about the cost
+of a whole query).
 """
 
 from __future__ import annotations
@@ -37,9 +39,11 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadEntities,
     LoadGraph,
     LoadPassages,
+    LoadWords,
     OwnRelations,
     Plan,
     RankPassages,
+    RankWords,
     RelationsAround,
     RelationSeeds,
     RelationTexts,
@@ -50,6 +54,7 @@ from llama_index_graphrag_milvus.retrieval.settings import SearchPlace
 from llama_index_graphrag_milvus.retrieval.sources.shared import (
     as_hits,
     milvus_ranking,
+    milvus_words,
     rank_own,
 )
 
@@ -106,6 +111,18 @@ def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[Pa
             ranked = table.search(r.vectors, min(r.limit, MILVUS_MAX_TOP_K), r.ids)
             return [[PassageHit(pid, score) for pid, score in hits] for hits in ranked]
     return (yield from milvus_ranking(r))
+
+
+def _rank_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageHit]]]:
+    """BM25 in memory (:class:`~llama_index_graphrag_milvus.graph.word_table.WordTable`,
+    ids only) where the passage table would be held and no filter applies, else Milvus's
+    full-text search."""
+    if r.texts and not r.where and context.searches.passage_search != SearchPlace.MILVUS:
+        table = yield from LoadWords(context.searches.passage_budget())
+        if table is not None:
+            ranked = table.search(r.texts, min(r.limit, MILVUS_MAX_TOP_K))
+            return [[PassageHit(pid, score) for pid, score in hits] for hits in ranked]
+    return (yield from milvus_words(r))
 
 
 def _expand_pool(context: DriverContext, r: ExpandPool) -> Plan[list[CandidateRelation]]:
@@ -191,6 +208,7 @@ MEMORY_SOURCE: Handlers = dict([
     steps(RelationSeeds, _relation_seeds),
     steps(EntitySeeds, _entity_seeds),
     steps(RankPassages, _rank_passages),
+    steps(RankWords, _rank_words),
     steps(ExpandPool, _expand_pool),
     steps(RelationsAround, _relations_around),
     steps(GetRelations, _get_relations),

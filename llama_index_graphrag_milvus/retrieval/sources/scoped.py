@@ -19,8 +19,9 @@ scoped query is answered by the wrapped source (in memory or served), then narro
 A passage ranking among given ids (PageRank's, PCST's and the k-hop pool's passages) is asked
 among the matching ones without the filter, so that the source may rank them in memory; a
 ranking over every passage (the question's and the bridges' lists) keeps the filter. A
-scoped query gets no BM25 lists (:class:`~..requests.MatchWords`): Milvus weighs words by the
-term statistics of the whole collection, other tenants' passages included.
+scoped query gets no BM25 lists (:class:`~..requests.RankWords`, :class:`~..requests.MatchWords`):
+BM25 weighs words by the term statistics of the whole collection, other tenants' passages
+included.
 
 Which passages match is one read of ids per step (:class:`~..requests.MatchPassages`),
 remembered for the rest of the query (:class:`~..drivers.Scope`). The texts and names a method
@@ -59,6 +60,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     OwnRelations,
     Plan,
     RankPassages,
+    RankWords,
     RelationsAround,
     RelationSeeds,
     Request,
@@ -235,8 +237,8 @@ def _passed(inner: Entry) -> Steps[Any]:
     return Steps(plan)
 
 
-def _no_words(context: DriverContext, r: MatchWords) -> Plan[list[list[Any]]]:
-    """No BM25 lists: Milvus scores words by term statistics of the whole collection, every
+def _no_words(context: DriverContext, r: RankWords | MatchWords) -> Plan[list[list[Any]]]:
+    """No BM25 lists: BM25 scores words by term statistics of the whole collection, every
     tenant's passages included, so a scoped query ranks by meaning alone."""
     return [[] for _ in r.texts]
     yield  # a plan that asks nothing
@@ -257,6 +259,7 @@ def scoped(inner: Handlers) -> Handlers:
         EntityPassages: _entity_passages(inner[EntityPassages]),
         EntityDegrees: Steps(_entity_degrees),
         RankPassages: _rank_passages(inner[RankPassages]),
+        RankWords: Steps(_no_words),
         MatchWords: Steps(_no_words),
     })
     return table

@@ -39,6 +39,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     OwnRelations,
     Plan,
     RankPassages,
+    RankWords,
     RelationsAround,
     RelationSeeds,
     RelationTexts,
@@ -46,7 +47,11 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     SearchRelations,
     Together,
 )
-from llama_index_graphrag_milvus.retrieval.sources.shared import milvus_ranking, rank_own
+from llama_index_graphrag_milvus.retrieval.sources.shared import (
+    milvus_ranking,
+    milvus_words,
+    rank_own,
+)
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
 
@@ -73,6 +78,10 @@ def _entity_seeds(context: DriverContext, r: EntitySeeds) -> Plan[list[list[Enti
 
 def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:
     return (yield from milvus_ranking(r))
+
+
+def _rank_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageHit]]]:
+    return (yield from milvus_words(r))
 
 
 def next_entities(relations: list[CandidateRelation], expanded: set[str], limit: int
@@ -199,6 +208,7 @@ SERVED_SOURCE: Handlers = dict([
     steps(RelationSeeds, _relation_seeds),
     steps(EntitySeeds, _entity_seeds),
     steps(RankPassages, _rank_passages),
+    steps(RankWords, _rank_words),
     steps(ExpandPool, expand_hop_by_hop),
     handler(RelationsAround, _around, _aaround),
     handler(GetRelations, _relations, _arelations),

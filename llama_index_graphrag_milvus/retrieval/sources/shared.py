@@ -1,17 +1,29 @@
-"""What both graph sources answer the same way: Milvus's passage ranking, the relation hits
-of relation records, and the order of a passage's own relations."""
+"""What both graph sources answer the same way: Milvus's passage rankings (by meaning and by
+words), the relation hits of relation records, and the order of a passage's own relations."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
-from llama_index_graphrag_milvus.retrieval.requests import Plan, RankPassages, SearchPassages
+from llama_index_graphrag_milvus.retrieval.requests import (
+    MatchWords,
+    Plan,
+    RankPassages,
+    RankWords,
+    SearchPassages,
+)
 
 
 def milvus_ranking(r: RankPassages) -> Plan[list[list[PassageHit]]]:
     """``r`` as one Milvus search (the hits carry their nodes)."""
     lists = yield from SearchPassages(r.vectors, r.limit, r.ids, r.where)
+    return [[PassageHit(node.node_id, score, node) for node, score in hits] for hits in lists]
+
+
+def milvus_words(r: RankWords) -> Plan[list[list[PassageHit]]]:
+    """``r`` as one Milvus full-text search (the hits carry their nodes)."""
+    lists = yield from MatchWords(r.texts, r.limit, r.where)
     return [[PassageHit(node.node_id, score, node) for node, score in hits] for hits in lists]
 
 

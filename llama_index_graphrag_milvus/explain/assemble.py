@@ -213,7 +213,7 @@ def build_explanation(trace: Trace, question: str, method: str, settings: dict[s
                        for eid, mass in trace.pagerank),
         subgraph=tuple(subgraph), reports=tuple(_reports(trace, nodes)),
         context_entities=tuple(_seed(h) for h in trace.context_entities),
-        timings=timings)
+        timings=timings, milvus_requests=trace.milvus_requests)
     view = build_view(explanation, trace, lookup,
                       [(p.id, p.entity_ids) for p in passages])
     notes = list(trace.notes)

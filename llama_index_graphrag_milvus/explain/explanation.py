@@ -223,8 +223,8 @@ class Explanation(_Record):
     Returned by :meth:`GraphRAGRetriever.explain
     <llama_index_graphrag_milvus.retrieval.retriever.GraphRAGRetriever.explain>`; the
     fields a method does not use stay empty (no bridges for ``"ppr"``, no pool for
-    ``"bridge"``...). ``timings`` (seconds) are left out of equality, so that two runs of the
-    same question compare equal.
+    ``"bridge"``...). ``timings`` (seconds) and ``milvus_requests`` are left out of equality,
+    so that two runs of the same question compare equal.
 
     Example::
 
@@ -251,6 +251,10 @@ class Explanation(_Record):
     graph: GraphView = GraphView()
     notes: tuple[str, ...] = ()
     timings: dict[str, float] = field(default_factory=dict, compare=False)
+    milvus_requests: int | None = field(default=None, compare=False)
+    """The Milvus requests the method sent for this question (searches, reads by id and
+    queries, naive RAG's list and the explanation's own lookups not included; the reads
+    that build the in-memory copies on first use are not counted either)."""
 
     def to_json(self, indent: int | None = None) -> str:
         """The record as JSON (see :meth:`to_dict`)."""

@@ -24,6 +24,7 @@ from llama_index_graphrag_milvus.retrieval.passages import search_passages
 from llama_index_graphrag_milvus.retrieval.requests import (
     EntityNames,
     GetRelations,
+    MilvusRequests,
     Plan,
     Together,
     first,
@@ -42,7 +43,9 @@ def explain_plan(retriever: GraphRAGRetriever, query: QueryContext) -> Plan[Expl
     the same filters and passage search) and the ends and names the drawing needs."""
     trace = query.trace if query.trace is not None else Trace()
     started = time.perf_counter()
+    before = yield from MilvusRequests()
     nodes = yield from retriever.method.plan(query, retriever.seed_config)
+    trace.milvus_requests = (yield from MilvusRequests()) - before
     retrieved = time.perf_counter()
     naive = first((yield from search_passages(query, (query.vector,), query.similarity_top_k)))
     searched = time.perf_counter()

@@ -62,6 +62,8 @@ class Trace:
         self.reports: list[tuple[CommunityReport, int]] = []
         self.notes: list[str] = []
         self.query_embedding_s = 0.0
+        self.milvus_requests: int | None = None
+        """The Milvus requests the method sent (``explain`` counts them)."""
 
     # ------------------------------------------------------------------ the hooks
 

@@ -58,6 +58,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadWords,
     MatchPassages,
     MatchWords,
+    MilvusRequests,
     Ner,
     Plan,
     Request,
@@ -123,6 +124,20 @@ class Scope:
             return [p for p in ids if self.matching.get(p)]
 
 
+@dataclass
+class RequestCount:
+    """The Milvus requests one query has sent (shared by the query's requests, also those
+    run at the same time): each call of a :class:`Handler` marked ``milvus`` counts one. The
+    reads that build the in-memory copies on first use are not counted."""
+
+    value: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def add(self) -> None:
+        with self.lock:
+            self.value += 1
+
+
 @dataclass(frozen=True)
 class DriverContext:
     """What the handlers answer from: the store, the index's in-memory copies, the embedding
@@ -140,6 +155,8 @@ class DriverContext:
     scope: Scope | None = None
     """A filtered retrieval's scope: the graph requests then use and answer only what the
     filter's passages support (see :mod:`.sources.scoped`); ``None`` without filters."""
+    requests: RequestCount = field(default_factory=RequestCount)
+    """The Milvus requests the query has sent (see :class:`~.requests.MilvusRequests`)."""
 
     @classmethod
     def of(cls, index: IndexParts, **settings: Any) -> DriverContext:
@@ -155,6 +172,8 @@ class Handler(Generic[A]):
 
     call: Callable[[DriverContext, Any], A]
     acall: Callable[[DriverContext, Any], Awaitable[A]]
+    milvus: bool = False
+    """Whether a call is one Milvus request (counted in :class:`RequestCount`)."""
 
 
 @dataclass(frozen=True)
@@ -181,10 +200,11 @@ Handlers = Mapping[type[Request[Any]], Entry]
 
 
 def handler(kind: type[Request[A]], call: Callable[[DriverContext, Any], A],
-            acall: Callable[[DriverContext, Any], Awaitable[A]]
+            acall: Callable[[DriverContext, Any], Awaitable[A]], milvus: bool = False
             ) -> tuple[type[Request[Any]], Handler[Any]]:
-    """A table entry; mypy checks that both functions give the request's answer type."""
-    return kind, Handler(call, acall)
+    """A table entry (``milvus``: each call is one Milvus request); mypy checks that both
+    functions give the request's answer type."""
+    return kind, Handler(call, acall, milvus)
 
 
 def steps(kind: type[Request[A]], plan: Callable[[DriverContext, Any], Plan[A]]
@@ -306,14 +326,14 @@ async def _aentity_names(context: DriverContext, r: GetEntityNames) -> dict[str,
 
 
 MILVUS_HANDLERS: Handlers = dict([
-    handler(SearchEntities, _search_entities, _asearch_entities),
-    handler(SearchRelations, _search_relations, _asearch_relations),
-    handler(SearchPassages, _search_passages, _asearch_passages),
-    handler(MatchWords, _match_words, _amatch_words),
-    handler(GetPassages, _get_passages, _aget_passages),
-    handler(MatchPassages, _match, _amatch),
-    handler(GetRelationTexts, _relation_texts, _arelation_texts),
-    handler(GetEntityNames, _entity_names, _aentity_names),
+    handler(SearchEntities, _search_entities, _asearch_entities, milvus=True),
+    handler(SearchRelations, _search_relations, _asearch_relations, milvus=True),
+    handler(SearchPassages, _search_passages, _asearch_passages, milvus=True),
+    handler(MatchWords, _match_words, _amatch_words, milvus=True),
+    handler(GetPassages, _get_passages, _aget_passages, milvus=True),
+    handler(MatchPassages, _match, _amatch, milvus=True),
+    handler(GetRelationTexts, _relation_texts, _arelation_texts, milvus=True),
+    handler(GetEntityNames, _entity_names, _aentity_names, milvus=True),
 ])
 """Answered by the index's Milvus collections (one request, one Milvus call)."""
 
@@ -375,11 +395,16 @@ async def _known(context: DriverContext, r: Known[A]) -> A:
     return r.value
 
 
+async def _acount(context: DriverContext, r: MilvusRequests) -> int:
+    return context.requests.value
+
+
 HANDLERS: Handlers = {
     **MODEL_HANDLERS,
     **MILVUS_HANDLERS,
     **COPY_HANDLERS,
     Known: Handler(lambda context, r: r.value, _known),
+    MilvusRequests: Handler(lambda context, r: context.requests.value, _acount),
 }
 """Every request type but the graph requests (those are the graph source's)."""
 
@@ -439,6 +464,8 @@ class SyncDriver(_Driver):
         entry, request = self._entry(request)
         if isinstance(entry, Steps):
             return self.run(entry.plan(self.context, request))
+        if entry.milvus:
+            self.context.requests.add()
         return entry.call(self.context, request)
 
 
@@ -459,4 +486,6 @@ class AsyncDriver(_Driver):
         entry, request = self._entry(request)
         if isinstance(entry, Steps):
             return await self.run(entry.plan(self.context, request))
+        if entry.milvus:
+            self.context.requests.add()
         return await entry.acall(self.context, request)

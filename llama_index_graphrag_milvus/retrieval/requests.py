@@ -29,7 +29,8 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
   :class:`MatchPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`;
 - **the in-memory copies** of the index, which the in-memory source reads:
   :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, :class:`LoadWords`, and
-  :class:`LoadCommunities` (local search). :class:`Known` is an answer that needs no I/O.
+  :class:`LoadCommunities` (local search). :class:`Known` is an answer that needs no I/O,
+  :class:`MilvusRequests` the count of the query's Milvus requests so far.
 
 >>> def plan() -> Plan[int]:
 ...     vectors = yield from EmbedTexts(("a question",))
@@ -351,6 +352,13 @@ class Known(Request[A]):
     whether a step needs I/O or not."""
 
     value: A
+
+
+@dataclass(frozen=True)
+class MilvusRequests(Request[int]):
+    """The number of Milvus requests the query has sent so far (searches, reads by id,
+    queries; the reads that build the in-memory copies on first use are not counted): ask
+    it before and after a step to count the step's."""
 
 
 @dataclass(frozen=True)

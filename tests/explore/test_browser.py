@@ -8,6 +8,7 @@ cannot be, these tests fail with the command that installs them.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -199,6 +200,7 @@ def test_the_saved_explanation_page_works_offline(driver: Any, tmp_path: Path,
     assert ("Leonhard Euler", "was a student of", "Johann Bernoulli") in edges
     text = assert_inert(driver, "#explanation")
     assert all(hostile in text for hostile in HOSTILE[:2])
+    assert re.search(r"\d+ ms · \d+ Milvus requests · ", text), text[:300]
     errors = [e for e in driver.get_log("browser") if e["level"] == "SEVERE"]
     assert errors == []  # no script refused by the policy, nothing fetched
 

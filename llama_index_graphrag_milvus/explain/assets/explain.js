@@ -530,6 +530,7 @@
     container.appendChild(el("div", { "class": "gr-question" }, data.question));
     container.appendChild(el("div", { "class": "gr-meta" }, "method " + scoring +
       " · retrieval " + fmt((timings.retrieval || 0) * 1000, 0) + " ms · " +
+      (data.milvus_requests == null ? "" : data.milvus_requests + " Milvus requests · ") +
       data.graph.nodes.length + " entities, " + data.graph.edges.length + " relations drawn" +
       (data.graph.omitted ? " (" + data.graph.omitted + " more left out)" : "")));
     var legendSlot = el("div", null);

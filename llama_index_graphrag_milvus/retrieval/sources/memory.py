@@ -122,7 +122,7 @@ def _rank_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageH
         if table is not None:
             ranked = table.search(r.texts, min(r.limit, MILVUS_MAX_TOP_K))
             return [[PassageHit(pid, score) for pid, score in hits] for hits in ranked]
-    return (yield from milvus_words(r))
+    return (yield from milvus_words(context, r))
 
 
 def _expand_pool(context: DriverContext, r: ExpandPool) -> Plan[list[CandidateRelation]]:

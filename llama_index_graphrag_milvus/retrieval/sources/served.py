@@ -81,7 +81,7 @@ def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[Pa
 
 
 def _rank_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageHit]]]:
-    return (yield from milvus_words(r))
+    return (yield from milvus_words(context, r))
 
 
 def next_entities(relations: list[CandidateRelation], expanded: set[str], limit: int
@@ -210,11 +210,11 @@ SERVED_SOURCE: Handlers = dict([
     steps(RankPassages, _rank_passages),
     steps(RankWords, _rank_words),
     steps(ExpandPool, expand_hop_by_hop),
-    handler(RelationsAround, _around, _aaround),
-    handler(GetRelations, _relations, _arelations),
+    handler(RelationsAround, _around, _aaround, milvus=True),
+    handler(GetRelations, _relations, _arelations, milvus=True),
     steps(OwnRelations, _own_relations),
-    handler(EntityPassages, _entity_passages, _aentity_passages),
-    handler(EntityDegrees, _entity_degrees, _aentity_degrees),
+    handler(EntityPassages, _entity_passages, _aentity_passages, milvus=True),
+    handler(EntityDegrees, _entity_degrees, _aentity_degrees, milvus=True),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),
 ])

@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
+from llama_index_graphrag_milvus.retrieval.drivers import DriverContext
 from llama_index_graphrag_milvus.retrieval.requests import (
     MatchWords,
     Plan,
@@ -21,8 +22,11 @@ def milvus_ranking(r: RankPassages) -> Plan[list[list[PassageHit]]]:
     return [[PassageHit(node.node_id, score, node) for node, score in hits] for hits in lists]
 
 
-def milvus_words(r: RankWords) -> Plan[list[list[PassageHit]]]:
-    """``r`` as one Milvus full-text search (the hits carry their nodes)."""
+def milvus_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageHit]]]:
+    """``r`` as one Milvus full-text search (the hits carry their nodes); no request on an
+    index without full-text search."""
+    if not r.texts or not context.store.full_text:
+        return [[] for _ in r.texts]
     lists = yield from MatchWords(r.texts, r.limit, r.where)
     return [[PassageHit(node.node_id, score, node) for node, score in hits] for hits in lists]
 

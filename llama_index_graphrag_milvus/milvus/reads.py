@@ -166,11 +166,14 @@ class StoreReads:
                 yield [row["id"] for row in rows], [row.get(field) or "" for row in rows]
 
     def full_text_bm25(self) -> tuple[float, float]:
-        """BM25's ``(k1, b)`` on the passages (the sparse index's, else Milvus's
-        defaults)."""
-        with milvus_errors(f"describe the index of {self.passage_collection}"):
-            info = self.client.describe_index(self.passage_collection, FULL_TEXT_FIELD)
-        return bm25_parameters(info or {}, self.is_lite)
+        """BM25's ``(k1, b)`` on the passages: the sparse index's, else (no parameters, or
+        an index not named after its field) Milvus's defaults."""
+        info: dict[str, Any] = {}
+        with milvus_errors(f"describe the indexes of {self.passage_collection}"):
+            if FULL_TEXT_FIELD in self.client.list_indexes(self.passage_collection):
+                info = self.client.describe_index(self.passage_collection,
+                                                  FULL_TEXT_FIELD) or {}
+        return bm25_parameters(info, self.is_lite)
 
     def _read_columns(self, collection: str, kind: ColumnKind[C], show_progress: bool,
                       reads: CollectionReads | None) -> Iterator[C]:

@@ -58,6 +58,17 @@ def test_equal_scores_are_ranked_by_id_at_the_cut_too() -> None:
     assert [pid for pid, _ in table.search(["words"], 4)[0]] == ids[:4]
 
 
+def test_odd_passages_and_questions_are_ranked_or_left_out_cleanly() -> None:
+    texts = ["", "?!… — ---", "x" * 100_000, "naïve café\u0301 \U0001F600 Zürich",
+             "\x00null\x00 bytes"]
+    table = WordTable.from_texts([(["e", "p", "long", "u", "z"], texts)])
+    assert table.search(["", "?!", "\U0001F600"], 3) == [[], [], []]
+    cafe, null, long = table.search(["NAÏVE zürich", "null", "x" * 100_000], 99)
+    assert [pid for pid, _ in cafe] == ["u"] and cafe[0][1] > 0
+    assert [pid for pid, _ in null] == ["z"] and [pid for pid, _ in long] == ["long"]
+    assert WordTable.from_texts([]).search(["anything"], 5) == [[]]
+
+
 def test_words_are_split_as_milvus_standard_analyzer_splits_them() -> None:
     assert analyze("Kim Jong-il's 2nd film (1987)") == ["kim", "jong", "il", "s", "2nd",
                                                          "film", "1987"]

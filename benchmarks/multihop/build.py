@@ -10,7 +10,6 @@ import importlib.metadata
 import os
 import re
 import resource
-import shutil
 import sys
 import time
 import zipfile
@@ -270,13 +269,27 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
     # The extractor first: if it cannot load (spaCy missing), the old index is still there.
     component = chosen.make(show_progress) if chosen is not None else (
         TripletExtractor(llm=llm) if dataset.triplets is None and llm is not None else None)
-    if path.exists():
-        shutil.rmtree(path) if path.is_dir() else path.unlink()
+    if path.exists():  # this embedder's collections only: another's stay reusable
+        drop_collections(path, prefix)
     path.parent.mkdir(parents=True, exist_ok=True)
     index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
                           show_progress=show_progress, graph=graph, full_text_search=True)
     ingestion = ingest(index, dataset, component, show_progress)
     return index, _finish_build(index, path, source, extractor, ingestion, rss_before)
+
+
+def drop_collections(path: Path, prefix: str) -> None:
+    """Drop the collections of ``prefix`` in the Milvus Lite file at ``path`` (the index of
+    one embedder; the file holds one index per embedder, each under its own prefix)."""
+    from pymilvus import MilvusClient
+
+    client = MilvusClient(uri=str(path))
+    try:
+        for name in client.list_collections():
+            if name.startswith(f"{prefix}_"):
+                client.drop_collection(name)
+    finally:
+        client.close()
 
 
 def ingest(index: GraphRAGIndex, dataset: Dataset, extractor: TransformComponent | None,

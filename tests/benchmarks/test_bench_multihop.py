@@ -591,6 +591,21 @@ def test_extractor_replaces_the_dataset_triplets_in_its_own_index(
 
 
 @pytest.mark.milvus
+def test_a_second_embedder_leaves_the_first_ones_index_reusable(
+        tmp_path: Path, embed_model: HashEmbedding) -> None:
+    dataset = write_dataset(tmp_path / "tiny")
+    out = tmp_path / "out"
+    first = run_benchmark(config(dataset, out, fusion=False), embed_model)
+    other = HashEmbedding(dim=32, model_name="another-embedder")
+    second = run_benchmark(config(dataset, out, fusion=False, reuse_index=True), other)
+    assert not second["build"]["reused"] and second["build"]["uri"] == first["build"]["uri"]
+    again = run_benchmark(config(dataset, out, fusion=False, reuse_index=True), embed_model)
+    assert again["build"]["reused"] and again["build"]["relations"] == 7
+    naive = [q["retrieved"] for q in again["per_question"]["naive RAG"]]
+    assert naive == [q["retrieved"] for q in first["per_question"]["naive RAG"]]
+
+
+@pytest.mark.milvus
 def test_a_pcst_row_reports_its_subgraph_size_beside_the_khop_pool(
         tmp_path: Path, embed_model: HashEmbedding) -> None:
     from benchmarks.multihop import GraphMethodSpec

@@ -82,7 +82,8 @@ def _uses_the_server(item: pytest.Item) -> bool:
             or (callspec is not None and callspec.params.get("milvus_uri") == "server"))
 
 
-MILVUS_FIXTURES = frozenset({"milvus_uri", "milvus_server", "make_index", "family_index"})
+MILVUS_FIXTURES = frozenset({"milvus_uri", "milvus_server", "make_index", "family_index",
+                             "shared_family_index"})
 """Fixtures that give a test a Milvus (Lite under tmp_path, or the session's server)."""
 
 
@@ -390,3 +391,15 @@ def family_index(request: pytest.FixtureRequest, milvus_uri: str, embed_model: H
     index = make_index()
     server.family_snapshot = server.snapshot()
     return index
+
+
+@pytest.fixture(scope="module")
+def shared_family_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphRAGIndex]:
+    """FAMILY on Milvus Lite as ``family_index`` builds it, but once per module: for tests
+    that only read the index (argument checks, retrievals). A test that writes, or may write
+    when it fails, takes ``family_index`` (its own index) instead."""
+    index = GraphRAGIndex.from_triplets(
+        FAMILY, uri=str(tmp_path_factory.mktemp("family") / "graph.db"),
+        embed_model=HashEmbedding(dim=64))
+    yield index
+    index.close()

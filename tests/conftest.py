@@ -98,7 +98,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     machine (its etcd peer port is fixed) and the fixture that starts it is per process. The
     other worker runs Milvus Lite tests meanwhile: the server tests mostly wait on the
     server (loads, flushes, time ticks), so the suite takes about half the time. Runs before
-    xdist reads the groups."""
+    xdist reads the groups.
+
+    A module that shares Lite indexes between its tests (module-scoped fixtures) names its
+    own group in ``XDIST_GROUP``: its tests then run on one worker, which builds each index
+    once. Its server tests stay in the server's group (pytest-xdist would join every group a
+    test carries into one new group name, so a module-wide ``xdist_group`` mark would take
+    them out of it)."""
     for item in items:
         if MILVUS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.milvus)
@@ -106,6 +112,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.milvus)
             item.add_marker(pytest.mark.server)
             item.add_marker(pytest.mark.xdist_group("milvus_server"))
+        elif (group := getattr(getattr(item, "module", None), "XDIST_GROUP", None)) is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _refuse_milvus(who: str) -> Callable[..., None]:

@@ -18,7 +18,8 @@ from tests.support.markers import LITE_ONLY
 """Input checks happen before Milvus is called: the server adds nothing but time. The tests
 that only read share one Lite index (``shared_family_index``) on one xdist worker; those that
 write, or would if a check failed, have their own (``family_index``)."""
-pytestmark = pytest.mark.xdist_group("hostile_input")
+XDIST_GROUP = "hostile_input"
+"""Its tests run on one xdist worker, which builds the shared index once (tests/conftest.py)."""
 
 QUESTION = "Who taught Euler?"
 SURROGATE = "bad \ud800 text"

@@ -21,8 +21,10 @@ from llama_index_graphrag_milvus.records import Triplet
 from tests.conftest import FAMILY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 
-# the indexes are built once for the module (Lite): its tests stay on one xdist worker
-pytestmark = [pytest.mark.milvus, pytest.mark.xdist_group("tenant_isolation")]
+pytestmark = pytest.mark.milvus
+XDIST_GROUP = "tenant_isolation"
+"""The indexes are built once for the module (Lite): its tests run on one xdist worker (see
+tests/conftest.py)."""
 
 SECRETS = ("secretly", "Globex", "40 million", "Moreau Holdings")
 """Words only tenant B's passages hold."""

@@ -365,24 +365,22 @@ def test_relation_texts_come_from_the_passages_without_another_read(
     assert reads == []
 
 
-@LITE_ONLY  # the store's thread pool, not Milvus, is under test
 def test_store_runs_the_two_seed_searches_at_the_same_time(
-        family_index: GraphRAGIndex) -> None:
+        shared_family_index: GraphRAGIndex) -> None:
     both_running = threading.Barrier(2, timeout=10)  # broken (an error) if run one by one
 
     def search(name: str) -> str:
         both_running.wait()
         return name
 
-    assert family_index.store.concurrently_all([lambda: search("entities"),
-                                                lambda: search("relations")]) == (
+    assert shared_family_index.store.concurrently_all([lambda: search("entities"),
+                                                       lambda: search("relations")]) == (
         "entities", "relations")
 
 
-@LITE_ONLY  # memory against a Milvus FLAT search of the same vectors
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.99])
 def test_relation_seeds_in_memory_equal_the_milvus_search(
-        family_index: GraphRAGIndex, threshold: float | None) -> None:
+        shared_family_index: GraphRAGIndex, threshold: float | None) -> None:
     from llama_index_graphrag_milvus.retrieval.drivers import (
         AsyncDriver,
         DriverContext,
@@ -392,12 +390,12 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
     from llama_index_graphrag_milvus.retrieval.seeds import search_relations
     from llama_index_graphrag_milvus.retrieval.settings import SearchSettings
 
-    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    vector = shared_family_index.embed_model.get_query_embedding(QUESTION)
     query = QueryContext(QUESTION, vector, 5)
     found = {}
     for where in ("memory", "milvus"):
         config = SeedConfig(relation_top_k=4, relation_threshold=threshold)
-        context = DriverContext.of(family_index,
+        context = DriverContext.of(shared_family_index,
                                    searches=SearchSettings(relation_search=where))
         found[where] = SyncDriver(context).run(search_relations(query, config))
         async_driver = AsyncDriver(context)
@@ -412,10 +410,9 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
         assert len(memory) == 4 and all(h.text for h in memory)
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("threshold", [None, 0.5])
 def test_entity_seeds_in_memory_equal_the_milvus_search(
-        family_index: GraphRAGIndex, threshold: float | None) -> None:
+        shared_family_index: GraphRAGIndex, threshold: float | None) -> None:
     from llama_index_graphrag_milvus.retrieval.drivers import (
         AsyncDriver,
         DriverContext,
@@ -425,14 +422,14 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
     from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
     from llama_index_graphrag_milvus.retrieval.settings import SearchSettings
 
-    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    vector = shared_family_index.embed_model.get_query_embedding(QUESTION)
     query = QueryContext(QUESTION, vector, 5)
     llm = ner(["Euler", "Johann Bernoulli", "fluid dynamics"])
     for top_k in (50, 3):  # every entity, and a cut inside the test embedding's ties
         found = {}
         for where in ("memory", "milvus"):
             config = SeedConfig(entity_top_k=top_k, entity_threshold=threshold)
-            context = DriverContext.of(family_index, llm=llm,
+            context = DriverContext.of(shared_family_index, llm=llm,
                                        searches=SearchSettings(entity_search=where))
             seeds, _ = SyncDriver(context).run(find_seeds(query, config))
             again, _ = asyncio.run(AsyncDriver(context).run(find_seeds(query, config)))
@@ -443,7 +440,7 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
         assert memory == milvus  # most similar first, ties by id, at the cut too
         assert [h.score for h in found["memory"]] == pytest.approx(
             [h.score for h in found["milvus"]], abs=1e-5)
-        everything = 3 * (family_index.graph.num_entities if top_k == 50 else top_k)
+        everything = 3 * (shared_family_index.graph.num_entities if top_k == 50 else top_k)
         assert len(memory) == everything if threshold is None else 0 < len(memory) < everything
 
 

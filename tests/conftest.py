@@ -82,7 +82,8 @@ def _uses_the_server(item: pytest.Item) -> bool:
             or (callspec is not None and callspec.params.get("milvus_uri") == "server"))
 
 
-MILVUS_FIXTURES = frozenset({"milvus_uri", "milvus_server", "make_index", "family_index"})
+MILVUS_FIXTURES = frozenset({"milvus_uri", "milvus_server", "make_index", "family_index",
+                             "shared_family_index"})
 """Fixtures that give a test a Milvus (Lite under tmp_path, or the session's server)."""
 
 
@@ -97,7 +98,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     machine (its etcd peer port is fixed) and the fixture that starts it is per process. The
     other worker runs Milvus Lite tests meanwhile: the server tests mostly wait on the
     server (loads, flushes, time ticks), so the suite takes about half the time. Runs before
-    xdist reads the groups."""
+    xdist reads the groups.
+
+    A module that shares Lite indexes between its tests (module-scoped fixtures) names its
+    own group in ``XDIST_GROUP``: its tests then run on one worker, which builds each index
+    once. Its server tests stay in the server's group (pytest-xdist would join every group a
+    test carries into one new group name, so a module-wide ``xdist_group`` mark would take
+    them out of it)."""
     for item in items:
         if MILVUS_FIXTURES.intersection(getattr(item, "fixturenames", ())):
             item.add_marker(pytest.mark.milvus)
@@ -105,6 +112,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.milvus)
             item.add_marker(pytest.mark.server)
             item.add_marker(pytest.mark.xdist_group("milvus_server"))
+        elif (group := getattr(getattr(item, "module", None), "XDIST_GROUP", None)) is not None:
+            item.add_marker(pytest.mark.xdist_group(group))
 
 
 def _refuse_milvus(who: str) -> Callable[..., None]:
@@ -390,3 +399,15 @@ def family_index(request: pytest.FixtureRequest, milvus_uri: str, embed_model: H
     index = make_index()
     server.family_snapshot = server.snapshot()
     return index
+
+
+@pytest.fixture(scope="module")
+def shared_family_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphRAGIndex]:
+    """FAMILY on Milvus Lite as ``family_index`` builds it, but once per module: for tests
+    that only read the index (argument checks, retrievals). A test that writes, or may write
+    when it fails, takes ``family_index`` (its own index) instead."""
+    index = GraphRAGIndex.from_triplets(
+        FAMILY, uri=str(tmp_path_factory.mktemp("family") / "graph.db"),
+        embed_model=HashEmbedding(dim=64))
+    yield index
+    index.close()

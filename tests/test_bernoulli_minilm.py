@@ -31,6 +31,9 @@ sys.path.insert(0, str(ROOT / "examples"))
 import bernoulli  # noqa: E402
 
 QUESTION = bernoulli.QUESTION
+XDIST_GROUP = "bernoulli_minilm"
+"""One xdist worker runs the module, so the model is loaded and the index built once (the
+module fixture), not once per worker (tests/conftest.py)."""
 TUTORIAL_CHOICE = [
     "Leonhard Euler was a student of Johann Bernoulli",
     "Daniel Bernoulli was the son of Johann Bernoulli",

@@ -32,7 +32,6 @@ from llama_index.retrievers.bm25 import BM25Retriever
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 from tests.conftest import FAMILY
 from tests.support.fakes import ScriptedLLM
-from tests.support.markers import LITE_ONLY
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -41,6 +40,9 @@ import compose  # noqa: E402
 QUESTION = "What did the son of Euler's teacher contribute?"
 LOOKUP = "Where was Leonhard Euler born?"
 EULER, DANIEL, JAKOB, FLUID = (text for text, _ in FAMILY)
+XDIST_GROUP = "compose"
+"""The compositions read one shared Lite index (``shared_family_index``), built once on the
+worker that runs this module (tests/conftest.py)."""
 
 
 @pytest.fixture(autouse=True)
@@ -97,11 +99,10 @@ def test_core_resolves_openai_without_an_explicit_llm() -> None:
     assert fusion([NoRetriever()]).retrieve(QUESTION) == []
 
 
-@LITE_ONLY
 def test_fusion_with_naive_rag_merges_duplicates_and_keeps_relations(
-        family_index: GraphRAGIndex) -> None:
-    graph = family_index.as_retriever(similarity_top_k=3)
-    naive = family_index.as_naive_retriever(similarity_top_k=3)
+        shared_family_index: GraphRAGIndex) -> None:
+    graph = shared_family_index.as_retriever(similarity_top_k=3)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=3)
     expected = rrf(naive.retrieve(QUESTION), graph.retrieve(QUESTION))
 
     fused = fusion([naive, graph]).retrieve(QUESTION)
@@ -122,21 +123,20 @@ def test_fusion_with_naive_rag_merges_duplicates_and_keeps_relations(
     assert not any("graphrag_relations" in h.node.metadata for h in first)
 
 
-@LITE_ONLY
-async def test_fusion_async_path_gives_the_same_passages(family_index: GraphRAGIndex) -> None:
-    graph = family_index.as_retriever(similarity_top_k=3)
-    naive = family_index.as_naive_retriever(similarity_top_k=3)
+async def test_fusion_async_path_gives_the_same_passages(
+        shared_family_index: GraphRAGIndex) -> None:
+    graph = shared_family_index.as_retriever(similarity_top_k=3)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=3)
     expected = fusion([naive, graph]).retrieve(QUESTION)
     fused = await fusion([naive, graph], use_async=True).aretrieve(QUESTION)
     assert texts(fused) == texts(expected)
     assert [h.score for h in fused] == pytest.approx([h.score for h in expected])
 
 
-@LITE_ONLY
-def test_fusion_with_bm25_over_the_stored_passages(family_index: GraphRAGIndex) -> None:
-    graph = family_index.as_retriever(similarity_top_k=3)
-    naive = family_index.as_naive_retriever(similarity_top_k=3)
-    bm25 = bm25_over(family_index, top_k=3)
+def test_fusion_with_bm25_over_the_stored_passages(shared_family_index: GraphRAGIndex) -> None:
+    graph = shared_family_index.as_retriever(similarity_top_k=3)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=3)
+    bm25 = bm25_over(shared_family_index, top_k=3)
     assert texts(bm25.retrieve(QUESTION))[0] == DANIEL
     stored = {h.node.get_content(): h.node.hash for h in naive.retrieve(QUESTION)}
     for hit in bm25.retrieve(QUESTION):  # same passage, same hash: the fusion merges them
@@ -161,16 +161,16 @@ def test_fusion_with_bm25_over_the_stored_passages(family_index: GraphRAGIndex) 
     assert texts(fusion([raw, graph]).retrieve(QUESTION)).count(DANIEL) == 2
 
 
-@LITE_ONLY
 def test_router_sends_multi_hop_to_graph_and_lookup_to_naive(
-        family_index: GraphRAGIndex) -> None:
-    graph = family_index.as_retriever(similarity_top_k=2)
-    naive = family_index.as_naive_retriever(similarity_top_k=2)
+        shared_family_index: GraphRAGIndex) -> None:
+    graph = shared_family_index.as_retriever(similarity_top_k=2)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=2)
     tools = [
         RetrieverTool.from_defaults(graph, name="graph", description=compose.GRAPH_DESCRIPTION),
         RetrieverTool.from_defaults(naive, name="naive", description=compose.NAIVE_DESCRIPTION),
     ]
-    selector = EmbeddingSingleSelector.from_defaults(embed_model=family_index.embed_model)
+    selector = EmbeddingSingleSelector.from_defaults(
+        embed_model=shared_family_index.embed_model)
     router = RouterRetriever(selector=selector, retriever_tools=tools, llm=MockLLM())
 
     choices = [selector.select([t.metadata for t in tools], QueryBundle(q)).ind
@@ -203,12 +203,11 @@ def choosing_llm(prompt: str) -> str:
     return ANSWER
 
 
-@LITE_ONLY
 def test_rerank_after_fusion_orders_by_the_chosen_relations(
-        family_index: GraphRAGIndex) -> None:
-    graph = family_index.as_retriever(similarity_top_k=4)
-    naive = family_index.as_naive_retriever(similarity_top_k=4)
-    fused = fusion([naive, bm25_over(family_index), graph])
+        shared_family_index: GraphRAGIndex) -> None:
+    graph = shared_family_index.as_retriever(similarity_top_k=4)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=4)
+    fused = fusion([naive, bm25_over(shared_family_index), graph])
     before = texts(fused.retrieve(QUESTION))
     assert before[:3] == [DANIEL, EULER, JAKOB]
 
@@ -229,11 +228,10 @@ def test_rerank_after_fusion_orders_by_the_chosen_relations(
     assert sum("named_entities" in p for p in llm.prompts) == 0
 
 
-@LITE_ONLY
 def test_rerank_after_fusion_without_a_usable_llm_keeps_the_fused_order(
-        family_index: GraphRAGIndex, caplog: pytest.LogCaptureFixture) -> None:
-    graph = family_index.as_retriever(similarity_top_k=4)
-    naive = family_index.as_naive_retriever(similarity_top_k=4)
+        shared_family_index: GraphRAGIndex, caplog: pytest.LogCaptureFixture) -> None:
+    graph = shared_family_index.as_retriever(similarity_top_k=4)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=4)
     fused = fusion([naive, graph])
     before = texts(fused.retrieve(QUESTION))
     offline = MockLLM()  # echoes the prompt: no choice once the echo is stripped
@@ -245,16 +243,15 @@ def test_rerank_after_fusion_without_a_usable_llm_keeps_the_fused_order(
     assert "keeping the retriever order" in caplog.text
 
 
-@LITE_ONLY
-def test_example_rerank_step_with_an_llm(family_index: GraphRAGIndex,
+def test_example_rerank_step_with_an_llm(shared_family_index: GraphRAGIndex,
                                          capsys: pytest.CaptureFixture[str],
                                          monkeypatch: pytest.MonkeyPatch) -> None:
     """The example's LLM branch of (d), with a scripted LLM instead of OpenAI."""
     monkeypatch.setattr(compose, "QUESTION", QUESTION)
     monkeypatch.setattr(compose, "first_line", lambda hit: hit.node.get_content()[:15])
-    graph = family_index.as_retriever(similarity_top_k=4)
-    naive = family_index.as_naive_retriever(similarity_top_k=4)
-    compose.show_rerank(compose.fuse([naive, bm25_over(family_index), graph]),
+    graph = shared_family_index.as_retriever(similarity_top_k=4)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=4)
+    compose.show_rerank(compose.fuse([naive, bm25_over(shared_family_index), graph]),
                         ScriptedLLM(choosing_llm))
     out = capsys.readouterr().out
     assert f"top 2: {JAKOB[:15]}, {DANIEL[:15]}" in out

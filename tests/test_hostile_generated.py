@@ -98,6 +98,11 @@ def doc_passage() -> tuple[TextNode, list[tuple[str, str, str]]]:
     return node, [("Johann Bernoulli", "taught mathematics at", "Basel")]
 
 
+XDIST_GROUP = "hostile_generated"
+"""Every case reads or writes the module's two indexes: one xdist worker builds them once
+(tests/conftest.py)."""
+
+
 # ---------------------------------------------------------------------- fixtures
 
 

@@ -15,7 +15,11 @@ from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
 from tests.support.fakes import HashEmbedding
 from tests.support.markers import LITE_ONLY
 
-"""Input checks happen before Milvus is called: the server adds nothing but time."""
+"""Input checks happen before Milvus is called: the server adds nothing but time. The tests
+that only read share one Lite index (``shared_family_index``) on one xdist worker; those that
+write, or would if a check failed, have their own (``family_index``)."""
+XDIST_GROUP = "hostile_input"
+"""Its tests run on one xdist worker, which builds the shared index once (tests/conftest.py)."""
 
 QUESTION = "Who taught Euler?"
 SURROGATE = "bad \ud800 text"
@@ -69,46 +73,44 @@ RETRIEVER_ARGS: list[dict[str, Any]] = [
 ]
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("kwargs", RETRIEVER_ARGS, ids=str)
-def test_bad_retriever_arguments_are_package_errors(family_index: GraphRAGIndex,
-                                                   kwargs: dict[str, Any]) -> None:
+def test_bad_retriever_arguments_are_package_errors(shared_family_index: GraphRAGIndex,
+                                                    kwargs: dict[str, Any]) -> None:
     with pytest.raises(InvalidInputError):
-        family_index.as_retriever(**kwargs)
+        shared_family_index.as_retriever(**kwargs)
 
 
 BAD_QUERIES: list[Any] = [None, 42, ["x"], b"who taught Euler", {"q": 1}, "", "   \n"]
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("query", BAD_QUERIES, ids=repr)
 @pytest.mark.parametrize("kind", ["graph", "naive"])
-def test_bad_queries_are_package_errors_sync_and_async(family_index: GraphRAGIndex,
+def test_bad_queries_are_package_errors_sync_and_async(shared_family_index: GraphRAGIndex,
                                                        query: Any, kind: str) -> None:
-    retriever = (family_index.as_retriever() if kind == "graph"
-                 else family_index.as_naive_retriever())
+    retriever = (shared_family_index.as_retriever() if kind == "graph"
+                 else shared_family_index.as_naive_retriever())
     with pytest.raises(InvalidInputError):
         retriever.retrieve(query)
     with pytest.raises(InvalidInputError):
         asyncio.run(retriever.aretrieve(query))
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("top_k", [0, -1, True, "5", 16_385])
-def test_naive_similarity_top_k_is_checked(family_index: GraphRAGIndex, top_k: Any) -> None:
+def test_naive_similarity_top_k_is_checked(shared_family_index: GraphRAGIndex,
+                                           top_k: Any) -> None:
     with pytest.raises(InvalidInputError, match="similarity_top_k"):
-        family_index.as_naive_retriever(similarity_top_k=top_k)
+        shared_family_index.as_naive_retriever(similarity_top_k=top_k)
 
 
-@LITE_ONLY
 def test_naive_retriever_refuses_a_model_of_another_dimension(
-        family_index: GraphRAGIndex) -> None:
-    naive = family_index.as_naive_retriever(embed_model=HashEmbedding(dim=32))
+        shared_family_index: GraphRAGIndex) -> None:
+    naive = shared_family_index.as_naive_retriever(embed_model=HashEmbedding(dim=32))
     with pytest.raises(EmbeddingDimensionError):
         naive.retrieve(QUESTION)
     with pytest.raises(EmbeddingDimensionError):
         asyncio.run(naive.aretrieve(QUESTION))
-    assert family_index.as_naive_retriever().retrieve(QUESTION)  # the right model still works
+    # the right model still works
+    assert shared_family_index.as_naive_retriever().retrieve(QUESTION)
 
 
 @LITE_ONLY
@@ -136,12 +138,12 @@ def test_every_error_here_is_a_graphrag_error(family_index: GraphRAGIndex) -> No
     assert raw == []
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("scoring", ["bridge", "ppr", "pcst", "passage"])
 def test_a_huge_similarity_top_k_never_reaches_milvus_as_a_limit_above_16384(
-        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, scoring: str) -> None:
+        shared_family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch,
+        scoring: str) -> None:
     limits: list[int] = []
-    client = family_index.store.client
+    client = shared_family_index.store.client
     original = client.search
 
     def search(*args: Any, **kwargs: Any) -> Any:
@@ -149,12 +151,12 @@ def test_a_huge_similarity_top_k_never_reaches_milvus_as_a_limit_above_16384(
         return original(*args, **kwargs)
 
     monkeypatch.setattr(client, "search", search)
-    hits = family_index.as_retriever(passage_scoring=scoring, passage_search="milvus",
-                                     similarity_top_k=1_000_000).retrieve(QUESTION)
+    hits = shared_family_index.as_retriever(passage_scoring=scoring, passage_search="milvus",
+                                            similarity_top_k=1_000_000).retrieve(QUESTION)
     assert hits and limits and max(limits) <= 16_384
     # ranked in memory (the default here), the same passages come back
-    same = family_index.as_retriever(passage_scoring=scoring,
-                                     similarity_top_k=1_000_000).retrieve(QUESTION)
+    same = shared_family_index.as_retriever(passage_scoring=scoring,
+                                            similarity_top_k=1_000_000).retrieve(QUESTION)
     assert {h.node.node_id for h in same} == {h.node.node_id for h in hits}
 
 

@@ -13,7 +13,6 @@ from llama_index.core.llms import CompletionResponse, CompletionResponseGen
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RERANK_KEY
 from tests.support.fakes import ScriptedLLM
-from tests.support.markers import LITE_ONLY
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 ANSWER = "Daniel Bernoulli made contributions to fluid dynamics."
@@ -44,11 +43,10 @@ class WordStreamingLLM(ScriptedLLM):
         return gen()
 
 
-@LITE_ONLY
-def test_a_streamed_answer(family_index: GraphRAGIndex) -> None:
+def test_a_streamed_answer(shared_family_index: GraphRAGIndex) -> None:
     llm = WordStreamingLLM(answer)
-    engine = family_index.as_query_engine(llm=llm, streaming=True, top_n=1,
-                                          similarity_top_k=3)
+    engine = shared_family_index.as_query_engine(llm=llm, streaming=True, top_n=1,
+                                                 similarity_top_k=3)
     response = engine.query(QUESTION)
     assert isinstance(response, StreamingResponse)
     tokens = list(response.response_gen)
@@ -59,11 +57,10 @@ def test_a_streamed_answer(family_index: GraphRAGIndex) -> None:
     assert any("useful_relationships" in p for p in llm.prompts)
 
 
-@LITE_ONLY
 def test_engine_and_retriever_arguments_go_where_they_belong(
-        family_index: GraphRAGIndex) -> None:
+        shared_family_index: GraphRAGIndex) -> None:
     llm = ScriptedLLM(answer)
-    engine = family_index.as_query_engine(
+    engine = shared_family_index.as_query_engine(
         llm=llm, response_mode="simple_summarize", node_postprocessors=[],  # no reranker
         passage_scoring="passage", hops=2, similarity_top_k=3)
     retriever: Any = engine.retriever
@@ -75,12 +72,11 @@ def test_engine_and_retriever_arguments_go_where_they_belong(
     assert len(response.source_nodes) == 3
     assert not any("useful_relationships" in p for p in llm.prompts)  # no rerank
     assert any("named_entities" in p for p in llm.prompts)  # NER with the engine's LLM
-    reranked = family_index.as_query_engine(
+    reranked = shared_family_index.as_query_engine(
         llm=llm, node_postprocessors=[GraphRelationRerank(llm=llm, top_n=2)])
     assert len(reranked.query(QUESTION).source_nodes) == 2
 
 
-@LITE_ONLY
-def test_an_argument_nobody_takes_is_refused(family_index: GraphRAGIndex) -> None:
+def test_an_argument_nobody_takes_is_refused(shared_family_index: GraphRAGIndex) -> None:
     with pytest.raises(InvalidInputError, match=r"unexpected arguments \['streeming'\]"):
-        family_index.as_query_engine(llm=ScriptedLLM(answer), streeming=True)
+        shared_family_index.as_query_engine(llm=ScriptedLLM(answer), streeming=True)

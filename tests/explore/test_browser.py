@@ -1,22 +1,21 @@
 """The explorer and the explanation page in a real browser (headless Chromium, Selenium).
 
-One explorer and one Chromium for the module, on the Bernoulli family with hostile passages
-(:mod:`tests.support.explain_data`). Every wait is on a condition of the page (WebDriverWait), never
-a sleep. Chromium and chromedriver are found or installed by :mod:`tests.support.browser`; when they
-cannot be, these tests fail with the command that installs them.
+One explorer and one Chromium for the session (tests/explore/conftest.py), on the Bernoulli
+family with hostile passages (:mod:`tests.support.explain_data`). Every wait is on a condition
+of the page (WebDriverWait), never a sleep. Chromium and chromedriver are found or installed
+by :mod:`tests.support.browser`; when they cannot be, these tests fail with the command that
+installs them.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from llama_index_graphrag_milvus.explore import serve
-from tests.support.browser import BrowserUnavailable, find_or_install, new_driver, quit_driver
 from tests.support.explain_data import DANIEL, HOSTILE, QUESTION, SCRIPT, build
 
 pytestmark = [pytest.mark.milvus, pytest.mark.browser, pytest.mark.xdist_group("browser")]
@@ -25,24 +24,6 @@ WAIT = 60.0
 """Seconds a condition may take (a loaded machine runs the suite on two workers)."""
 GRAPH = "document.querySelector('#explanation .gr-graph').graphragCy"
 """The Cytoscape core of the explanation's graph, in the explorer's page."""
-
-
-@pytest.fixture(scope="module")
-def explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    index = build(tmp_path_factory.mktemp("browser") / "family.db")
-    with serve(index, port=0) as server:
-        yield server.url
-    index.close()
-
-
-@pytest.fixture(scope="module")
-def driver() -> Iterator[Any]:
-    try:
-        browser = new_driver(find_or_install(), 1280, 1100)
-    except BrowserUnavailable as exc:
-        pytest.fail(str(exc), pytrace=False)
-    yield browser
-    quit_driver(browser)
 
 
 def wait(driver: Any, condition: Callable[[Any], Any], what: str) -> Any:

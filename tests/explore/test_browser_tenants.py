@@ -3,7 +3,7 @@ page shows, the text and what Cytoscape draws on its canvases, holds nothing of 
 tenant's passages, in every tab.
 
 The tenants' data is :mod:`tests.retrieval.test_tenant_isolation`'s; Chromium comes from
-:mod:`tests.explore.test_browser` (one for this module); every wait is on a condition of the
+tests/explore/conftest.py (one for the session's browser tests); every wait is on a condition of the
 page, never a sleep.
 """
 
@@ -16,11 +16,9 @@ import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.explore import serve
-from tests.explore.test_browser import GRAPH, ask, driver, js, open_explorer, wait
+from tests.explore.test_browser import GRAPH, ask, js, open_explorer, wait
 from tests.retrieval.test_tenant_isolation import ACME, GLOBEX, ONLY_ACME, QUESTIONS, leaks
 from tests.support.fakes import HashEmbedding
-
-__all__ = ["driver"]  # the fixture, shared with test_browser
 
 pytestmark = [pytest.mark.milvus, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 

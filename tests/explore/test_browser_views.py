@@ -2,8 +2,8 @@
 the legend of each method, labels that do not overlap and stay legible, the canvas used,
 clicks that expand or say why they do not, scores and second queries in words.
 
-The explorer and Chromium come from :mod:`tests.explore.test_browser` (one each for this
-module); every wait is on a condition of the page, never a sleep.
+The explorer and Chromium come from tests/explore/conftest.py (one each for the session's
+browser tests); every wait is on a condition of the page, never a sleep.
 """
 
 from __future__ import annotations
@@ -20,16 +20,12 @@ from tests.explore.test_browser import (
     GRAPH,
     ask,
     click_node,
-    driver,
-    explorer,
     js,
     open_explorer,
     wait,
 )
 from tests.support.explain_data import QUESTION
 from tests.support.fakes import HashEmbedding
-
-__all__ = ["driver", "explorer"]  # the fixtures, shared with test_browser
 
 pytestmark = [pytest.mark.milvus, pytest.mark.browser, pytest.mark.xdist_group("browser")]
 

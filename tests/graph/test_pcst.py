@@ -163,27 +163,25 @@ def test_pcst_returns_the_chain_passages_and_the_subgraph(family_index: GraphRAG
     assert described["pcst_edge_cost"] == 0.5
 
 
-@LITE_ONLY
-def test_the_subgraph_is_smaller_than_the_khop_pool(family_index: GraphRAGIndex) -> None:
-    khop = family_index.as_retriever(passage_scoring="passage", hops=2)
-    tree = family_index.as_retriever(passage_scoring="pcst", hops=2, pcst_relation_prizes=2)
+def test_the_subgraph_is_smaller_than_the_khop_pool(shared_family_index: GraphRAGIndex) -> None:
+    khop = shared_family_index.as_retriever(passage_scoring="passage", hops=2)
+    tree = shared_family_index.as_retriever(passage_scoring="pcst", hops=2, pcst_relation_prizes=2)
     pool = {r["id"] for h in khop.retrieve(QUESTION) for r in h.node.metadata[RELATIONS_KEY]}
     subgraph = tree.retrieve(QUESTION)[0].node.metadata[SUBGRAPH_KEY]
     assert 1 <= len(subgraph["relations"]) < len(pool)
 
 
-@LITE_ONLY
-def test_the_subgraph_node_comes_first_for_the_llm(family_index: GraphRAGIndex) -> None:
-    hits = family_index.as_retriever(passage_scoring="pcst",
-                                     pcst_subgraph_node=True).retrieve(QUESTION)
+def test_the_subgraph_node_comes_first_for_the_llm(shared_family_index: GraphRAGIndex) -> None:
+    hits = shared_family_index.as_retriever(passage_scoring="pcst",
+                                            pcst_subgraph_node=True).retrieve(QUESTION)
     first = hits[0].node
     assert first.node_id.startswith(SUBGRAPH_NODE_PREFIX)
     assert "node_id,node_attr" in first.get_content(metadata_mode=MetadataMode.LLM)
     assert first.get_content() == "Knowledge graph (nodes, then edges):\n" + \
         first.metadata[SUBGRAPH_KEY]["text"]
     assert hits[0].score == hits[1].score
-    again = family_index.as_retriever(passage_scoring="pcst",
-                                      pcst_subgraph_node=True).retrieve(QUESTION)
+    again = shared_family_index.as_retriever(passage_scoring="pcst",
+                                             pcst_subgraph_node=True).retrieve(QUESTION)
     assert again[0].node.node_id == first.node_id  # stable id: same subgraph, same node
 
 
@@ -236,23 +234,21 @@ class RaisingSolver:
         raise RuntimeError("solver exploded")
 
 
-@LITE_ONLY
 def test_a_failing_solver_gives_the_khop_result_and_a_warning(
-        family_index: GraphRAGIndex, caplog: pytest.LogCaptureFixture) -> None:
-    retriever = family_index.as_retriever(passage_scoring="pcst", hops=1)
+        shared_family_index: GraphRAGIndex, caplog: pytest.LogCaptureFixture) -> None:
+    retriever = shared_family_index.as_retriever(passage_scoring="pcst", hops=1)
     retriever.method.solver = RaisingSolver()  # type: ignore[attr-defined]
-    khop = family_index.as_retriever(passage_scoring="passage", hops=1)
+    khop = shared_family_index.as_retriever(passage_scoring="passage", hops=1)
     with caplog.at_level(logging.WARNING):
         hits = retriever.retrieve(QUESTION)
     assert "PCST solver failed" in caplog.text and "solver exploded" in caplog.text
     assert texts(hits) == texts(khop.retrieve(QUESTION))
 
 
-@LITE_ONLY
 def test_no_prize_gives_the_khop_result_and_a_warning(
-        family_index: GraphRAGIndex, caplog: pytest.LogCaptureFixture) -> None:
-    retriever = family_index.as_retriever(passage_scoring="pcst", pcst_entity_prizes=0,
-                                          pcst_relation_prizes=0)
+        shared_family_index: GraphRAGIndex, caplog: pytest.LogCaptureFixture) -> None:
+    retriever = shared_family_index.as_retriever(passage_scoring="pcst", pcst_entity_prizes=0,
+                                                 pcst_relation_prizes=0)
     with caplog.at_level(logging.WARNING):
         hits = retriever.retrieve(QUESTION)
     assert "holds no relation" in caplog.text
@@ -268,17 +264,16 @@ def test_a_graph_without_relations_answers_by_similarity(
     assert texts(hits)[0] == FLUID
 
 
-@LITE_ONLY
 @pytest.mark.parametrize(("kwargs", "message"), [
     ({"pcst_edge_cost": -0.1}, "pcst_edge_cost must be a finite number >= 0"),
     ({"pcst_edge_cost": "0.5"}, "pcst_edge_cost must be a finite number >= 0"),
     ({"pcst_entity_prizes": -1}, "pcst_entity_prizes must be an integer >= 0"),
     ({"pcst_relation_prizes": 1.5}, "pcst_relation_prizes must be an integer >= 0"),
 ])
-def test_bad_pcst_arguments_are_refused(family_index: GraphRAGIndex,
+def test_bad_pcst_arguments_are_refused(shared_family_index: GraphRAGIndex,
                                         kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
-        family_index.as_retriever(passage_scoring="pcst", **kwargs)
+        shared_family_index.as_retriever(passage_scoring="pcst", **kwargs)
 
 
 def test_a_hub_with_100k_relations_is_solved_on_the_capped_neighbourhood() -> None:
@@ -303,10 +298,9 @@ def test_a_hub_with_100k_relations_is_solved_on_the_capped_neighbourhood() -> No
     assert "hub" in chosen.entities
 
 
-@LITE_ONLY
 def test_without_the_solver_the_pcst_retriever_is_refused_at_construction(
-        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+        shared_family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setitem(__import__("sys").modules, "pcst_fast", None)
     with pytest.raises(MissingDependencyError, match=r"\[pcst\]"):
-        family_index.as_retriever(passage_scoring="pcst")
-    assert family_index.as_retriever().retrieve(QUESTION)  # the other methods still work
+        shared_family_index.as_retriever(passage_scoring="pcst")
+    assert shared_family_index.as_retriever().retrieve(QUESTION)  # the other methods still work

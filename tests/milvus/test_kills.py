@@ -31,6 +31,9 @@ KILL_POINTS = [
     ("update", "upsert_rows", "_entities"),     # new passages written, entities not
 ]
 SERVER_KILL_POINTS = [KILL_POINTS[1], KILL_POINTS[4], KILL_POINTS[7]]
+XDIST_GROUP = "milvus_server"
+"""The Lite tests join the server's tests on their xdist worker (tests/conftest.py): one
+forkserver and one set of clean runs (module fixtures) serve both."""
 
 
 @pytest.fixture(scope="module")

@@ -373,11 +373,10 @@ def test_a_graph_without_relations_still_answers_by_similarity(
     ({"ppr_passage_weight": 1.5}, "ppr_passage_weight must be a finite number in"),
     ({"similarity_top_k": True}, "similarity_top_k must be an integer >= 1"),
 ])
-@LITE_ONLY
-def test_bad_method_arguments_are_refused(family_index: GraphRAGIndex,
+def test_bad_method_arguments_are_refused(shared_family_index: GraphRAGIndex,
                                           kwargs: dict[str, Any], message: str) -> None:
     with pytest.raises(InvalidInputError, match=message):
-        family_index.as_retriever(**kwargs)
+        shared_family_index.as_retriever(**kwargs)
 
 
 @LITE_ONLY

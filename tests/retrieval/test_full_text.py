@@ -5,6 +5,7 @@ and naive RAG as a Milvus user builds it: ``as_naive_retriever(search="dense" | 
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,6 +18,9 @@ from tests.support.fakes import HashEmbedding
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
 
 pytestmark = pytest.mark.milvus
+XDIST_GROUP = "full_text"
+"""The words tests share one Lite index (``blind``): the Lite tests run on one xdist worker
+(see tests/conftest.py)."""
 
 RARE = ("The Zwolle manuscript of 1724 lists Jakob Hermann among the Basel mathematicians.",
         [("Zwolle manuscript", "lists", "Jakob Hermann")])
@@ -187,11 +191,19 @@ def blind_index(uri: str, full_text: bool = True) -> GraphRAGIndex:
         uri=uri, embed_model=HashEmbedding(dim=1), full_text_search=full_text)
 
 
-@LITE_ONLY
-def test_the_bridge_lists_gain_passages_by_words(milvus_uri: str) -> None:
+@pytest.fixture(scope="module")
+def blind(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GraphRAGIndex]:
+    """:func:`blind_index` with full-text search on Lite, once for the module: the tests that
+    use it only read."""
+    index = blind_index(str(tmp_path_factory.mktemp("blind") / "blind.db"))
+    yield index
+    index.close()
+
+
+def test_the_bridge_lists_gain_passages_by_words(blind: GraphRAGIndex) -> None:
     from llama_index_graphrag_milvus import BridgeRetrieval
 
-    index = blind_index(milvus_uri)
+    index = blind
     question = "Which manuscript from Zwolle lists a mathematician?"
     with_words = index.as_retriever(method=BridgeRetrieval(), similarity_top_k=5)
     hits = with_words.retrieve(question)
@@ -204,12 +216,11 @@ def test_the_bridge_lists_gain_passages_by_words(milvus_uri: str) -> None:
     assert found_by["words"] > 0  # its BM25 score for the text of the list it came from
     assert all("words" not in hit.node.metadata["graphrag_found_by"] for hit in meaning_only)
     assert texts(asyncio.run(with_words.aretrieve(question))) == texts(hits)
-    index.close()
 
 
 @LITE_ONLY
 def test_words_change_nothing_without_full_text_or_under_filters(milvus_uri: str,
-                                                                 tmp_path: Path) -> None:
+                                                                 blind: GraphRAGIndex) -> None:
     from llama_index_graphrag_milvus import BridgeRetrieval
 
     question = "Which manuscript from Zwolle lists a mathematician?"
@@ -219,13 +230,12 @@ def test_words_change_nothing_without_full_text_or_under_filters(milvus_uri: str
                for flag in (True, False))
     assert on == off
     plain.close()
-    index = blind_index(str(tmp_path / "words.db"))
+    index = blind
     everything = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
     scoped = [index.as_retriever(method=BridgeRetrieval(match_words=flag), similarity_top_k=3,
                                  filters=everything).retrieve(question) for flag in (True, False)]
     assert texts(scoped[0]) == texts(scoped[1]) and len(scoped[0]) == 3
     assert all("words" not in hit.node.metadata["graphrag_found_by"] for hit in scoped[0])
-    index.close()
 
 
 def test_match_words_is_checked() -> None:
@@ -235,11 +245,10 @@ def test_match_words_is_checked() -> None:
         BridgeRetrieval(match_words="yes")  # type: ignore[arg-type]
 
 
-@LITE_ONLY
-def test_pagerank_is_seeded_by_the_passages_the_words_match(milvus_uri: str) -> None:
+def test_pagerank_is_seeded_by_the_passages_the_words_match(blind: GraphRAGIndex) -> None:
     from llama_index_graphrag_milvus import PageRankRetrieval
 
-    index = blind_index(milvus_uri)
+    index = blind
     question = "Which manuscript from Zwolle lists a mathematician?"
 
     def pagerank_entities(match_words: bool) -> str:
@@ -250,4 +259,3 @@ def test_pagerank_is_seeded_by_the_passages_the_words_match(milvus_uri: str) -> 
     # the passage its words match joins the restart set, and its relations the graph
     assert "Zwolle manuscript" in pagerank_entities(True)
     assert "Zwolle manuscript" not in pagerank_entities(False)
-    index.close()

@@ -31,7 +31,8 @@ from tests.conftest import FAMILY
 from tests.support.fakes import ScriptedLLM
 from tests.support.markers import LITE_ONLY
 
-# Parsing, argument checks and fallbacks do not depend on the backend: Lite only.
+# Parsing, argument checks and fallbacks do not depend on the backend: Lite only. The tests
+# that only read (no spy on the client's calls) share one index (``shared_family_index``).
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 EULER, DANIEL, JAKOB, FLUID = (p for p, _ in FAMILY)
@@ -95,10 +96,9 @@ def test_without_llm_the_query_vector_searches_entities(
     assert scores == sorted(scores, reverse=True)
 
 
-@LITE_ONLY  # ranking logic
 def test_relation_scoring_orders_passages_by_their_best_relation(
-        family_index: GraphRAGIndex) -> None:
-    hits = family_index.as_retriever(passage_scoring="relation").retrieve(QUESTION)
+        shared_family_index: GraphRAGIndex) -> None:
+    hits = shared_family_index.as_retriever(passage_scoring="relation").retrieve(QUESTION)
     assert hits
     for hit in hits:
         assert hit.score == pytest.approx(hit.node.metadata[RELATIONS_KEY][0]["score"],
@@ -106,7 +106,7 @@ def test_relation_scoring_orders_passages_by_their_best_relation(
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)
     with pytest.raises(InvalidInputError, match="passage_scoring must be"):
-        family_index.as_retriever(passage_scoring="bm25")
+        shared_family_index.as_retriever(passage_scoring="bm25")
 
 
 def test_relations_metadata_is_kept_out_of_llm_and_embedding_text(
@@ -132,15 +132,14 @@ def test_ner_names_are_searched_in_one_batched_call(family_index: GraphRAGIndex,
     assert EULER in texts(hits)
 
 
-@LITE_ONLY  # expansion logic
-def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
+def test_multi_hop_needs_the_hop(shared_family_index: GraphRAGIndex) -> None:
     # relation seeds off: only the NER entity 'Leonhard Euler' seeds the expansion
     common: dict[str, Any] = {"llm": ner(["Leonhard Euler"]), "entity_top_k": 1,
                               "relation_similarity_threshold": 1.01}
-    zero = texts(khop(family_index, hops=0, **common).retrieve(QUESTION))
-    one = texts(khop(family_index, hops=1, **common).retrieve(QUESTION))
-    two = khop(family_index, hops=2, **common).retrieve(QUESTION)
-    three = texts(khop(family_index, hops=3, **common).retrieve(QUESTION))
+    zero = texts(khop(shared_family_index, hops=0, **common).retrieve(QUESTION))
+    one = texts(khop(shared_family_index, hops=1, **common).retrieve(QUESTION))
+    two = khop(shared_family_index, hops=2, **common).retrieve(QUESTION)
+    three = texts(khop(shared_family_index, hops=3, **common).retrieve(QUESTION))
     assert zero == [EULER]
     assert set(one) == {EULER, DANIEL, JAKOB}
     assert set(texts(two)) == {EULER, DANIEL, JAKOB}
@@ -149,23 +148,22 @@ def test_multi_hop_needs_the_hop(family_index: GraphRAGIndex) -> None:
     assert daniel_relations == {"Daniel Bernoulli was the son of Johann Bernoulli": 1,
                                 "Daniel Bernoulli made contributions to fluid dynamics": 2}
     assert set(three) == {EULER, DANIEL, JAKOB, FLUID}
-    reached = [h for h in khop(family_index, hops=1, **common).retrieve(QUESTION)
+    reached = [h for h in khop(shared_family_index, hops=1, **common).retrieve(QUESTION)
                if h.node.get_content() != EULER]
     assert all(r["hop"] == 1 for h in reached for r in h.node.metadata[RELATIONS_KEY])
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("answer", [
     "Sorry, I cannot help with that.",
     '{"entities": ["Euler"]}',
     '{"named_entities": "Euler"',
     RuntimeError("rate limited"),
 ])
-def test_unusable_ner_falls_back_to_the_query_vector(family_index: GraphRAGIndex, caplog,
-                                                     answer: object) -> None:
-    expected = texts(khop(family_index).retrieve(QUESTION))
+def test_unusable_ner_falls_back_to_the_query_vector(shared_family_index: GraphRAGIndex,
+                                                     caplog, answer: object) -> None:
+    expected = texts(khop(shared_family_index).retrieve(QUESTION))
     with caplog.at_level(logging.WARNING):
-        hits = khop(family_index, llm=ScriptedLLM([answer])).retrieve(QUESTION)
+        hits = khop(shared_family_index, llm=ScriptedLLM([answer])).retrieve(QUESTION)
     assert texts(hits) == expected
     assert "searching entities with the query vector" in caplog.text
 
@@ -178,24 +176,22 @@ def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkey
     assert ("graphrag_entities", 2) in spy.calls
 
 
-@LITE_ONLY
-def test_retriever_never_reaches_for_settings_llm(family_index: GraphRAGIndex,
-                                                  monkeypatch) -> None:
+def test_retriever_never_reaches_for_settings_llm(shared_family_index: GraphRAGIndex,
+                                                 monkeypatch) -> None:
     trap = ScriptedLLM(lambda prompt: pytest.fail("Settings.llm was called"))
     monkeypatch.setattr(Settings, "_llm", trap)
-    assert khop(family_index).retrieve(QUESTION)
+    assert khop(shared_family_index).retrieve(QUESTION)
     assert trap.prompts == []
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("scoring", ["passage", "relation", "ppr", "bridge"])
 def test_seeds_that_reach_nothing_fall_back_to_the_passages_own_similarity(
-        family_index: GraphRAGIndex, scoring: str) -> None:
+        shared_family_index: GraphRAGIndex, scoring: str) -> None:
     """Thresholds that drop every seed: never an empty answer while passages match."""
-    strict = family_index.as_retriever(entity_similarity_threshold=1.01,
-                                       relation_similarity_threshold=1.01,
-                                       passage_scoring=scoring, similarity_top_k=3)
-    naive = family_index.as_naive_retriever(similarity_top_k=3).retrieve(QUESTION)
+    strict = shared_family_index.as_retriever(entity_similarity_threshold=1.01,
+                                              relation_similarity_threshold=1.01,
+                                              passage_scoring=scoring, similarity_top_k=3)
+    naive = shared_family_index.as_naive_retriever(similarity_top_k=3).retrieve(QUESTION)
     hits = strict.retrieve(QUESTION)
     assert texts(hits) == texts(naive)
     if scoring != "ppr":  # PageRank keeps its own (mass) scores
@@ -244,25 +240,24 @@ def test_query_bundle_embedding_is_used(family_index: GraphRAGIndex) -> None:
     assert by_vector == by_text
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("query", ["", "   \n\t"])
-def test_empty_query(family_index: GraphRAGIndex, query: str) -> None:
+def test_empty_query(shared_family_index: GraphRAGIndex, query: str) -> None:
     with pytest.raises(InvalidInputError, match="empty or whitespace"):
-        khop(family_index).retrieve(query)
+        khop(shared_family_index).retrieve(query)
     with pytest.raises(InvalidInputError, match="empty or whitespace"):
-        asyncio.run(khop(family_index).aretrieve(query))
+        asyncio.run(khop(shared_family_index).aretrieve(query))
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("kwargs, match", [
     ({"hops": -1}, "hops must be an integer >= 0"),
     ({"entity_top_k": 0}, "entity_top_k must be an integer"),
     ({"similarity_top_k": "5"}, "similarity_top_k must be an integer >= 1"),
     ({"max_candidate_relations": 0}, "max_candidate_relations must be an integer >= 1"),
 ])
-def test_bad_retriever_arguments(family_index: GraphRAGIndex, kwargs: dict, match: str) -> None:
+def test_bad_retriever_arguments(shared_family_index: GraphRAGIndex, kwargs: dict,
+                                 match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
-        khop(family_index, **kwargs)
+        khop(shared_family_index, **kwargs)
 
 
 @pytest.mark.parametrize("kwargs", [{}, {"hops": 2}, {"llm": "ner"}])
@@ -288,11 +283,10 @@ def test_async_on_a_reopened_index_builds_the_graph(family_index: GraphRAGIndex,
     assert texts(hits) == texts(khop(family_index).retrieve(QUESTION))
 
 
-@LITE_ONLY
-def test_prompts_are_customizable(family_index: GraphRAGIndex) -> None:
+def test_prompts_are_customizable(shared_family_index: GraphRAGIndex) -> None:
     from llama_index.core.prompts import PromptTemplate
 
-    retriever = khop(family_index, llm=ner(["Euler"]))
+    retriever = khop(shared_family_index, llm=ner(["Euler"]))
     assert "ner_prompt" in retriever.get_prompts()
     retriever.update_prompts({"ner_prompt": PromptTemplate("ENTITIES OF: {query_str}")})
     retriever.retrieve(QUESTION)
@@ -371,24 +365,22 @@ def test_relation_texts_come_from_the_passages_without_another_read(
     assert reads == []
 
 
-@LITE_ONLY  # the store's thread pool, not Milvus, is under test
 def test_store_runs_the_two_seed_searches_at_the_same_time(
-        family_index: GraphRAGIndex) -> None:
+        shared_family_index: GraphRAGIndex) -> None:
     both_running = threading.Barrier(2, timeout=10)  # broken (an error) if run one by one
 
     def search(name: str) -> str:
         both_running.wait()
         return name
 
-    assert family_index.store.concurrently_all([lambda: search("entities"),
-                                                lambda: search("relations")]) == (
+    assert shared_family_index.store.concurrently_all([lambda: search("entities"),
+                                                       lambda: search("relations")]) == (
         "entities", "relations")
 
 
-@LITE_ONLY  # memory against a Milvus FLAT search of the same vectors
 @pytest.mark.parametrize("threshold", [None, 0.0, 0.99])
 def test_relation_seeds_in_memory_equal_the_milvus_search(
-        family_index: GraphRAGIndex, threshold: float | None) -> None:
+        shared_family_index: GraphRAGIndex, threshold: float | None) -> None:
     from llama_index_graphrag_milvus.retrieval.drivers import (
         AsyncDriver,
         DriverContext,
@@ -398,12 +390,12 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
     from llama_index_graphrag_milvus.retrieval.seeds import search_relations
     from llama_index_graphrag_milvus.retrieval.settings import SearchSettings
 
-    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    vector = shared_family_index.embed_model.get_query_embedding(QUESTION)
     query = QueryContext(QUESTION, vector, 5)
     found = {}
     for where in ("memory", "milvus"):
         config = SeedConfig(relation_top_k=4, relation_threshold=threshold)
-        context = DriverContext.of(family_index,
+        context = DriverContext.of(shared_family_index,
                                    searches=SearchSettings(relation_search=where))
         found[where] = SyncDriver(context).run(search_relations(query, config))
         async_driver = AsyncDriver(context)
@@ -418,10 +410,9 @@ def test_relation_seeds_in_memory_equal_the_milvus_search(
         assert len(memory) == 4 and all(h.text for h in memory)
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("threshold", [None, 0.5])
 def test_entity_seeds_in_memory_equal_the_milvus_search(
-        family_index: GraphRAGIndex, threshold: float | None) -> None:
+        shared_family_index: GraphRAGIndex, threshold: float | None) -> None:
     from llama_index_graphrag_milvus.retrieval.drivers import (
         AsyncDriver,
         DriverContext,
@@ -431,14 +422,14 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
     from llama_index_graphrag_milvus.retrieval.seeds import find_seeds
     from llama_index_graphrag_milvus.retrieval.settings import SearchSettings
 
-    vector = family_index.embed_model.get_query_embedding(QUESTION)
+    vector = shared_family_index.embed_model.get_query_embedding(QUESTION)
     query = QueryContext(QUESTION, vector, 5)
     llm = ner(["Euler", "Johann Bernoulli", "fluid dynamics"])
     for top_k in (50, 3):  # every entity, and a cut inside the test embedding's ties
         found = {}
         for where in ("memory", "milvus"):
             config = SeedConfig(entity_top_k=top_k, entity_threshold=threshold)
-            context = DriverContext.of(family_index, llm=llm,
+            context = DriverContext.of(shared_family_index, llm=llm,
                                        searches=SearchSettings(entity_search=where))
             seeds, _ = SyncDriver(context).run(find_seeds(query, config))
             again, _ = asyncio.run(AsyncDriver(context).run(find_seeds(query, config)))
@@ -449,7 +440,7 @@ def test_entity_seeds_in_memory_equal_the_milvus_search(
         assert memory == milvus  # most similar first, ties by id, at the cut too
         assert [h.score for h in found["memory"]] == pytest.approx(
             [h.score for h in found["milvus"]], abs=1e-5)
-        everything = 3 * (family_index.graph.num_entities if top_k == 50 else top_k)
+        everything = 3 * (shared_family_index.graph.num_entities if top_k == 50 else top_k)
         assert len(memory) == everything if threshold is None else 0 < len(memory) < everything
 
 

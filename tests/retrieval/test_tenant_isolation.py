@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,8 +19,12 @@ from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 from llama_index_graphrag_milvus.explore.data import ExplorerData
 from llama_index_graphrag_milvus.records import Triplet
 from tests.conftest import FAMILY
-from tests.support.fakes import ScriptedLLM
-from tests.support.markers import LITE_ONLY
+from tests.support.fakes import HashEmbedding, ScriptedLLM
+
+pytestmark = pytest.mark.milvus
+XDIST_GROUP = "tenant_isolation"
+"""The indexes are built once for the module (Lite): its tests run on one xdist worker (see
+tests/conftest.py)."""
 
 SECRETS = ("secretly", "Globex", "40 million", "Moreau Holdings")
 """Words only tenant B's passages hold."""
@@ -58,22 +62,27 @@ def shown(nodes: list[NodeWithScore]) -> str:
                       json.dumps([n.node.metadata for n in nodes], default=str)])
 
 
-@pytest.fixture(params=[None, "tenant_id"], ids=["filters", "tenant_key"])
-def indexes(request: pytest.FixtureRequest, make_index: Callable[..., GraphRAGIndex]
+@pytest.fixture(scope="module", params=[None, "tenant_id"], ids=["filters", "tenant_key"])
+def indexes(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory
             ) -> Iterator[dict[str, GraphRAGIndex]]:
     """Both tenants (graph in memory and served), and acme alone; with filters alone, and
-    with the tenant layout (``tenant_key``)."""
-    both = make_index([*ACME, *GLOBEX], tenant_key=request.param)
-    served = GraphRAGIndex(uri=both.store.uri, embed_model=both.embed_model,
-                           collection_prefix=both.store.prefix, graph="milvus")
-    alone = make_index(ACME, collection_prefix="acme_alone", tenant_key=request.param)
+    with the tenant layout (``tenant_key``). On Milvus Lite, built once per module and
+    layout: every test here only reads them."""
+    uri = str(tmp_path_factory.mktemp("tenants") / "graph.db")
+    embed_model = HashEmbedding(dim=64)
+    both = GraphRAGIndex.from_triplets([*ACME, *GLOBEX], uri=uri, embed_model=embed_model,
+                                       tenant_key=request.param)
+    served = GraphRAGIndex(uri=uri, embed_model=embed_model, collection_prefix=both.store.prefix,
+                           graph="milvus")
+    alone = GraphRAGIndex.from_triplets(ACME, uri=uri, embed_model=embed_model,
+                                        collection_prefix="acme_alone", tenant_key=request.param)
     try:
         yield {"memory": both, "milvus": served, "alone": alone}
     finally:
-        served.close()
+        for index in (served, alone, both):
+            index.close()
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("method", METHODS)
 def test_a_filtered_retrieval_shows_and_uses_only_its_tenants_passages(
         indexes: dict[str, GraphRAGIndex], method: str) -> None:
@@ -94,7 +103,6 @@ def test_a_filtered_retrieval_shows_and_uses_only_its_tenants_passages(
             assert leaks(explanation.to_html()) == [], (mode, question)
 
 
-@LITE_ONLY
 def test_without_the_filter_the_secret_is_found(indexes: dict[str, GraphRAGIndex]) -> None:
     """The test's secret is reachable: unfiltered, or filtered to its own tenant, it shows."""
     question = QUESTIONS[0]
@@ -107,7 +115,6 @@ def test_without_the_filter_the_secret_is_found(indexes: dict[str, GraphRAGIndex
         assert "chief executive" not in explanation.to_json()  # acme's, now the other one's
 
 
-@LITE_ONLY
 @pytest.mark.parametrize("mode", ["memory", "milvus"])
 def test_the_rerank_prompt_holds_only_the_tenants_relations(
         indexes: dict[str, GraphRAGIndex], mode: str) -> None:
@@ -130,7 +137,6 @@ def test_the_rerank_prompt_holds_only_the_tenants_relations(
                for p in rerank_prompts)
 
 
-@LITE_ONLY
 def test_the_explorer_with_a_filter_shows_only_the_tenant(
         indexes: dict[str, GraphRAGIndex]) -> None:
     data = ExplorerData(indexes["memory"], filters=ONLY_ACME)
@@ -158,7 +164,6 @@ def test_the_explorer_with_a_filter_shows_only_the_tenant(
     assert leaks(json.dumps(unfiltered.neighbourhood(alice), default=str))
 
 
-@LITE_ONLY
 def test_a_filter_that_keeps_every_passage_changes_no_answer(
         indexes: dict[str, GraphRAGIndex]) -> None:
     everyone = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value=["acme", "globex"],

@@ -3,7 +3,8 @@
 - :mod:`.entity_relation`: the entity-relation-passage graph and its bounded k-hop expansion
   (:mod:`.hubs`: the clusters of hub entities' relations it probes);
 - :mod:`.tables`: ids, packed texts, exact nearest rows, the entity and passage tables
-  (the seed searches in memory);
+  (the seed searches in memory); :mod:`.word_table`: the passages' BM25 term weights (BM25
+  in memory);
 - :mod:`.personalized_pagerank`: personalized PageRank on one query's entity-passage neighbourhood;
 - :mod:`.steiner_tree`: the prize-collecting Steiner tree of a neighbourhood (G-Retriever; the
   solver is the ``pcst`` extra, imported only when called);
@@ -39,6 +40,7 @@ from llama_index_graphrag_milvus.graph.tables import (
     TextTable,
     nearest_rows,
 )
+from llama_index_graphrag_milvus.graph.word_table import WordTable
 
 __all__ = [
     "DEFAULT_HUB_DEGREE",
@@ -55,6 +57,7 @@ __all__ = [
     "PageRankResult",
     "PassageTable",
     "TextTable",
+    "WordTable",
     "hierarchical_communities",
     "modularity",
     "nearest_rows",

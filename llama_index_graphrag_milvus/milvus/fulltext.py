@@ -31,6 +31,7 @@ from llama_index.vector_stores.milvus.utils import BM25BuiltInFunction
 from pymilvus import DataType, FunctionType
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.graph.word_table import DEFAULT_B, DEFAULT_K1
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS
 
@@ -45,11 +46,8 @@ sees, such as a title), so that BM25 and the dense search read the same content.
 LEXICAL_MAX_BYTES = 65_535
 RRF_K = 60
 LITE_K1 = 1.5
-"""BM25's term-frequency saturation on Milvus Lite when the index does not set it."""
-SERVER_K1 = 1.2
-"""BM25's term-frequency saturation on a Milvus server when the index does not set it."""
-DEFAULT_B = 0.75
-"""BM25's length normalisation when the index does not set it (Lite and server)."""
+"""BM25's term-frequency saturation on Milvus Lite when the index does not set it (a
+server's is :data:`~llama_index_graphrag_milvus.graph.word_table.DEFAULT_K1`, 1.2)."""
 """Reciprocal rank fusion's constant in hybrid search (Milvus's and the literature's)."""
 
 
@@ -236,7 +234,7 @@ def bm25_parameters(index_info: Mapping[str, Any], is_lite: bool) -> tuple[float
     ((1.3, 0.75), (1.2, 0.75))
     """
     params = {**index_info, **(index_info.get("params") or {})}
-    k1 = params.get("bm25_k1", LITE_K1 if is_lite else SERVER_K1)
+    k1 = params.get("bm25_k1", LITE_K1 if is_lite else DEFAULT_K1)
     return float(k1), float(params.get("bm25_b", DEFAULT_B))
 
 
@@ -250,13 +248,17 @@ def words_search_kwargs(collection: str, texts: Sequence[str], limit: int, where
             "output_fields": list(output_fields), "search_params": {"metric_type": "BM25"}}
 
 
-def parse_words_hits(result: Any) -> list[list[tuple[BaseNode, float]]]:
-    """``(node, BM25 score)`` lists of a batched BM25 search, best first and ties by id
-    (scores made positive: Milvus Lite reports them negated)."""
-    lists = []
-    for hits in result:
-        scored = sorted(((abs(float(h["distance"])), str(h["id"]), h) for h in hits),
-                        key=lambda item: (-item[0], item[1]))
-        lists.append([(metadata_dict_to_node(h["entity"], text=h["entity"].get("text")), score)
-                      for score, _, h in scored])
-    return lists
+def bm25_score(hit: Mapping[str, Any]) -> float:
+    """A BM25 search hit's score, positive on every Milvus (Milvus Lite reports it negated).
+
+    >>> bm25_score({"distance": -2.5}), bm25_score({"distance": 2.5})
+    (2.5, 2.5)
+    """
+    return abs(float(hit["distance"]))
+
+
+def parse_words_hits(lists: Sequence[Sequence[Mapping[str, Any]]]
+                     ) -> list[list[tuple[BaseNode, float]]]:
+    """``(node, BM25 score)`` lists of ranked BM25 hits (in their order)."""
+    return [[(metadata_dict_to_node(h["entity"], text=h["entity"].get("text")), bm25_score(h))
+             for h in hits] for hits in lists]

@@ -8,13 +8,17 @@ set-up, writes and whole-collection reads.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from llama_index.core.schema import BaseNode
 from pymilvus import AsyncMilvusClient, MilvusClient
 
-from llama_index_graphrag_milvus.milvus.fulltext import parse_words_hits, words_search_kwargs
+from llama_index_graphrag_milvus.milvus.fulltext import (
+    bm25_score,
+    parse_words_hits,
+    words_search_kwargs,
+)
 from llama_index_graphrag_milvus.milvus.rows import (
     GET_CHUNK,
     RELATION_HIT_FIELDS,
@@ -27,6 +31,7 @@ from llama_index_graphrag_milvus.milvus.rows import (
     ranked_search,
     rows_to_passages,
     search_kwargs,
+    similarity,
 )
 from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS, milvus_errors
 from llama_index_graphrag_milvus.records import EntityHit, RelationHit
@@ -52,10 +57,12 @@ class QueryPath:
         raise NotImplementedError
 
 
-    def ranked_search(self, kwargs: dict[str, Any], limit: int) -> list[list[dict[str, Any]]]:
-        """A search's hits, most similar first and ties by id, the limit's tie settled (see
-        :func:`~.rows.ranked_search`)."""
-        steps = ranked_search(kwargs, limit)
+    def ranked_search(self, kwargs: dict[str, Any], limit: int,
+                      score: Callable[[dict[str, Any]], float] = similarity
+                      ) -> list[list[dict[str, Any]]]:
+        """A search's hits, highest ``score`` (the similarity) first and ties by id, the
+        limit's tie settled (see :func:`~.rows.ranked_search`)."""
+        steps = ranked_search(kwargs, limit, score)
         request: dict[str, Any] | None = next(steps)
         hits: list[list[dict[str, Any]]] = []
         with milvus_errors(f"search {kwargs['collection_name']}"):
@@ -64,10 +71,11 @@ class QueryPath:
                                                                   **self.read_options))
         return hits
 
-    async def aranked_search(self, kwargs: dict[str, Any], limit: int
+    async def aranked_search(self, kwargs: dict[str, Any], limit: int,
+                             score: Callable[[dict[str, Any]], float] = similarity
                              ) -> list[list[dict[str, Any]]]:
         """Async twin of :meth:`ranked_search`."""
-        steps = ranked_search(kwargs, limit)
+        steps = ranked_search(kwargs, limit, score)
         request: dict[str, Any] | None = next(steps)
         hits: list[list[dict[str, Any]]] = []
         with milvus_errors(f"search {kwargs['collection_name']}"):
@@ -177,24 +185,20 @@ class QueryPath:
     def match_passage_words(self, texts: Sequence[str], limit: int, where: str = ""
                             ) -> list[list[tuple[BaseNode, float]]]:
         """One batched BM25 search (Milvus full-text search): for each text, the ``limit``
-        passages whose words match it best, ``(node, score)``, best first; empty lists when
-        the passage collection has no full-text search."""
+        passages whose words match it best, ``(node, score)``, best first and ties by id (at
+        the cut too); empty lists when the passage collection has no full-text search."""
         if not texts or not self.full_text:
             return [[] for _ in texts]
-        with milvus_errors(f"search {self.passage_collection} by words"):
-            result = self.client.search(**words_search_kwargs(
-                self.passage_collection, texts, limit, where), **self.read_options)
-        return parse_words_hits(result)
+        return parse_words_hits(self.ranked_search(words_search_kwargs(
+            self.passage_collection, texts, limit, where), limit, bm25_score))
 
     async def amatch_passage_words(self, texts: Sequence[str], limit: int, where: str = ""
                                    ) -> list[list[tuple[BaseNode, float]]]:
         """Async twin of :meth:`match_passage_words`."""
         if not texts or not self.full_text:
             return [[] for _ in texts]
-        with milvus_errors(f"search {self.passage_collection} by words"):
-            result = await self.aclient().search(**words_search_kwargs(
-                self.passage_collection, texts, limit, where), **self.read_options)
-        return parse_words_hits(result)
+        return parse_words_hits(await self.aranked_search(words_search_kwargs(
+            self.passage_collection, texts, limit, where), limit, bm25_score))
 
     def passages_matching(self, ids: Sequence[str], where: str) -> list[str]:
         """Those of ``ids`` whose passage matches ``where`` (a filter expression on passage

@@ -4,7 +4,7 @@ client call differs between the two)."""
 
 from __future__ import annotations
 
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Callable, Generator, Iterator, Sequence
 from typing import Any
 
 from llama_index.core.schema import BaseNode
@@ -55,10 +55,17 @@ SearchSteps = Generator[dict[str, Any], Any, list[list[dict[str, Any]]]]
 receives its result, returns the hits (see :func:`ranked_search`)."""
 
 
-def ranked_search(kwargs: dict[str, Any], limit: int) -> SearchSteps:
-    """The ``limit`` best hits of each list of a search, most similar first and ties by id,
-    as the in-memory searches rank them: the search reads :data:`TIE_SLACK` rows past the
-    limit, and again with twice as many while a list's tie at the cut runs past the rows
+def similarity(hit: dict[str, Any]) -> float:
+    """A search hit's similarity as Milvus reports it (``distance``: larger is closer for
+    the package's cosine and inner-product searches)."""
+    return float(hit["distance"])
+
+
+def ranked_search(kwargs: dict[str, Any], limit: int,
+                  score: Callable[[dict[str, Any]], float] = similarity) -> SearchSteps:
+    """The ``limit`` best hits of each list of a search, highest ``score`` first and ties by
+    id, as the in-memory searches rank them: the search reads :data:`TIE_SLACK` rows past
+    the limit, and again with twice as many while a list's tie at the cut runs past the rows
     read (Milvus cuts a tie group anywhere).
 
     >>> steps = ranked_search({"collection_name": "c"}, 2)
@@ -79,9 +86,9 @@ def ranked_search(kwargs: dict[str, Any], limit: int) -> SearchSteps:
         lists = [list(hits) for hits in result]
         if asked >= MILVUS_MAX_TOP_K or not any(
                 len(hits) >= asked and limit >= 1
-                and float(hits[limit - 1]["distance"]) == float(hits[-1]["distance"])
+                and score(hits[limit - 1]) == score(hits[-1])
                 for hits in lists):
-            return [sorted(hits, key=lambda h: (-float(h["distance"]), str(h["id"])))[:limit]
+            return [sorted(hits, key=lambda h: (-score(h), str(h["id"])))[:limit]
                     for hits in lists]
         asked = min(2 * asked, MILVUS_MAX_TOP_K)
 

@@ -122,6 +122,25 @@ def test_bm25_in_memory_ranks_as_milvus_lite_does(blind: GraphRAGIndex) -> None:
 
 @pytest.mark.milvus
 @LITE_ONLY
+def test_milvus_bm25_settles_a_tie_at_the_cut_by_id_as_the_table_does(milvus_uri: str) -> None:
+    same = [(TextNode(text="the same words in every passage", metadata={"n": n},
+                      excluded_embed_metadata_keys=["n"]), []) for n in range(12)]
+    with GraphRAGIndex.from_triplets(same, uri=milvus_uri, embed_model=HashEmbedding(dim=8),
+                                     full_text_search=True) as index:
+        [every] = index.store.match_passage_words(["same words"], 12)
+        ids = sorted(node.node_id for node, _ in every)  # the stored ids
+        assert len(ids) == 12 and len({score for _, score in every}) == 1
+        in_milvus = [[node.node_id for node, _ in hits]
+                     for hits in index.store.match_passage_words(["same words"], 4)]
+        assert in_milvus == [ids[:4]]  # all 12 tie: the lowest ids, not Milvus's pick
+        table = index.cache.word_table()
+        assert table is not None
+        assert [[pid for pid, _ in hits] for hits in table.search(["same words"], 4)] == \
+            in_milvus
+
+
+@pytest.mark.milvus
+@LITE_ONLY
 def test_the_second_hop_reads_words_in_memory_without_a_milvus_call(
         blind: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     calls = counted(blind, monkeypatch)

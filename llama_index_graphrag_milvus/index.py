@@ -34,6 +34,7 @@ from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
 from llama_index_graphrag_milvus.index_cache import (
     COMMUNITIES,
+    COMMUNITY_INFO,
     IndexCache,
 )
 from llama_index_graphrag_milvus.ingestion.documents import (
@@ -362,7 +363,7 @@ class GraphRAGIndex(DocumentMaintenance):
         """
         chosen = choose_reporter(llm, reporter, max_input_tokens, report_workers)
         config = LeidenConfig(max_cluster_size, seed, resolution)
-        self.cache.drop(COMMUNITIES)
+        self.cache.drop(COMMUNITIES, COMMUNITY_INFO)
         return build_communities(self.store, self.graph, self.embed_model, chosen, config,
                                  self.show_progress)
 
@@ -371,7 +372,7 @@ class GraphRAGIndex(DocumentMaintenance):
         ``{prefix}_communities`` and ``{prefix}_descriptions`` collections); the graph is
         untouched. The next :meth:`build_communities` starts from scratch (no cached
         report or summary)."""
-        self.cache.drop(COMMUNITIES)
+        self.cache.drop(COMMUNITIES, COMMUNITY_INFO)
         self.store.communities.drop()
         self.store.descriptions.drop()
 

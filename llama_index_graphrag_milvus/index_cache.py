@@ -22,7 +22,12 @@ import threading
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from llama_index_graphrag_milvus.communities.build import CommunitySet, load_communities
+from llama_index_graphrag_milvus.communities.around import CommunityInfo
+from llama_index_graphrag_milvus.communities.build import (
+    CommunitySet,
+    built_info,
+    load_communities,
+)
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
 from llama_index_graphrag_milvus.graph.word_table import WordTable
@@ -39,8 +44,10 @@ PASSAGES = "passages"
 PASSAGE_COUNT = "passage_count"
 WORDS = "words"
 COMMUNITIES = "communities"
+COMMUNITY_INFO = "community_info"
 GRAPH_MODE = "graph_mode"
-COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGE_COUNT, WORDS, COMMUNITIES, GRAPH_MODE)
+COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGE_COUNT, WORDS, COMMUNITIES, COMMUNITY_INFO,
+          GRAPH_MODE)
 """The names of the copies an index keeps."""
 
 
@@ -232,6 +239,21 @@ class IndexCache:
     async def aget_communities(self) -> CommunitySet:
         """:meth:`communities` without blocking the event loop when they are read."""
         return await self.aget(COMMUNITIES, self.communities)
+
+    def community_info(self) -> CommunityInfo:
+        """The communities' levels and whether descriptions are stored, without reading
+        the communities (what local search on a served index needs first); raises
+        :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when they
+        were never built."""
+        def read() -> CommunityInfo:
+            return CommunityInfo(int(built_info(self.store).get("levels", 0)),
+                                 self.store.descriptions.exists())
+
+        return self.get(COMMUNITY_INFO, read)
+
+    async def aget_community_info(self) -> CommunityInfo:
+        """:meth:`community_info` without blocking the event loop when it is read."""
+        return await self.aget(COMMUNITY_INFO, self.community_info)
 
     def _load_communities(self) -> CommunitySet:
         communities = load_communities(self.store)

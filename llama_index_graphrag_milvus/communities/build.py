@@ -27,6 +27,11 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from tqdm.auto import tqdm
 
+from llama_index_graphrag_milvus.communities.around import (
+    CommunityInfo,
+    LocalCommunities,
+    check_level,
+)
 from llama_index_graphrag_milvus.communities.descriptions import (
     DescriptionStats,
     DescriptionSummarizer,
@@ -60,7 +65,6 @@ from llama_index_graphrag_milvus.milvus.schema import (
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
-from llama_index_graphrag_milvus.validation import check_int
 
 logger = logging.getLogger(__name__)
 
@@ -443,11 +447,19 @@ class CommunitySet:
     def check_level(self, level: int | None) -> int:
         """``level`` itself (the deepest level for ``None``); :class:`InvalidInputError`
         when the index has no such level."""
-        if level is None:
-            return self.num_levels - 1
-        return check_int("level", level, minimum=0, maximum=self.num_levels - 1,
-                         hint="0: the most general communities of this index, "
-                         f"{self.num_levels - 1}: the most specific")
+        return check_level(self.num_levels, level)
+
+    def info_record(self) -> CommunityInfo:
+        """The levels, and whether descriptions are stored."""
+        return CommunityInfo(self.num_levels, bool(self.descriptions))
+
+    def around(self, entity_ids: Sequence[str], depth: int) -> LocalCommunities:
+        """The communities of ``entity_ids`` at level ``depth`` (see
+        :meth:`community_of`) with their reports."""
+        found = {e: self.community_of(e, depth) for e in dict.fromkeys(entity_ids)}
+        community = {e: cid for e, cid in found.items() if cid is not None}
+        return LocalCommunities(community, {cid: self.reports[cid]
+                                            for cid in dict.fromkeys(community.values())})
 
     def at_level(self, level: int | None = None) -> list[CommunityReport]:
         """The reports covering the graph at ``level`` (``None``: the most specific)."""
@@ -465,9 +477,10 @@ class CommunitySet:
         return path[min(depth, len(path) - 1)]
 
 
-def load_communities(store: MilvusGraphStore) -> CommunitySet:
-    """The stored communities; :class:`CommunitiesNotBuiltError` when there are none or
-    the last build did not finish."""
+def built_info(store: MilvusGraphStore) -> dict[str, Any]:
+    """What the last complete build recorded (levels, counts, settings: one describe of the
+    community collection); :class:`CommunitiesNotBuiltError` when there are no communities
+    or the last build did not finish."""
     properties = store.communities.properties() if store.dim is not None else {}
     state = properties.get(STATE_KEY)
     if state != "complete":
@@ -478,8 +491,15 @@ def load_communities(store: MilvusGraphStore) -> CommunitySet:
             f"{what}. Run index.build_communities() (extractive reports) or "
             "index.build_communities(llm=llm) (LLM reports) first; it needs "
             'pip install "llama-index-graphrag-milvus[communities]".')
+    info: dict[str, Any] = json.loads(properties.get(INFO_KEY, "{}"))
+    return info
+
+
+def load_communities(store: MilvusGraphStore) -> CommunitySet:
+    """The stored communities, all of them; :class:`CommunitiesNotBuiltError` when there
+    are none or the last build did not finish."""
+    info = built_info(store)
     rows = store.communities.read()
     descriptions = (read_description_table(store.descriptions.read())
                     if store.descriptions.exists() else None)
-    return CommunitySet(communities_from_rows(rows), json.loads(properties.get(INFO_KEY, "{}")),
-                        descriptions)
+    return CommunitySet(communities_from_rows(rows), info, descriptions)

@@ -35,6 +35,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 from llama_index.core.schema import NodeWithScore, TextNode
 from llama_index.core.utils import get_tokenizer
 
+from llama_index_graphrag_milvus.communities.around import LocalCommunities, check_level
 from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.communities.report_retriever import report_node
 from llama_index_graphrag_milvus.errors import InvalidInputError
@@ -43,10 +44,12 @@ from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.methods import method_of
 from llama_index_graphrag_milvus.retrieval.requests import (
+    CommunitiesBuilt,
+    CommunitiesOf,
+    DescriptionsOf,
     EntityDegrees,
     EntityPassages,
     EntitySeeds,
-    LoadCommunities,
     Plan,
     RelationsAround,
     Together,
@@ -56,7 +59,6 @@ from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
 
 if TYPE_CHECKING:
-    from llama_index_graphrag_milvus.communities.build import CommunitySet
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
 
@@ -130,14 +132,13 @@ def order_relations(relations: Sequence[CandidateRelation], selected: set[str],
             *sorted(outside, key=lambda c: (-links[other(c)], -combined(c), c.id))]
 
 
-def rank_communities(communities: CommunitySet, entity_ids: Sequence[str],
-                     passages: Mapping[str, Sequence[str]], level: int | None
-                     ) -> list[tuple[str, int]]:
-    """The communities of the selected entities at ``level`` with the number of the
-    entities' ``passages`` in each, by that number then rating (then id)."""
+def rank_communities(communities: LocalCommunities, entity_ids: Sequence[str],
+                     passages: Mapping[str, Sequence[str]]) -> list[tuple[str, int]]:
+    """The communities of the selected entities with the number of the entities'
+    ``passages`` in each, by that number then rating (then id)."""
     found: dict[str, set[str]] = {}
     for entity in entity_ids:
-        cid = communities.community_of(entity, level)
+        cid = communities.community.get(entity)
         if cid is not None:
             found.setdefault(cid, set()).update(passages.get(entity, ()))
     return sorted(((cid, len(p)) for cid, p in found.items()),
@@ -265,36 +266,39 @@ class LocalSearchRetrieval(RetrievalMethod):
         self._tokens = tokenizer or get_tokenizer()
 
     def plan(self, query: QueryContext, seeds: SeedConfig) -> Plan[list[NodeWithScore]]:
-        communities = yield from LoadCommunities()  # fails early when not built
-        communities.check_level(self.config.level)
+        info = yield from CommunitiesBuilt()  # fails early when not built
+        depth = check_level(info.levels, self.config.level)
         passages = yield from self.inner.plan(query, seeds)
         hits = first((yield from EntitySeeds((query.vector,), (query.text,),
                                              self.config.entity_top_k)))
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
-        relations, ranked = yield from self._context(query, communities, entities)
+        relations, communities, ranked = yield from self._context(query, entities, depth)
         reports = [(communities.reports[cid], matches) for cid, matches in ranked]
         if query.trace:
             query.trace.on_local_context(entities, relations, reports)
+        described = (yield from DescriptionsOf(tuple(dict.fromkeys(
+            [*(e.id for e in entities), *(c.id for c in relations)])))) \
+            if info.described and (entities or relations) else None
         return pack_context(passages, entities, relations, reports, self.config, self._tokens,
-                            communities.descriptions)
+                            described)
 
-    def _context(self, query: QueryContext, communities: CommunitySet,
-                 entities: Sequence[EntityHit]
-                 ) -> Plan[tuple[list[CandidateRelation], list[tuple[str, int]]]]:
+    def _context(self, query: QueryContext, entities: Sequence[EntityHit], depth: int
+                 ) -> Plan[tuple[list[CandidateRelation], LocalCommunities,
+                                 list[tuple[str, int]]]]:
         """The relations and communities of the entities: their relations most similar to
         the question (a bounded read, not all of a hub's) in :func:`order_relations`'s
-        order; communities by the passages of at most :data:`PASSAGES_PER_ENTITY` relations
-        of each entity."""
+        order; their communities at ``depth`` (only theirs are read), ranked by the
+        passages of at most :data:`PASSAGES_PER_ENTITY` relations of each entity."""
         ids = tuple(h.id for h in entities)
         if not ids:
-            return [], []
-        around, passages = yield from Together((
+            return [], LocalCommunities(), []
+        around, passages, communities = yield from Together((
             RelationsAround(query.vector, ids, RELATIONS_READ_FACTOR * self.config.max_relations),
-            EntityPassages(ids, PASSAGES_PER_ENTITY)))
+            EntityPassages(ids, PASSAGES_PER_ENTITY), CommunitiesOf(ids, depth)))
         ends = tuple(dict.fromkeys(e for c in around for e in (c.subject_id, c.object_id)))
         degrees = (yield from EntityDegrees(ends)) if ends else {}
         relations = order_relations(around, set(ids), degrees)[:self.config.max_relations]
-        return relations, rank_communities(communities, ids, passages, self.config.level)
+        return relations, communities, rank_communities(communities, ids, passages)
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "local_search": {

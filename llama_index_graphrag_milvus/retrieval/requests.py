@@ -19,7 +19,9 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
 - **the graph** (what a method asks): :class:`RelationSeeds`, :class:`EntitySeeds`,
   :class:`RankPassages`, :class:`RankWords`, :class:`ExpandPool`, :class:`RelationsAround`,
   :class:`GetRelations`, :class:`OwnRelations`, :class:`EntityPassages`,
-  :class:`EntityDegrees`, :class:`RelationTexts`, :class:`EntityNames`. The *graph source*
+  :class:`EntityDegrees`, :class:`RelationTexts`, :class:`EntityNames`, and for local
+  search :class:`CommunitiesBuilt`, :class:`CommunitiesOf`, :class:`DescriptionsOf`. The
+  *graph source*
   of the query answers them: the graph held in memory, or served by Milvus
   (:mod:`.sources`). Both answer with the same records, so a method never knows where the
   graph lives;
@@ -29,7 +31,8 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
   :class:`MatchPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`;
 - **the in-memory copies** of the index, which the in-memory source reads:
   :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, :class:`LoadWords`, and
-  :class:`LoadCommunities` (local search). :class:`Known` is an answer that needs no I/O,
+  :class:`LoadCommunities` (every community: what the in-memory source's community requests
+  read). :class:`Known` is an answer that needs no I/O,
   :class:`MilvusRequests` the count of the query's Milvus requests so far.
 
 >>> def plan() -> Plan[int]:
@@ -64,7 +67,14 @@ from llama_index_graphrag_milvus.records import (
 )
 
 if TYPE_CHECKING:  # the communities import the retrievers
+    from llama_index_graphrag_milvus.communities.around import (  # noqa: F401
+        CommunityInfo,
+        LocalCommunities,
+    )
     from llama_index_graphrag_milvus.communities.build import CommunitySet  # noqa: F401
+    from llama_index_graphrag_milvus.communities.descriptions import (  # noqa: F401
+        DescriptionTable,
+    )
 
 A = TypeVar("A")
 T = TypeVar("T")
@@ -206,9 +216,34 @@ class EntityNames(Request[dict[str, str]]):
     ids: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class CommunitiesBuilt(Request["CommunityInfo"]):
+    """The communities' levels and whether descriptions are stored;
+    :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when
+    ``build_communities`` never ran (or did not finish)."""
+
+
+@dataclass(frozen=True)
+class CommunitiesOf(Request["LocalCommunities"]):
+    """The communities of ``entity_ids`` at level ``depth`` (or the deepest above it) and
+    their reports, without reading the other communities on a served index."""
+
+    entity_ids: tuple[str, ...]
+    depth: int
+
+
+@dataclass(frozen=True)
+class DescriptionsOf(Request["DescriptionTable"]):
+    """The merged descriptions of the entities and relations ``ids`` (an empty table
+    without described extraction)."""
+
+    ids: tuple[str, ...]
+
+
 GRAPH_REQUESTS: tuple[type[Request[Any]], ...] = (
     RelationSeeds, EntitySeeds, RankPassages, RankWords, ExpandPool, RelationsAround,
-    GetRelations, OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames)
+    GetRelations, OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames,
+    CommunitiesBuilt, CommunitiesOf, DescriptionsOf)
 """What a graph source must answer (:mod:`.sources` checks its tables against it)."""
 
 

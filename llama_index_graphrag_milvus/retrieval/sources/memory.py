@@ -18,6 +18,12 @@ from dataclasses import replace
 
 import numpy as np
 
+from llama_index_graphrag_milvus.communities.around import (
+    CommunityInfo,
+    LocalCommunities,
+    descriptions_of,
+)
+from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.records import (
@@ -28,6 +34,9 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, Handlers, steps
 from llama_index_graphrag_milvus.retrieval.requests import (
+    CommunitiesBuilt,
+    CommunitiesOf,
+    DescriptionsOf,
     EntityDegrees,
     EntityNames,
     EntityPassages,
@@ -36,6 +45,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     GetEntityNames,
     GetRelations,
     GetRelationTexts,
+    LoadCommunities,
     LoadEntities,
     LoadGraph,
     LoadPassages,
@@ -204,6 +214,18 @@ def _entity_names(context: DriverContext, r: EntityNames) -> Plan[dict[str, str]
     return names
 
 
+def _communities_built(context: DriverContext, r: CommunitiesBuilt) -> Plan[CommunityInfo]:
+    return (yield from LoadCommunities()).info_record()
+
+
+def _communities_of(context: DriverContext, r: CommunitiesOf) -> Plan[LocalCommunities]:
+    return (yield from LoadCommunities()).around(r.entity_ids, r.depth)
+
+
+def _descriptions_of(context: DriverContext, r: DescriptionsOf) -> Plan[DescriptionTable]:
+    return descriptions_of((yield from LoadCommunities()).descriptions, r.ids)
+
+
 MEMORY_SOURCE: Handlers = dict([
     steps(RelationSeeds, _relation_seeds),
     steps(EntitySeeds, _entity_seeds),
@@ -217,5 +239,9 @@ MEMORY_SOURCE: Handlers = dict([
     steps(EntityDegrees, _entity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),
+    steps(CommunitiesBuilt, _communities_built),
+    steps(CommunitiesOf, _communities_of),
+    steps(DescriptionsOf, _descriptions_of),
 ])
-"""The graph requests, answered by the graph held in memory."""
+"""The graph requests, answered by the graph held in memory (local search's community
+requests by the communities loaded whole)."""

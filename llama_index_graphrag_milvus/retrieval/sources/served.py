@@ -16,6 +16,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from llama_index_graphrag_milvus.communities.around import (
+    CommunityInfo,
+    LocalCommunities,
+    ServedCommunities,
+)
+from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
 from llama_index_graphrag_milvus.milvus.served import ServedGraph
 from llama_index_graphrag_milvus.milvus.tenants import tenants_filter
 from llama_index_graphrag_milvus.records import (
@@ -27,6 +33,9 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, Handlers, handler, steps
 from llama_index_graphrag_milvus.retrieval.requests import (
+    CommunitiesBuilt,
+    CommunitiesOf,
+    DescriptionsOf,
     EntityDegrees,
     EntityNames,
     EntityPassages,
@@ -204,6 +213,38 @@ def _entity_names(context: DriverContext, r: EntityNames) -> Plan[dict[str, str]
     return (yield from GetEntityNames(r.ids))
 
 
+def _communities_built(context: DriverContext, r: CommunitiesBuilt) -> CommunityInfo:
+    return context.cache.community_info()
+
+
+async def _acommunities_built(context: DriverContext, r: CommunitiesBuilt) -> CommunityInfo:
+    return await context.cache.aget_community_info()
+
+
+def _counted(context: DriverContext, found: LocalCommunities) -> LocalCommunities:
+    """``found``, its reports' read counted (the memberships' is the handler's)."""
+    if found.reports:
+        context.requests.add()
+    return found
+
+
+def _communities_of(context: DriverContext, r: CommunitiesOf) -> LocalCommunities:
+    return _counted(context, ServedCommunities(context.store).around(r.entity_ids, r.depth))
+
+
+async def _acommunities_of(context: DriverContext, r: CommunitiesOf) -> LocalCommunities:
+    return _counted(context, await ServedCommunities(context.store).aaround(r.entity_ids,
+                                                                            r.depth))
+
+
+def _descriptions_of(context: DriverContext, r: DescriptionsOf) -> DescriptionTable:
+    return ServedCommunities(context.store).descriptions(r.ids)
+
+
+async def _adescriptions_of(context: DriverContext, r: DescriptionsOf) -> DescriptionTable:
+    return await ServedCommunities(context.store).adescriptions(r.ids)
+
+
 SERVED_SOURCE: Handlers = dict([
     steps(RelationSeeds, _relation_seeds),
     steps(EntitySeeds, _entity_seeds),
@@ -217,5 +258,10 @@ SERVED_SOURCE: Handlers = dict([
     handler(EntityDegrees, _entity_degrees, _aentity_degrees, milvus=True),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),
+    handler(CommunitiesBuilt, _communities_built, _acommunities_built),
+    handler(CommunitiesOf, _communities_of, _acommunities_of, milvus=True),
+    handler(DescriptionsOf, _descriptions_of, _adescriptions_of, milvus=True),
 ])
-"""The graph requests, answered by Milvus (no copy of a whole collection)."""
+"""The graph requests, answered by Milvus (no copy of a whole collection; local search's
+community requests by bounded reads of the communities, see
+:mod:`~llama_index_graphrag_milvus.communities.around`)."""

@@ -98,8 +98,11 @@ def write(client: MilvusClient, graph: SyntheticGraph, server: bool,
     return time.perf_counter() - start
 
 
-def options(client: MilvusClient, limit: int, query_cap: int) -> dict[str, tuple[Fetch, int]]:
-    """Each option's fetch and its Milvus requests per call."""
+def options(client: MilvusClient, limit: int, query_cap: int, efs: tuple[int, ...] = ()
+            ) -> dict[str, tuple[Fetch, int]]:
+    """Each option's fetch and its Milvus requests per call; ``efs``: the filtered search
+    again with each HNSW ``ef`` (the search's candidate list; Milvus's default is the
+    limit)."""
 
     def where(entities: list[int]) -> str:
         listed = ", ".join(map(str, entities))
@@ -112,10 +115,13 @@ def options(client: MilvusClient, limit: int, query_cap: int) -> dict[str, tuple
         best = np.argsort(-(matrix @ vector), kind="stable")[:limit]
         return [int(rows[i]["id"]) for i in best]
 
-    def filtered_search(vector: np.ndarray, entities: list[int]) -> list[int]:
+    def filtered_search(vector: np.ndarray, entities: list[int], ef: int | None = None
+                        ) -> list[int]:
+        params: dict[str, Any] = {"metric_type": "IP"}  # as the package searches
+        if ef is not None:
+            params["params"] = {"ef": ef}
         hits = client.search("opt_relations", [vector.tolist()], filter=where(entities),
-                             limit=limit, output_fields=["id"],
-                             search_params={"metric_type": "IP"})  # as the package searches
+                             limit=limit, output_fields=["id"], search_params=params)
         return [int(hit["id"]) for hit in hits[0]]
 
     def filtered_query(vector: np.ndarray, entities: list[int]) -> list[int]:
@@ -129,12 +135,22 @@ def options(client: MilvusClient, limit: int, query_cap: int) -> dict[str, tuple
         return top(client.get("opt_relations", ids=ids, output_fields=["id", "embedding"])
                    if ids else [], vector)
 
-    return {"filtered search": (filtered_search, 1), "filtered query": (filtered_query, 1),
-            "adjacency rows": (adjacency_rows, 2)}
+    found: dict[str, tuple[Fetch, int]] = {
+        "filtered search": (filtered_search, 1), "filtered query": (filtered_query, 1),
+        "adjacency rows": (adjacency_rows, 2)}
+    for ef in efs:
+        def search_ef(vector: np.ndarray, entities: list[int], ef: int = ef) -> list[int]:
+            return filtered_search(vector, entities, ef)
+
+        found[f"filtered search ef={ef}"] = (search_ef, 1)
+    return found
 
 
 def measure(client: MilvusClient, graph: SyntheticGraph, queries: int, limit: int,
-            query_cap: int, seed: int = 5) -> dict[str, Any]:
+            query_cap: int, seed: int = 5, efs: tuple[int, ...] = (),
+            only: tuple[str, ...] = ()) -> dict[str, Any]:
+    """Each option (those named in ``only`` when given) for each kind of entity set:
+    p50 / p95, requests, recall."""
     rng = np.random.default_rng(seed)
     degrees = graph.entity_degrees()
     small = int(np.flatnonzero((degrees >= 3) & (degrees <= 10))[0])
@@ -146,7 +162,8 @@ def measure(client: MilvusClient, graph: SyntheticGraph, queries: int, limit: in
     vectors = unit_vectors(rng, queries, graph.dim)
     relation_vectors = unit_vectors(np.random.default_rng(graph.seed + 1), graph.num_relations,
                                     graph.dim) if graph.num_relations <= 2_000_000 else None
-    fetches = options(client, limit, query_cap)
+    fetches = {name: fetch for name, fetch in options(client, limit, query_cap, efs).items()
+               if not only or name in only}
     result: dict[str, Any] = {"degrees": {"small entity": int(degrees[small]),
                                           "largest hub": int(degrees[hub])}}
     for kind, draw in seed_sets.items():
@@ -189,6 +206,10 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--uri", help="a Milvus server or Lite file (default: Lite in a tmp dir)")
     parser.add_argument("--embedded-server", metavar="DIR",
                         help="start the embedded Milvus server with its data in DIR (wiped)")
+    parser.add_argument("--ef", type=int, nargs="*", default=[],
+                        help="also the filtered search with these HNSW ef values")
+    parser.add_argument("--only", nargs="*", default=[],
+                        help="measure only these options (names as in the report)")
     parser.add_argument("--out", type=Path, default=Path("bench_out/graph_options"))
     args = parser.parse_args(argv)
     graph = generate(args.relations, dim=args.dim)
@@ -199,7 +220,8 @@ def main(argv: list[str] | None = None) -> None:
         build_s = write(client, graph, server=kind != "lite")
         report = {"config": {**{k: v for k, v in vars(args).items() if k != "out"},
                              "milvus": kind, "build_s": round(build_s, 1)},
-                  **measure(client, graph, args.queries, args.limit, args.query_cap)}
+                  **measure(client, graph, args.queries, args.limit, args.query_cap,
+                            efs=tuple(args.ef), only=tuple(args.only))}
         client.close()
     args.out.mkdir(parents=True, exist_ok=True)
     name = "lite" if kind == "lite" else "server"

@@ -55,6 +55,8 @@ SEARCH_CANDIDATES = 200
 """Names an entity search reads at most (then checks and ranks in the process)."""
 MAX_STEPS = 64
 """Id ranges :meth:`IdPages.page` reads or counts at most for one page."""
+MAX_DEPTH = 16
+"""Hex digits of the longest id prefix :class:`IdPages` cuts ranges at."""
 LIKE_SPECIALS = "%_\\"
 """Characters a ``like`` pattern cannot hold literally on every Milvus: the pattern
 skips them (a wildcard in their place) and the hits are checked in the process."""
@@ -111,10 +113,10 @@ class IdPages:
 
     When the rows number at most ``window``, their ids are read once and sorted. Beyond,
     the id space is cut into ranges of hex prefixes (ids are hex hashes, so the ranges are
-    about even) of about ``window / 4`` rows each: the range holding ``offset`` is
+    about even) of at most about ``window / 2`` rows each: the range holding ``offset`` is
     estimated, the rows before it counted, and the ranges read in order until the page is
-    full (at most :data:`MAX_STEPS` ranges; ids that are not hex hashes still fall into
-    some range, a range that fills the window is an error).
+    full (at most :data:`MAX_STEPS` requests; ids that are not hex hashes still fall into
+    some range; a range that fills the window is read again as its sixteen sub-ranges).
     """
 
     def __init__(self, store: MilvusGraphStore, collection: str, where: str = "",
@@ -137,44 +139,51 @@ class IdPages:
         rows = self.read(_and(self.where, range_), ["count(*)"], None)
         return int(rows[0]["count(*)"]) if rows else 0
 
-    def _ids(self, range_: str) -> list[str]:
-        ids = sorted(row["id"] for row in self.read(_and(self.where, range_), ["id"],
-                                                      self.window))
-        if range_ and len(ids) >= self.window:
+    def _ids(self, low: int, high: int, depth: int, reads: list[int]) -> list[str]:
+        """The ids in ranges ``low .. high - 1`` of hex prefixes of ``depth`` digits, sorted;
+        a range whose answer fills the window is read again as its sixteen sub-ranges.
+        ``reads`` counts the requests of one page (at most :data:`MAX_STEPS`)."""
+        reads[0] += 1
+        if reads[0] > MAX_STEPS:
+            raise MilvusStoreError(
+                f"{self.collection}: one page took more than {MAX_STEPS} reads (ids that are "
+                "not hashes spread evenly?); ask for a smaller page")
+        ids = sorted(row["id"] for row in self.read(_and(self.where, self._range(
+            low, high, depth)), ["id"], self.window))
+        if len(ids) < self.window:
+            return ids
+        if depth >= MAX_DEPTH:
             raise MilvusStoreError(
                 f"{self.collection}: more than {self.window} ids of the rows matching "
-                f"{self.where or 'no filter'} fall in {range_}: their ids are not hashes "
-                "spread evenly; page through fewer rows (a smaller offset)")
-        return ids
+                f"{self.where or 'no filter'} share a prefix of {depth} characters: they are "
+                "not hashes spread evenly, and cannot be paged in id order")
+        return [i for sub in range(low * 16, high * 16)
+                for i in self._ids(sub, sub + 1, depth + 1, reads)]
 
     def page(self, offset: int, limit: int, total: int) -> list[str]:
         """The ids at ``offset .. offset + limit`` of the ``total`` rows, in id order."""
         if offset >= total or limit < 1:
             return []
+        reads = [0]
         if total <= self.window:
-            return self._ids("")[offset:offset + limit]
+            return self._ids(0, 1, 0, reads)[offset:offset + limit]
         depth = 1
-        while total > (self.window // 4) * 16 ** depth:
+        while total > (self.window // 2) * 16 ** depth:
             depth += 1
         ranges = 16 ** depth
         bucket = min(ranges - 1, offset * ranges // total)
         before = self.count(self._range(0, bucket, depth)) if bucket else 0
-        steps = 1
         while before > offset:  # the estimate overshot: step back a range at a time
             bucket -= 1
             before -= self.count(self._range(bucket, bucket + 1, depth))
-            steps += 1
+            reads[0] += 1
         found: list[str] = []
-        while len(found) < limit and bucket < ranges and steps <= MAX_STEPS:
-            ids = self._ids(self._range(bucket, bucket + 1, depth))
+        while len(found) < limit and bucket < ranges:
+            ids = self._ids(bucket, bucket + 1, depth, reads)
             start = max(0, offset + len(found) - before)
             found.extend(ids[start:start + limit - len(found)])
             before += len(ids)
             bucket += 1
-            steps += 1
-        if len(found) < limit and bucket < ranges:
-            raise MilvusStoreError(f"{self.collection}: the page at offset {offset} took more "
-                                   f"than {MAX_STEPS} reads; ask for a smaller page")
         return found
 
     @staticmethod

@@ -8,7 +8,8 @@ the index, and no request reads more than :data:`WINDOW` rows of ids (or
   first in id order (ids are hashes of the names, so the sample is as good as a random one),
   their degrees counted by filtered queries of their relations' ends; the summary says so;
 - entity search: a ``like`` query on the names (at most :data:`SEARCH_CANDIDATES`
-  candidates), the hits checked and ranked in the process as the in-memory view ranks them;
+  candidates), the hits checked and ranked in the process as the in-memory view ranks them
+  (a Milvus before 2.4 matches prefixes only: names that start with the text, there);
 - an entity's neighbourhood: its relations in relation id order (the in-memory view puts
   those to the most connected neighbours first: that order needs every neighbour's degree),
   one page read by primary key, the ids found by :class:`IdPages`;
@@ -20,6 +21,7 @@ filters on ``subject_id`` / ``object_id`` from scalar indexes (see :mod:`...milv
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -44,6 +46,8 @@ if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
+logger = logging.getLogger(__name__)
+
 WINDOW = MILVUS_MAX_TOP_K
 """Rows one read of ids returns at most (Milvus's query window)."""
 SAMPLE_ENTITIES = 1000
@@ -62,12 +66,18 @@ LIKE_SPECIALS = "%_\\"
 skips them (a wildcard in their place) and the hits are checked in the process."""
 
 
-def like_pattern(needle: str) -> str:
-    r"""A ``like`` pattern that matches every name holding ``needle`` (and maybe others).
+def like_pattern(needle: str, infix: bool = True) -> str:
+    r"""A ``like`` pattern that matches every name holding ``needle`` (``infix``) or starting
+    with it (and maybe others: the hits are checked in the process).
 
     >>> like_pattern("50% off"), like_pattern("a\\b"), like_pattern("%")
     ('%50% off%', '%a%b%', '%')
+    >>> like_pattern("ab_c", infix=False), like_pattern("_", infix=False)
+    ('ab%', '%')
     """
+    if not infix:
+        cut = min((i for i, c in enumerate(needle) if c in LIKE_SPECIALS), default=len(needle))
+        return f"{needle[:cut]}%"
     parts = [needle]
     for special in LIKE_SPECIALS:
         parts = [piece for part in parts for piece in part.split(special)]
@@ -212,6 +222,8 @@ class ServedGraphView:
         self.store = index.store
         self.window = window
         self.sample = sample
+        self.infix = True
+        """Whether this Milvus takes infix ``like`` patterns (2.4 and later, Lite)."""
 
     def _ends(self, entity_id: str) -> IdPages:
         quoted = quote(entity_id)
@@ -260,22 +272,35 @@ class ServedGraphView:
     def search(self, text: str, limit: int) -> list[dict[str, Any]]:
         """Names read by ``like`` in the casings of :func:`casings` (Milvus compares case:
         a name in another mix of cases is not found), checked case aside in the process;
-        at most :data:`SEARCH_CANDIDATES` names read."""
-        store = self.store
+        at most :data:`SEARCH_CANDIDATES` names read. A Milvus before 2.4 matches prefixes
+        only: there, names that start with the text (the first refusal is logged)."""
         needle = text.casefold()
         if not storable_text(text):
             return []  # no name holds it (the in-memory view finds none either)
-        pattern = " or ".join(f"name like {quote(like_pattern(cased))}"
-                              for cased in casings(text))
-        with milvus_errors(f"read {store.entity_collection}"):
-            rows = store.client.query(collection_name=store.entity_collection, filter=pattern,
-                                      output_fields=["name"], limit=SEARCH_CANDIDATES,
-                                      **store.read_options)
+        try:
+            rows = self._like(text, self.infix)
+        except MilvusStoreError:
+            if not self.infix:
+                raise
+            logger.info("this Milvus refuses infix 'like' patterns (before 2.4): the "
+                        "explorer's entity search matches names by their start")
+            self.infix = False
+            rows = self._like(text, infix=False)
         names = {row["id"]: row["name"] for row in rows
                  if needle in (row.get("name") or "").casefold()}
         degrees = self.entity_degrees(list(names))
         return rank_hits([Hit(eid, name, degrees[eid]) for eid, name in names.items()],
                          needle, limit)
+
+    def _like(self, text: str, infix: bool) -> list[dict[str, Any]]:
+        store = self.store
+        pattern = " or ".join(f"name like {quote(like_pattern(cased, infix))}"
+                              for cased in casings(text))
+        with milvus_errors(f"read {store.entity_collection}"):
+            rows: list[dict[str, Any]] = store.client.query(
+                collection_name=store.entity_collection, filter=pattern,
+                output_fields=["name"], limit=SEARCH_CANDIDATES, **store.read_options)
+        return rows
 
     def neighbourhood(self, entity_id: str, offset: int, limit: int) -> dict[str, Any]:
         """Relations in relation id order."""

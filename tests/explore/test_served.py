@@ -14,6 +14,7 @@ from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 from starlette.testclient import TestClient
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.errors import MilvusStoreError
 from llama_index_graphrag_milvus.explore import ExplorerData, NotFoundError
 from llama_index_graphrag_milvus.explore.app import create_app
 from llama_index_graphrag_milvus.explore.data import MAX_PAGE
@@ -141,6 +142,22 @@ def test_passages_and_search_answer_as_in_memory(memory: GraphRAGIndex,
         assert mine.search_entities(text, 5) == theirs.search_entities(text, 5), text
     passage = mine.passages(0, 1)["passages"][0]
     assert mine.passage(passage["id"]) == passage
+
+
+def test_a_milvus_without_infix_patterns_finds_names_by_their_start(
+        nothing_whole: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    view = ServedGraphView(nothing_whole)
+    like = view._like
+
+    def before_2_4(text: str, infix: bool) -> list[dict[str, Any]]:
+        if infix:
+            raise MilvusStoreError("like: prefix match only")
+        return like(text, infix)
+
+    monkeypatch.setattr(view, "_like", before_2_4)
+    assert [h["name"] for h in view.search("person 1", 3)] == ["Person 1", "Person 10",
+                                                               "Person 11"]
+    assert view.infix is False and view.search("bernoulli", 5) == []  # not a prefix
 
 
 def test_bad_requests_fail_as_in_memory(memory: GraphRAGIndex,

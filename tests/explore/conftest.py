@@ -25,6 +25,16 @@ def explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
 
 
 @pytest.fixture(scope="session")
+def served_explorer(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The explorer on the same family, its graph served by Milvus (``graph="milvus"``),
+    its URL."""
+    index = build(tmp_path_factory.mktemp("browser-served") / "family.db", graph="milvus")
+    with serve(index, port=0) as server:
+        yield server.url
+    index.close()
+
+
+@pytest.fixture(scope="session")
 def driver() -> Iterator[Any]:
     """Headless Chromium (1280x1100, a fresh profile); the test fails, with the command that
     installs it, when it cannot be found or installed."""

@@ -107,10 +107,20 @@ def test_the_bernoulli_question_draws_its_path(driver: Any, explorer: str) -> No
     assert len(naive) == 5 and DANIEL in naive[3].text  # naive RAG ranks it 4th
 
 
-def test_clicking_an_entity_expands_it(driver: Any, explorer: str) -> None:
+@pytest.mark.parametrize("graph", ["explorer", "served_explorer"])
+def test_clicking_an_entity_expands_it(driver: Any, graph: str,
+                                       request: pytest.FixtureRequest) -> None:
+    """In memory, and on a served graph (whose Index tab says its degrees are sampled)."""
     from selenium.webdriver.common.by import By
 
+    explorer = request.getfixturevalue(graph)
     open_explorer(driver, explorer)
+    sampled = driver.find_element(By.ID, "degrees-sample")
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=index]").click()
+    if graph == "served_explorer":
+        assert sampled.is_displayed() and "sample of 12 entities (of 12)" in sampled.text
+    else:
+        assert not sampled.is_displayed()
     driver.find_element(By.CSS_SELECTOR, "[data-tab=entities]").click()
     driver.find_element(By.ID, "entity-query").send_keys("daniel")
     driver.find_element(By.CSS_SELECTOR, "#entity-form button").click()

@@ -68,6 +68,15 @@
         el("span", { "class": "ex-bar-label" }, d.low === d.high ? String(d.low)
           : d.low + "–" + d.high), fill, el("span", null, String(d.entities))));
     });
+    /* a served graph's distribution and hubs are of a sample of its entities: say so */
+    var sample = summary.sample;
+    $("degrees-sample").hidden = $("hubs-sample").hidden = !sample;
+    if (sample) {
+      $("degrees-sample").textContent = "sample of " + sample.entities + " entities (of " +
+        sample.of + "), read from Milvus";
+      $("hubs-sample").textContent = "the most connected of the sample of " +
+        sample.entities + " entities";
+    }
     var hubs = $("hubs");
     clear(hubs);
     summary.hubs.forEach(function (hub) { hubs.appendChild(entityButton(hub)); });

@@ -246,8 +246,10 @@ class IndexCache:
         :class:`~llama_index_graphrag_milvus.errors.CommunitiesNotBuiltError` when they
         were never built."""
         def read() -> CommunityInfo:
-            return CommunityInfo(int(built_info(self.store).get("levels", 0)),
-                                 self.store.descriptions.exists())
+            recorded = built_info(self.store)
+            return CommunityInfo(int(recorded.get("levels", 0)),
+                                 self.store.descriptions.exists(),
+                                 int(recorded.get("communities", 0)))
 
         return self.get(COMMUNITY_INFO, read)
 

@@ -76,6 +76,8 @@ class CommunityInfo:
     """Levels of the hierarchy (0: the most general)."""
     described: bool
     """Whether merged entity and relation descriptions are stored."""
+    count: int = 0
+    """Communities stored (all levels)."""
 
 
 @dataclass(frozen=True)

@@ -451,7 +451,7 @@ class CommunitySet:
 
     def info_record(self) -> CommunityInfo:
         """The levels, and whether descriptions are stored."""
-        return CommunityInfo(self.num_levels, bool(self.descriptions))
+        return CommunityInfo(self.num_levels, bool(self.descriptions), len(self))
 
     def around(self, entity_ids: Sequence[str], depth: int) -> LocalCommunities:
         """The communities of ``entity_ids`` at level ``depth`` (see

@@ -36,6 +36,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index_graphrag_milvus.cli.common import shorten
+from llama_index_graphrag_milvus.communities.around import CommunityInfo
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     InvalidInputError,
@@ -123,14 +124,15 @@ class ExplorerData:
 
     # ------------------------------------------------------------------ the index
 
-    def _communities_built(self) -> bool:
+    def _community_info(self) -> CommunityInfo | None:
+        """The communities' levels and count (what their build recorded: no community is
+        read), ``None`` when they are not built or under a filter."""
         if self.where:  # communities span every tenant: never shown under a filter
-            return False
+            return None
         try:
-            self.index.communities  # noqa: B018 (reads them once; cached by the index)
+            return self.index.cache.community_info()
         except CommunitiesNotBuiltError:
-            return False
-        return True
+            return None
 
     def summary(self) -> dict[str, Any]:
         """Counts, the degree distribution, the biggest hubs and the methods available (of
@@ -141,14 +143,13 @@ class ExplorerData:
         counts = self.graph.counts()
         degrees = self.graph.degrees()
         names = self._names([eid for eid, _ in degrees.hubs])
-        built = self._communities_built()
-        communities = self.index.communities if built else None
+        info = self._community_info()
+        built = info is not None
         return {
             "uri": store.uri, "collection_prefix": store.prefix, "filter": self.where,
             "counts": {**counts,
-                       "communities": len(communities) if communities is not None else None,
-                       "community_levels": (communities.num_levels
-                                            if communities is not None else None)},
+                       "communities": info.count if info is not None else None,
+                       "community_levels": info.levels if info is not None else None},
             "degrees": degrees.histogram,
             "hubs": [{"id": eid, "name": names[eid], "degree": degree}
                      for eid, degree in degrees.hubs],
@@ -262,7 +263,7 @@ class ExplorerData:
                                     f"{FILTERED_COMMUNITIES}")
         if method == "local":
             try:
-                self.index.communities  # noqa: B018 (reads them once; cached by the index)
+                self.index.cache.community_info()  # what the build recorded, read once
             except CommunitiesNotBuiltError as exc:
                 raise InvalidInputError(f"the method 'local' searches communities: {exc}"
                                         ) from exc

@@ -28,6 +28,7 @@ import platform
 import subprocess
 import tempfile
 import time
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,7 @@ from benchmarks.scale import (
 )
 from benchmarks.synthetic import entity_name, generate
 from llama_index_graphrag_milvus import GraphRAGIndex, __version__
+from llama_index_graphrag_milvus.ids import entity_id
 
 METHODS = {
     "naive": None,
@@ -120,6 +122,58 @@ def measure_worker(uri: str, prefix: str, dim: int, texts: list[str], methods: l
     return result
 
 
+def explorer_worker(uri: str, prefix: str, dim: int, entities: list[str], hubs: list[str],
+                    searches: list[str]) -> dict[str, Any]:
+    """The explorer on the served index in a fresh process: the summary, the first page
+    (25 relations) of each entity's neighbourhood (the hubs apart), entity searches;
+    p50/p95/max per kind and the process's resident memory (idle and after)."""
+    from llama_index_graphrag_milvus.explore import ExplorerData
+
+    index = GraphRAGIndex(uri=uri, collection_prefix=prefix, consistency_level="Bounded",
+                          embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
+    data = ExplorerData(index)
+    idle = resident_mb()["VmRSS"]
+    times: dict[str, list[float]] = {"summary": [], "neighbourhood": [],
+                                     "hub neighbourhood": [], "entity search": []}
+    calls: list[tuple[str, Any]] = [
+        ("summary", data.summary),
+        *(("neighbourhood", partial(data.neighbourhood, e, 0, 25)) for e in entities),
+        *(("hub neighbourhood", partial(data.neighbourhood, e, 0, 25)) for e in hubs),
+        *(("entity search", partial(data.search_entities, t, 20)) for t in searches)]
+    for kind, call in calls:
+        start = time.perf_counter()
+        call()
+        times[kind].append(time.perf_counter() - start)
+    after = resident_mb()
+    index.close()
+    return {"idle_rss_mb": idle, "rss_after_mb": after["VmRSS"],
+            "rss_growth_mb": after["VmRSS"] - idle,
+            **{kind: {**Percentiles.of(seconds).__dict__, "max_ms": round(1000 * max(seconds), 1),
+                      "calls": len(seconds)}
+               for kind, seconds in times.items() if seconds}}
+
+
+def measure_explorer(uri: str, prefix: str, dim: int, entities: list[str], hubs: list[str],
+                     searches: list[str]) -> dict[str, Any]:
+    """Run :func:`explorer_worker` in a new Python process."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        result: dict[str, Any] = pool.apply(explorer_worker,
+                                            (uri, prefix, dim, entities, hubs, searches))
+    return result
+
+
+def explorer_inputs(degrees: np.ndarray, count: int, hubs: int, seed: int = 13
+                    ) -> tuple[list[str], list[str], list[str]]:
+    """Entity ids for the explorer phase: ``count`` drawn at random, the ``hubs`` most
+    connected, and search texts (a word of a random entity's name)."""
+    rng = np.random.default_rng(seed)
+    drawn = rng.choice(len(degrees), min(count, len(degrees)), replace=False).tolist()
+    top = np.argsort(-degrees, kind="stable")[:hubs].tolist()
+    return ([entity_id(entity_name(int(e))) for e in drawn],
+            [entity_id(entity_name(int(e))) for e in top],
+            [entity_name(int(e)).split()[-1] for e in drawn[:20]])
+
+
 def server_footprint(base_dir: str | None) -> dict[str, Any]:
     """The embedded server's data on disk and its resident memory (``None`` elsewhere)."""
     if not base_dir:
@@ -139,7 +193,8 @@ def server_footprint(base_dir: str | None) -> dict[str, Any]:
 
 def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | None,
         dim: int, index_type: str | None, methods: list[str], out: Path,
-        index_params: dict[str, Any] | None = None) -> dict[str, Any]:
+        index_params: dict[str, Any] | None = None, explorer_entities: int = 0
+        ) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, \
             milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
@@ -161,21 +216,45 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
             row["index_build_wait_s"] = round(wait_for_indexes(writer), 1)
             row["build_s"] = round(row["write_s"] + row["index_build_wait_s"], 1)
             writer.close()
+            entities, hubs, searches = explorer_inputs(synthetic.entity_degrees(),
+                                                       explorer_entities, 20)
             del synthetic
             row.update(server_footprint(embedded_server))
             print(json.dumps(row), flush=True)
             row["worker"] = measure_worker(target, prefix, dim,
                                            questions(queries + 1, row["entities"]), methods)
+            if explorer_entities:
+                row["explorer"] = measure_explorer(target, prefix, dim, entities, hubs,
+                                                   searches)
             print(json.dumps(row), flush=True)
             results.append(row)
     report = {"config": {"sizes": sizes, "queries": queries, "dim": dim, "milvus": kind,
                          "index_type": index_type or "AUTOINDEX",
                          "index_params": index_params or {}, "methods": methods,
+                         "explorer_entities": explorer_entities,
                          "package": __version__, "python": platform.python_version()},
               "results": results}
     out.mkdir(parents=True, exist_ok=True)
     (out / "served.json").write_text(json.dumps(report, indent=2))
     return report
+
+
+def explorer_markdown(report: dict[str, Any]) -> str:
+    """The explorer phase's table (empty when it was not timed)."""
+    rows = [r for r in report["results"] if "explorer" in r]
+    if not rows:
+        return ""
+    kinds = ("summary", "neighbourhood", "hub neighbourhood", "entity search")
+    lines = ["| relations | explorer RSS idle / after (MB) | "
+             + " | ".join(f"{k} p50 / p95 / max ms" for k in kinds) + " |",
+             "|" + "---|" * (2 + len(kinds))]
+    for row in rows:
+        found = row["explorer"]
+        cells = [f"{row['relations']:,}", f"{found['idle_rss_mb']} / {found['rss_after_mb']}"]
+        cells += [f"{found[k]['p50_ms']} / {found[k]['p95_ms']} / {found[k]['max_ms']}"
+                  if k in found else "-" for k in kinds]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines)
 
 
 def markdown(report: dict[str, Any]) -> str:
@@ -220,13 +299,18 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--index-params", type=json.loads, default=None, metavar="JSON",
                         help="its build parameters, e.g. '{\"M\": 8, \"efConstruction\": 64}'")
     parser.add_argument("--methods", nargs="+", default=list(METHODS), choices=list(METHODS))
+    parser.add_argument("--explorer", type=int, default=0, metavar="N",
+                        help="also time the explorer in a fresh process: the summary, the "
+                             "neighbourhood of N random entities and of the 20 largest hubs, "
+                             "20 entity searches (default 0: not timed)")
     parser.add_argument("--out", type=Path, default=Path("bench_out/served"))
     args = parser.parse_args(argv)
     methods = ["naive", *(m for m in args.methods if m != "naive")]
     report = run(args.sizes, args.queries, args.uri, args.embedded_server, args.dim,
-                 args.index_type, methods, args.out, args.index_params)
+                 args.index_type, methods, args.out, args.index_params, args.explorer)
     print()
     print(markdown(report))
+    print(explorer_markdown(report))
     print(f"\nJSON: {args.out / 'served.json'}")
 
 

@@ -34,3 +34,14 @@ def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,
         assert (measured["requests_per_query"] == 1.0) == (name == "naive")
     printed = capsys.readouterr().out
     assert "| 600 |" in printed and "served.json" in printed
+
+
+def test_served_command_times_the_explorer_in_a_fresh_process(tmp_path: Path, capsys) -> None:
+    main(["--sizes", "400", "--queries", "1", "--methods", "bridge (default)", "--explorer", "5",
+          "--out", str(tmp_path)])
+    [row] = json.loads((tmp_path / "served.json").read_text())["results"]
+    explorer = row["explorer"]
+    assert explorer["neighbourhood"]["calls"] == 5 and explorer["hub neighbourhood"]["calls"] == 20
+    assert explorer["summary"]["calls"] == 1 and explorer["entity search"]["calls"] == 5
+    assert explorer["neighbourhood"]["p95_ms"] > 0 and explorer["idle_rss_mb"] > 0
+    assert "hub neighbourhood p50" in capsys.readouterr().out

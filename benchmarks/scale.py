@@ -364,12 +364,14 @@ def in_memory_measurements(synthetic: SyntheticGraph, queries: int) -> dict[str,
 
 @contextlib.contextmanager
 def milvus_target(uri: str | None, embedded_server: str | None,
-                  workdir: Path) -> Iterator[tuple[str, str]]:
-    """``(uri, kind)``: an embedded server, a given URI, or a Lite path in ``workdir``."""
+                  workdir: Path, keep: bool = False) -> Iterator[tuple[str, str]]:
+    """``(uri, kind)``: an embedded server (its data folder wiped first unless ``keep``), a
+    given URI, or a Lite path in ``workdir``."""
     if embedded_server:
         from milvus import default_server
 
-        shutil.rmtree(embedded_server, ignore_errors=True)
+        if not keep:
+            shutil.rmtree(embedded_server, ignore_errors=True)
         default_server.set_base_dir(embedded_server)
         default_server.start()
         try:

@@ -65,11 +65,15 @@ def questions(count: int, entities: int, seed: int = 11) -> list[str]:
             for a, b in rng.integers(0, entities, (count, 2))]
 
 
-def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
-           ) -> dict[str, Any]:
-    """A fresh worker's measurements (the child of :func:`measure_worker`)."""
+def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str],
+           store_threads: int | None = None) -> dict[str, Any]:
+    """A fresh worker's measurements (the child of :func:`measure_worker`);
+    ``store_threads``: the store's thread pools resized (an experiment: how much the
+    concurrent requests of one step wait for a thread)."""
     index = GraphRAGIndex(uri=uri, collection_prefix=prefix, consistency_level="Bounded",
                           embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
+    if store_threads:
+        resize_pools(index, store_threads)
     retrievers = {name: (index.as_naive_retriever(similarity_top_k=5) if METHODS[name] is None
                          else index.as_retriever(similarity_top_k=5, **METHODS[name] or {}))
                   for name in methods}
@@ -114,11 +118,25 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     return result
 
 
-def measure_worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
-                   ) -> dict[str, Any]:
+def resize_pools(index: GraphRAGIndex, threads: int) -> None:
+    """The store's two thread pools with ``threads`` workers each (they start idle)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from llama_index_graphrag_milvus.milvus.store import WORKER_PREFIX
+
+    store = index.store
+    store._pool.shutdown()
+    store._inner_pool.shutdown()
+    store._pool = ThreadPoolExecutor(threads, thread_name_prefix=WORKER_PREFIX)
+    store._inner_pool = ThreadPoolExecutor(threads, thread_name_prefix=f"{WORKER_PREFIX}-inner")
+
+
+def measure_worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str],
+                   store_threads: int | None = None) -> dict[str, Any]:
     """Run :func:`worker` in a new Python process (a worker that starts cold)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
-        result: dict[str, Any] = pool.apply(worker, (uri, prefix, dim, texts, methods))
+        result: dict[str, Any] = pool.apply(worker, (uri, prefix, dim, texts, methods,
+                                                     store_threads))
     return result
 
 
@@ -193,13 +211,12 @@ def server_footprint(base_dir: str | None) -> dict[str, Any]:
 
 def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | None,
         dim: int, index_type: str | None, methods: list[str], out: Path,
-        index_params: dict[str, Any] | None = None, explorer_entities: int = 0
-        ) -> dict[str, Any]:
+        index_params: dict[str, Any] | None = None, explorer_entities: int = 0,
+        reuse: bool = False, store_threads: int | None = None) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, \
-            milvus_target(uri, embedded_server, Path(tmp)) as (target, kind):
+            milvus_target(uri, embedded_server, Path(tmp), keep=reuse) as (target, kind):
         for size in sizes:
-            print(f"size {size:,}: generating and writing ({kind})", flush=True)
             synthetic = generate(size, dim=dim)
             prefix = f"served_{size}"
             writer = GraphRAGIndex(uri=target, collection_prefix=prefix,
@@ -212,9 +229,16 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
                                    "passages": synthetic.num_passages,
                                    "top_hub_degrees": sorted(
                                        synthetic.entity_degrees().tolist())[-3:][::-1]}
-            row["write_s"] = round(write_to_milvus(synthetic, writer), 1)
-            row["index_build_wait_s"] = round(wait_for_indexes(writer), 1)
-            row["build_s"] = round(row["write_s"] + row["index_build_wait_s"], 1)
+            stored = (writer.store.count(writer.store.relation_collection)
+                      if reuse and writer.store.dim is not None else 0)
+            if stored == size:
+                print(f"size {size:,}: reusing {prefix} ({kind})", flush=True)
+                row.update(write_s=0.0, index_build_wait_s=0.0, build_s=0.0, reused=True)
+            else:
+                print(f"size {size:,}: generating and writing ({kind})", flush=True)
+                row["write_s"] = round(write_to_milvus(synthetic, writer), 1)
+                row["index_build_wait_s"] = round(wait_for_indexes(writer), 1)
+                row["build_s"] = round(row["write_s"] + row["index_build_wait_s"], 1)
             writer.close()
             entities, hubs, searches = explorer_inputs(synthetic.entity_degrees(),
                                                        explorer_entities, 20)
@@ -222,7 +246,8 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
             row.update(server_footprint(embedded_server))
             print(json.dumps(row), flush=True)
             row["worker"] = measure_worker(target, prefix, dim,
-                                           questions(queries + 1, row["entities"]), methods)
+                                           questions(queries + 1, row["entities"]), methods,
+                                           store_threads)
             if explorer_entities:
                 row["explorer"] = measure_explorer(target, prefix, dim, entities, hubs,
                                                    searches)
@@ -231,7 +256,8 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
     report = {"config": {"sizes": sizes, "queries": queries, "dim": dim, "milvus": kind,
                          "index_type": index_type or "AUTOINDEX",
                          "index_params": index_params or {}, "methods": methods,
-                         "explorer_entities": explorer_entities,
+                         "explorer_entities": explorer_entities, "reuse": reuse,
+                         "store_threads": store_threads,
                          "package": __version__, "python": platform.python_version()},
               "results": results}
     out.mkdir(parents=True, exist_ok=True)
@@ -303,11 +329,18 @@ def main(argv: list[str] | None = None) -> None:
                         help="also time the explorer in a fresh process: the summary, the "
                              "neighbourhood of N random entities and of the 20 largest hubs, "
                              "20 entity searches (default 0: not timed)")
+    parser.add_argument("--reuse", action="store_true",
+                        help="keep the embedded server's data folder and reuse a size's "
+                             "collections when they hold its relations (no build)")
+    parser.add_argument("--store-threads", type=int, default=None, metavar="N",
+                        help="an experiment: the worker's store thread pools with N threads "
+                             "each (the package's default is 4)")
     parser.add_argument("--out", type=Path, default=Path("bench_out/served"))
     args = parser.parse_args(argv)
     methods = ["naive", *(m for m in args.methods if m != "naive")]
     report = run(args.sizes, args.queries, args.uri, args.embedded_server, args.dim,
-                 args.index_type, methods, args.out, args.index_params, args.explorer)
+                 args.index_type, methods, args.out, args.index_params, args.explorer,
+                 args.reuse, args.store_threads)
     print()
     print(markdown(report))
     print(explorer_markdown(report))

@@ -14,6 +14,8 @@ and :class:`~..retrieval.requests.DescriptionsOf`):
   of communities: one filtered query per entity on the community collection for the ids and
   levels of its communities (``array_contains(entity_ids, ...)``, no member lists read),
   then the chosen communities' report rows by primary key; the descriptions by primary key.
+  The report retriever (``index.as_report_retriever()``) is one vector search of the
+  community collection there (:meth:`ServedCommunities.search_reports`).
 
 Both give the same records, so local search returns the same nodes in both modes.
 
@@ -39,6 +41,7 @@ from llama_index_graphrag_milvus.communities.descriptions import (
 )
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import quote
+from llama_index_graphrag_milvus.milvus.rows import search_kwargs, similarity
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
 from llama_index_graphrag_milvus.validation import check_int
@@ -173,6 +176,27 @@ class ServedCommunities:
                 **self._reports_kwargs(sorted(set(community.values()))))
         return _local(community, heads)
 
+    def _reports_search_kwargs(self, vector: Sequence[float], depth: int, limit: int
+                               ) -> dict[str, Any]:
+        return search_kwargs(self.store.community_collection, [vector], limit, REPORT_FIELDS,
+                             where=at_level_filter(depth))
+
+    def search_reports(self, vector: Sequence[float], depth: int, limit: int
+                       ) -> list[tuple[CommunityReport, float]]:
+        """The ``limit`` reports of level ``depth`` (see :func:`at_level_filter`) most
+        similar to ``vector`` (cosine), best first, ties by id: one vector search of the
+        community collection."""
+        hits = self.store.ranked_search(self._reports_search_kwargs(vector, depth, limit),
+                                        limit)
+        return _reports(hits)
+
+    async def asearch_reports(self, vector: Sequence[float], depth: int, limit: int
+                              ) -> list[tuple[CommunityReport, float]]:
+        """Async twin of :meth:`search_reports`."""
+        hits = await self.store.aranked_search(
+            self._reports_search_kwargs(vector, depth, limit), limit)
+        return _reports(hits)
+
     def _descriptions_kwargs(self, ids: Sequence[str]) -> dict[str, Any]:
         return {"collection_name": self.store.descriptions.name, "ids": list(ids),
                 "output_fields": DESCRIPTION_READ_FIELDS, **self.store.read_options}
@@ -193,6 +217,23 @@ class ServedCommunities:
         with milvus_errors(f"read {self.store.descriptions.name}"):
             return read_description_table(await self.store.aclient().get(
                 **self._descriptions_kwargs(ids)))
+
+
+def at_level_filter(depth: int) -> str:
+    """The reports that cover the graph at level ``depth`` (as
+    :meth:`~.build.CommunitySet.at_level`): that level's communities and those of the levels
+    above that are not split further, one row each (the first part).
+
+    >>> at_level_filter(1)
+    'part == 0 and (level == 1 or (level < 1 and array_length(children) == 0))'
+    """
+    return (f"part == 0 and (level == {depth} or (level < {depth} and "
+            "array_length(children) == 0))")
+
+
+def _reports(hits: Sequence[Sequence[dict[str, Any]]]) -> list[tuple[CommunityReport, float]]:
+    return [(report_of({**hit["entity"], "community_id": hit["id"]}), similarity(hit))
+            for hit in (hits[0] if hits else ())]
 
 
 def _chosen(entity_ids: Sequence[str], rows: Sequence[Sequence[Mapping[str, Any]]],

@@ -8,6 +8,7 @@ import numpy as np
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
+from llama_index_graphrag_milvus.communities.around import ServedCommunities, check_level
 from llama_index_graphrag_milvus.metadata import COMMUNITY_KEY, hide_from_models
 from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -44,7 +45,8 @@ def report_node(report: CommunityReport, score: float | None) -> NodeWithScore:
 
 class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
     """The ``similarity_top_k`` community reports of ``level`` closest to the question
-    (cosine of the report vectors, in memory), as ``NodeWithScore`` whose
+    (cosine of the report vectors: in memory with the graph in memory, one vector search of
+    the community collection on a served index), as ``NodeWithScore`` whose
     ``metadata["graphrag_community"]`` holds the community's id, level, title, rating and
     report kind. Needs :meth:`GraphRAGIndex.build_communities`.
 
@@ -61,6 +63,28 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
         self._level = level
         self._top_k = check_int("similarity_top_k", similarity_top_k)
         super().__init__(**kwargs)
+
+    def _served(self) -> bool:
+        return self._index.graph_mode == "milvus"
+
+    def _checked(self, vector: list[float]) -> list[float]:
+        query = check_vector(vector)
+        self._index.store.check_dimension(len(query), "the embedding model")
+        return query
+
+    def _search(self, vector: list[float]) -> list[NodeWithScore]:
+        """The served index's reports: one vector search of the community collection."""
+        depth = check_level(self._index.cache.community_info().levels, self._level)
+        found = ServedCommunities(self._index.store).search_reports(
+            self._checked(vector), depth, self._top_k)
+        return [report_node(report, score) for report, score in found]
+
+    async def _asearch(self, vector: list[float]) -> list[NodeWithScore]:
+        """Async twin of :meth:`_search`."""
+        info = await self._index.cache.aget_community_info()
+        found = await ServedCommunities(self._index.store).asearch_reports(
+            self._checked(vector), check_level(info.levels, self._level), self._top_k)
+        return [report_node(report, score) for report, score in found]
 
     def _rank(self, vector: list[float]) -> list[NodeWithScore]:
         communities = self._index.communities
@@ -80,11 +104,13 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
         query = check_query(query_bundle)
         vector = (given_vector(query_bundle)
                   or self._index.embed_model.get_query_embedding(query))
-        return self._rank(vector)
+        return self._search(vector) if self._served() else self._rank(vector)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         vector = (given_vector(query_bundle)
                   or await self._index.embed_model.aget_query_embedding(query))
+        if await self._index.aget_graph_mode() == "milvus":
+            return await self._asearch(vector)
         await self._index.aget_communities()  # read without blocking the loop
         return self._rank(vector)

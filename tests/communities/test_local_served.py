@@ -102,6 +102,34 @@ def test_served_local_search_gives_the_memory_context_from_its_own_communities(
         served.close()
 
 
+@pytest.mark.parametrize("level", [None, 0])
+def test_served_report_retriever_searches_the_community_collection(
+        uri: str, level: int | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    """On a served index the report retriever is one vector search of the community
+    collection: the same reports, order and scores as the in-memory cosine ranking."""
+    memory = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph="memory")
+    served = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph="milvus")
+    try:
+        expected = memory.as_report_retriever(level=level, similarity_top_k=4).retrieve(
+            QUESTION)
+        refuse_whole_reads(served, monkeypatch)
+        retriever = served.as_report_retriever(level=level, similarity_top_k=4)
+        for found in (retriever.retrieve(QUESTION),
+                      asyncio.run(retriever.aretrieve(QUESTION))):
+            assert [(n.node.node_id, n.node.get_content(),
+                     n.node.metadata["graphrag_community"]) for n in found] == [
+                (n.node.node_id, n.node.get_content(), n.node.metadata["graphrag_community"])
+                for n in expected]
+            assert [n.score for n in found] == pytest.approx([n.score for n in expected],
+                                                             abs=1e-5)
+        assert served.cache.peek("communities") is None
+        with pytest.raises(InvalidInputError, match="level"):
+            served.as_report_retriever(level=9).retrieve(QUESTION)
+    finally:
+        memory.close()
+        served.close()
+
+
 def test_memberships_across_part_rows_and_quoted_names(uri: str) -> None:
     """An entity listed in a community's second part row is found; a name with quotes and
     backslashes is matched literally; an unknown entity has no community."""
@@ -168,8 +196,8 @@ def test_deepest_membership_and_ranking() -> None:
 
 @pytest.mark.parametrize("milvus_uri", ["server"], indirect=True)
 def test_on_a_milvus_server(milvus_uri: str) -> None:
-    """The server's filter on the array of members (``array_contains``) finds the same
-    communities as the loaded set."""
+    """The server's filters on the arrays of members (``array_contains``) and children
+    (``array_length``) find the same communities as the loaded set."""
     index = GraphRAGIndex.from_triplets([*FAMILY, *groups(3, 4)], uri=milvus_uri,
                                         embed_model=HashEmbedding(dim=64))
     served = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64), graph="milvus")
@@ -178,6 +206,11 @@ def test_on_a_milvus_server(milvus_uri: str) -> None:
         expected = index.as_local_retriever(similarity_top_k=3).retrieve(QUESTION)
         found = served.as_local_retriever(similarity_top_k=3).retrieve(QUESTION)
         assert parts(found, "report") and parts(found, "report") == parts(expected, "report")
+        # the report retriever's filter on the array of children (array_length)
+        reports = served.as_report_retriever(similarity_top_k=3).retrieve(QUESTION)
+        assert [n.node.node_id for n in reports] == [
+            n.node.node_id for n in index.as_report_retriever(similarity_top_k=3).retrieve(
+                QUESTION)]
         assert served.cache.peek("communities") is None
     finally:
         served.close()

@@ -23,6 +23,12 @@ from llama_index_graphrag_milvus.milvus.schema import (
     WRITE_BATCH_SIZE,
     milvus_errors,
 )
+from llama_index_graphrag_milvus.milvus.served import around_filter
+
+IN_USE_WINDOW = 4096
+"""Relation ends one query of :meth:`StoreWrites.entities_in_use` reads at most."""
+MAX_EXCLUDED_IN_FILTER = 10_000
+"""Excluded relation ids :meth:`StoreWrites.entities_in_use` puts in its filter at most."""
 
 
 class StoreWrites:
@@ -86,7 +92,38 @@ class StoreWrites:
     def entities_in_use(self, entity_ids: Sequence[str],
                         excluding: Collection[str] = ()) -> set[str]:
         """Those of ``entity_ids`` that are the subject or object of a stored relation
-        (other than the relations ``excluding`` names)."""
+        (other than the relations ``excluding`` names).
+
+        Bounded whatever the entities' degrees: each query reads at most
+        :data:`IN_USE_WINDOW` relation ends, and the entities it found in use leave the next
+        one, so a hub with a million relations costs one window, not its million rows
+        (each full window finds at least one entity). Beyond :data:`MAX_EXCLUDED_IN_FILTER`
+        excluded relations (a filter that long), the relations are read whole."""
+        wanted = list(dict.fromkeys(entity_ids))
+        excluded = sorted(set(excluding))
+        if len(excluded) > MAX_EXCLUDED_IN_FILTER:
+            return self._entities_in_use_read_whole(wanted, excluding)
+        used: set[str] = set()
+        with milvus_errors(f"read {self.relation_collection}"):
+            for start in range(0, len(wanted), WRITE_BATCH_SIZE):
+                remaining = wanted[start:start + WRITE_BATCH_SIZE]
+                while remaining:
+                    ends = around_filter(remaining)
+                    expression = (f"({ends}) and not ({in_list('id', excluded)})" if excluded
+                                  else ends)
+                    rows = self.client.query(collection_name=self.relation_collection,
+                                             **self.read_options, filter=expression,
+                                             output_fields=["subject_id", "object_id"],
+                                             limit=IN_USE_WINDOW)
+                    found = {e for row in rows for e in (row["subject_id"], row["object_id"])}
+                    used.update(found)
+                    if len(rows) < IN_USE_WINDOW:
+                        break
+                    remaining = [e for e in remaining if e not in found]
+        return used & set(wanted)
+
+    def _entities_in_use_read_whole(self, entity_ids: Sequence[str],
+                                    excluding: Collection[str]) -> set[str]:
         used: set[str] = set()
         with milvus_errors(f"read {self.relation_collection}"):
             for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):

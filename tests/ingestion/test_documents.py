@@ -216,3 +216,46 @@ def test_an_interrupted_delete_can_be_run_again(index: GraphRAGIndex,
     assert stats.passages == 2
     assert counts(index) == (3, 2, 2)
     assert signature(index) == signature(fresh(index))
+
+
+@pytest.mark.milvus
+def test_entities_in_use_reads_a_window_per_query_whatever_a_hubs_degree(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which entities a delete leaves in use is read in windows: a hub costs one window,
+    the others are still found, excluded relations are left out in the filter, and the
+    answer equals the whole read's."""
+    from llama_index_graphrag_milvus.milvus import writes
+
+    hub = [(f"Hub links item {i}.", [["Hub", "links", f"Item {i}"]]) for i in range(30)]
+    small = [("Ada met Bob.", [["Ada", "met", "Bob"]]), ("Cy met Dee.", [["Cy", "met", "Dee"]])]
+    index = GraphRAGIndex.from_triplets([*hub, *small], uri=str(tmp_path / "hub.db"),
+                                        embed_model=HashEmbedding(dim=16))
+    try:
+        store = index.store
+        asked = [entity_id(n) for n in ("Hub", "Ada", "Cy", "Item 3", "Nobody")]
+        relations = {r["id"]: r for r in store.read_all(
+            store.relation_collection, ["subject_id", "object_id"])}
+        cy_met_dee = next(rid for rid, r in relations.items()
+                          if r["subject_id"] == entity_id("Cy"))
+        item_3 = next(rid for rid, r in relations.items()
+                      if r["object_id"] == entity_id("Item 3"))
+        excluding = {cy_met_dee, item_3}
+        whole = store._entities_in_use_read_whole(asked, excluding)
+        assert whole == {entity_id("Hub"), entity_id("Ada")}
+        reads: list[int] = []
+        query = store.client.query
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            rows = query(*args, **kwargs)
+            reads.append(len(rows))
+            return rows
+
+        monkeypatch.setattr(writes, "IN_USE_WINDOW", 4)
+        monkeypatch.setattr(store.client, "query", counted)
+        assert store.entities_in_use(asked, excluding) == whole
+        assert reads and max(reads) <= 4 and sum(reads) < 30  # never the hub's 30 rows
+        assert store.entities_in_use(asked) == {*whole, entity_id("Cy"), entity_id("Item 3")}
+        monkeypatch.setattr(writes, "MAX_EXCLUDED_IN_FILTER", 1)  # too long a filter
+        assert store.entities_in_use(asked, excluding) == whole
+    finally:
+        index.close()

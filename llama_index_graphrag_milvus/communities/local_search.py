@@ -50,6 +50,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     EntityDegrees,
     EntityPassages,
     EntitySeeds,
+    Known,
     Plan,
     RelationsAround,
     Together,
@@ -235,6 +236,19 @@ def pack_context(passages: Sequence[NodeWithScore], entities: Sequence[EntityHit
     return result
 
 
+@dataclass(frozen=True)
+class LocalContext:
+    """What local search reads around its entities."""
+
+    relations: list[CandidateRelation]
+    """Their relations, in :func:`order_relations`'s order, at most ``max_relations``."""
+    communities: LocalCommunities
+    ranked: list[tuple[str, int]]
+    """Their communities with the entities' passages in each, best first."""
+    descriptions: DescriptionTable | None
+    """The merged descriptions of the entities and relations (``None``: none stored)."""
+
+
 class LocalSearchRetrieval(RetrievalMethod):
     """Local search around another method's passages (see the module docstring): a method
     like the others, for ``index.as_retriever(method=...)``, or the method of
@@ -272,33 +286,35 @@ class LocalSearchRetrieval(RetrievalMethod):
         hits = first((yield from EntitySeeds((query.vector,), (query.text,),
                                              self.config.entity_top_k)))
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
-        relations, communities, ranked = yield from self._context(query, entities, depth)
-        reports = [(communities.reports[cid], matches) for cid, matches in ranked]
+        context = yield from self._context(query, entities, depth, info.described)
+        reports = [(context.communities.reports[cid], matches) for cid, matches in context.ranked]
         if query.trace:
-            query.trace.on_local_context(entities, relations, reports)
-        described = (yield from DescriptionsOf(tuple(dict.fromkeys(
-            [*(e.id for e in entities), *(c.id for c in relations)])))) \
-            if info.described and (entities or relations) else None
-        return pack_context(passages, entities, relations, reports, self.config, self._tokens,
-                            described)
+            query.trace.on_local_context(entities, context.relations, reports)
+        return pack_context(passages, entities, context.relations, reports, self.config,
+                            self._tokens, context.descriptions)
 
-    def _context(self, query: QueryContext, entities: Sequence[EntityHit], depth: int
-                 ) -> Plan[tuple[list[CandidateRelation], LocalCommunities,
-                                 list[tuple[str, int]]]]:
+    def _context(self, query: QueryContext, entities: Sequence[EntityHit], depth: int,
+                 described: bool) -> Plan[LocalContext]:
         """The relations and communities of the entities: their relations most similar to
         the question (a bounded read, not all of a hub's) in :func:`order_relations`'s
         order; their communities at ``depth`` (only theirs are read), ranked by the
-        passages of at most :data:`PASSAGES_PER_ENTITY` relations of each entity."""
+        passages of at most :data:`PASSAGES_PER_ENTITY` relations of each entity; the
+        descriptions of the entities and relations (when ``described``), read beside the
+        relations' ends' degrees."""
         ids = tuple(h.id for h in entities)
         if not ids:
-            return [], LocalCommunities(), []
+            return LocalContext([], LocalCommunities(), [], None)
         around, passages, communities = yield from Together((
             RelationsAround(query.vector, ids, RELATIONS_READ_FACTOR * self.config.max_relations),
             EntityPassages(ids, PASSAGES_PER_ENTITY), CommunitiesOf(ids, depth)))
         ends = tuple(dict.fromkeys(e for c in around for e in (c.subject_id, c.object_id)))
-        degrees = (yield from EntityDegrees(ends)) if ends else {}
+        shown = tuple(dict.fromkeys([*ids, *(c.id for c in around)]))
+        degrees, descriptions = yield from Together((
+            EntityDegrees(ends) if ends else Known({}),
+            DescriptionsOf(shown) if described else Known(None)))
         relations = order_relations(around, set(ids), degrees)[:self.config.max_relations]
-        return relations, communities, rank_communities(communities, ids, passages)
+        return LocalContext(relations, communities,
+                            rank_communities(communities, ids, passages), descriptions)
 
     def describe(self) -> dict[str, Any]:
         return {**self.inner.describe(), "local_search": {

@@ -182,6 +182,7 @@ def run_phase(config: PhaseConfig, server: EmbeddedServer | None, restart_at: fl
         deleted, go, go_time, writer_done, ready)) for number in range(config.workers)]
     writer = context.Process(target=writer_worker, args=(
         config, str(writer_file), deleted, go, stop, writer_done, ready))
+    spawned = time.monotonic()
     for process in [*workers, writer]:
         process.start()
     early = config.workers if config.workers == 1 else config.workers - 1
@@ -202,7 +203,7 @@ def run_phase(config: PhaseConfig, server: EmbeddedServer | None, restart_at: fl
     if failed:
         raise RuntimeError(f"phase {config.phase}: processes exited with {failed}")
     queries: list[QueryRecord] = []
-    extra: dict[str, Any] = {"workers": {}}
+    extra: dict[str, Any] = {"workers": {}, "start_s": round(go_time.value - spawned, 1)}
     for number, path in enumerate(files):
         data = json.loads(path.read_text())
         queries += [QueryRecord.of(row) for row in data["queries"]]
@@ -247,14 +248,18 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     settings = dict(args.set or {})
     with tempfile.TemporaryDirectory() as tmp, \
             milvus(args.uri, args.embedded_server, settings, args.reuse) as (target, server):
+        began = time.monotonic()
         report["build"] = build(target, prefix, args.relations, args.dim, args.reuse,
                                 args.index_type, args.index_params)
+        report["build"]["seconds"] = round(time.monotonic() - began, 1)
         report["build"].update(server_footprint(args.embedded_server))
         print(json.dumps(report["build"]), flush=True)
         phases = methods + ([f"{methods[-1]}{RESTART}"] if args.restart_at is not None else [])
         for position, method in enumerate(phases):
             phase = f"{tag}-{position}"
+            began = time.monotonic()
             passages = seed_targets(target, prefix, args.dim, phase, args.targets, entities)
+            seeded = time.monotonic()
             config = PhaseConfig(
                 uri=target, prefix=prefix, dim=args.dim, phase=phase, method=method,
                 method_kwargs=METHODS[method.removesuffix(RESTART)], workers=args.workers,
@@ -269,19 +274,27 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             summary = summarize_method(queries, writes, extra.pop("seconds"), passages, outage)
             summary["writer"] = writer_summary(writes)
             summary["workers"] = extra["workers"]
+            summary["processes_start_s"] = extra["start_s"]
+            summary["seed_s"] = round(seeded - began, 1)
             if "outage" in extra:
                 summary["outage_s_into_phase"] = asdict(extra["outage"])
             report["methods"][method] = summary
             print(json.dumps({method: {k: v for k, v in summary.items() if k != "workers"}}),
                   flush=True)
+            save(report, args.out)  # each phase as it ends: a failed later phase keeps it
         report["after"] = server_footprint(args.embedded_server)
-    naive_qps = report["methods"]["naive"]["qps"]
+    save(report, args.out)
+    return report
+
+
+def save(report: dict[str, Any], out: Path) -> None:
+    """Write ``load.json`` (with each method's throughput ratio to naive RAG)."""
+    naive_qps = report["methods"].get("naive", {}).get("qps")
     for summary in report["methods"].values():
         summary["qps_ratio"] = (round(summary["qps"] / naive_qps, 2)
                                 if naive_qps and summary["qps"] else None)
-    args.out.mkdir(parents=True, exist_ok=True)
-    (args.out / "load.json").write_text(json.dumps(report, indent=2))
-    return report
+    out.mkdir(parents=True, exist_ok=True)
+    (out / "load.json").write_text(json.dumps(report, indent=2))
 
 
 def markdown(report: dict[str, Any]) -> str:

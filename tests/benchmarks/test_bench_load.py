@@ -98,9 +98,9 @@ def test_load_command_on_a_tiny_graph(milvus_server, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     milvus_server.drop_all_collections()
     try:
-        report = main(["--uri", milvus_server.uri, "--relations", "2000", "--workers", "2",
+        report = main(["--uri", milvus_server.uri, "--relations", "1000", "--workers", "2",
                        "--seconds", "1", "--min-deletes", "1", "--write-interval", "0",
-                       "--targets", "4", "--tag", "t", "--out", str(tmp_path)])
+                       "--targets", "3", "--tag", "t", "--out", str(tmp_path)])
     finally:
         milvus_server.drop_all_collections()
     assert json.loads((tmp_path / "load.json").read_text()) == report

@@ -8,8 +8,8 @@
 
 The others: ``benchmarks.communities``, ``benchmarks.global_search``,
 ``benchmarks.extraction``, ``benchmarks.ingest``, ``benchmarks.consistency``,
-``benchmarks.throughput``, ``benchmarks.restart``, ``benchmarks.explorer`` (each module's
-docstring says how).
+``benchmarks.throughput``, ``benchmarks.restart``, ``benchmarks.explorer``,
+``benchmarks.served``, ``benchmarks.load`` (each module's docstring says how).
 
 They need the ``bench`` extra (matplotlib for the charts; all-MiniLM-L6-v2 for the default
 embedding model), imported lazily so that importing this package costs nothing.

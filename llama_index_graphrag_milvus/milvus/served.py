@@ -15,7 +15,8 @@ Every query reads a bounded number of relation rows, whatever the size of the gr
 - :meth:`ServedGraph.relations`: relation rows by primary key, scored against the query
   (the own relations of a passage: the ids of its stored triplets).
 - :meth:`ServedGraph.entity_passages`: the passages an entity's relations come from, at most
-  ``cap`` of them (one filtered query per entity).
+  ``cap`` of them (one filtered query for all the entities; again for those a hub crowded
+  out of its answer).
 - :meth:`ServedGraph.entity_degrees`: the relation count of some entities (one filtered
   query of their relations' ends).
 
@@ -28,14 +29,14 @@ filters are index lookups; Milvus Lite scans every row for a filter, which is sl
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
+from collections.abc import Generator, Sequence
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
-from llama_index_graphrag_milvus.milvus.filters import in_list, quote
+from llama_index_graphrag_milvus.milvus.filters import in_list
 from llama_index_graphrag_milvus.milvus.rows import search_kwargs
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.records import CandidateRelation, best_relations
@@ -214,37 +215,34 @@ class ServedGraph:
             rows = await self.store.aclient().get(**self._get_kwargs(ids))
         return scored_rows(rows, vector)
 
-    def _passages_kwargs(self, entity_id: str, cap: int) -> dict[str, Any]:
-        quoted = quote(entity_id)
-        ends = f"subject_id == {quoted} or object_id == {quoted}"
+    def _passages_kwargs(self, entity_ids: Sequence[str], limit: int) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection,
-                "filter": f"({ends}) and {self.where}" if self.where else ends,
-                "output_fields": ["passage_ids"], "limit": min(cap, MILVUS_MAX_TOP_K),
+                "filter": self._around(entity_ids),
+                "output_fields": ["subject_id", "object_id", "passage_ids"], "limit": limit,
                 **self.store.read_options}
 
     def entity_passages(self, entity_ids: Sequence[str], cap: int) -> dict[str, list[str]]:
         """For each entity, the distinct passages its relations come from: those of at most
-        ``cap`` of its relations (one query per entity, at the same time)."""
-        def one(entity_id: str) -> list[str]:
+        ``cap`` of its relations, at most ``cap`` passages. One query for all the entities
+        (:func:`entity_passages_steps`; again for those a hub crowded out)."""
+        steps = entity_passages_steps(entity_ids, cap)
+        request, found = advance_rows(steps, None)
+        while request is not None:
             with milvus_errors(f"read {self.store.relation_collection}"):
-                rows = self.store.client.query(**self._passages_kwargs(entity_id, cap))
-            return _distinct_passages(rows)
-
-        answers = self.store.concurrently_all([partial(one, e) for e in entity_ids]) \
-            if entity_ids else ()
-        return dict(zip(entity_ids, answers, strict=True))
+                rows = self.store.client.query(**self._passages_kwargs(*request))
+            request, found = advance_rows(steps, rows)
+        return found
 
     async def aentity_passages(self, entity_ids: Sequence[str], cap: int
                                ) -> dict[str, list[str]]:
         """Async twin of :meth:`entity_passages`."""
-        async def one(entity_id: str) -> list[str]:
+        steps = entity_passages_steps(entity_ids, cap)
+        request, found = advance_rows(steps, None)
+        while request is not None:
             with milvus_errors(f"read {self.store.relation_collection}"):
-                rows = await self.store.aclient().query(**self._passages_kwargs(entity_id, cap))
-            return _distinct_passages(rows)
-
-        answers = await asyncio.gather(*(one(e) for e in entity_ids))
-        return dict(zip(entity_ids, answers, strict=True))
-
+                rows = await self.store.aclient().query(**self._passages_kwargs(*request))
+            request, found = advance_rows(steps, rows)
+        return found
 
     def _degrees_kwargs(self, entity_ids: Sequence[str]) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection,
@@ -285,6 +283,65 @@ def count_ends(rows: Sequence[dict[str, Any]], entity_ids: Sequence[str]) -> dic
     return counts
 
 
-def _distinct_passages(rows: Sequence[dict[str, Any]]) -> list[str]:
-    return list(dict.fromkeys(p for row in rows for p in row.get("passage_ids") or ()))
+PassageSteps = Generator[tuple[list[str], int], list[dict[str, Any]], dict[str, list[str]]]
+"""The reads of :func:`entity_passages_steps`: yields ``(entity ids, limit)`` of each query
+of their relations, receives its rows, returns the passages per entity."""
+
+
+def entity_passages_steps(entity_ids: Sequence[str], cap: int) -> PassageSteps:
+    """Each entity's distinct passages, those of at most ``cap`` of its relations (at most
+    ``cap`` passages), read by queries of several entities' relations at once.
+
+    A query of ``n`` entities reads at most ``cap * n`` relations (``n`` is at most
+    ``MILVUS_MAX_TOP_K // cap``). An entity is done when the query returned ``cap`` of its
+    relations, or when it returned fewer rows than it could (every relation of every entity
+    asked was read); the others are asked again. A full answer always has an entity with
+    ``cap`` rows (``cap * n`` rows, each of one of ``n`` entities at least), so each query
+    finishes one entity at least: a hub among small entities costs a second query, not one
+    query per entity.
+
+    >>> steps = entity_passages_steps(["hub", "a", "b"], 2)
+    >>> next(steps)
+    (['hub', 'a', 'b'], 6)
+    >>> rows = [{"subject_id": "hub", "object_id": "x", "passage_ids": [f"p{i}"]}
+    ...         for i in range(5)] + [{"subject_id": "a", "object_id": "hub",
+    ...                                 "passage_ids": ["q"]}]
+    >>> steps.send(rows)   # full: the hub is done, "a" and "b" are asked again
+    (['a', 'b'], 4)
+    >>> try:
+    ...     steps.send([{"subject_id": "a", "object_id": "hub", "passage_ids": ["q"]}])
+    ... except StopIteration as done:
+    ...     print(done.value)
+    {'hub': ['p0', 'p1'], 'a': ['q'], 'b': []}
+    """
+    wanted = list(dict.fromkeys(entity_ids))
+    found: dict[str, list[str]] = {}
+    cap = max(1, cap)
+    chunk = max(1, MILVUS_MAX_TOP_K // cap)
+    remaining = list(wanted)
+    while remaining:
+        asked = remaining[:chunk]
+        limit = min(MILVUS_MAX_TOP_K, cap * len(asked))
+        rows = yield asked, limit
+        relations: dict[str, list[list[str]]] = {e: [] for e in asked}
+        for row in rows:
+            for end in {row.get("subject_id"), row.get("object_id")}:
+                if end in relations:
+                    relations[end].append(list(row.get("passage_ids") or ()))
+        complete = len(rows) < limit
+        for entity, lists in relations.items():
+            if complete or len(lists) >= cap:
+                found[entity] = list(dict.fromkeys(p for ps in lists[:cap] for p in ps))[:cap]
+        remaining = [e for e in remaining if e not in found]
+    return {e: found[e] for e in wanted}
+
+
+def advance_rows(steps: PassageSteps, rows: list[dict[str, Any]] | None
+                 ) -> tuple[tuple[list[str], int] | None, dict[str, list[str]]]:
+    """Send ``rows`` to ``steps`` (``None`` to start): the next query's entities and limit,
+    or ``None`` and the answer."""
+    try:
+        return (next(steps) if rows is None else steps.send(rows)), {}
+    except StopIteration as done:
+        return None, done.value
 

@@ -260,3 +260,40 @@ def test_an_older_server_index_gets_the_ends_indexed_on_open(
     finally:
         reopened.close()
 
+
+
+def test_entity_passages_of_several_entities_are_one_query_a_hub_two(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    """Where the bridges lead (``EntityPassages``): one query for all the entities asked, a
+    second for those a hub crowded out; the passages the in-memory graph gives, capped."""
+    towns = [(f"Town {i} lies in Sweden.", [(f"Town {i}", "lies in", "Sweden")])
+             for i in range(40)]
+    pairs = [(f"Ada {i} met Bob {i}.", [(f"Ada {i}", "met", f"Bob {i}")]) for i in range(3)]
+    index = make_index([*towns, *pairs, ("Ada 0 also met Cy.", [("Ada 0", "met", "Cy")])])
+    milvus = served(index)
+    try:
+        ids = [Triplet(name, "x", "y").subject_id for name in ("Ada 0", "Ada 1", "Ada 2")]
+        sweden = Triplet("a", "b", "Sweden").object_id
+        calls: list[int] = []
+        query = milvus.store.client.query
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            rows = query(*args, **kwargs)
+            calls.append(len(rows))
+            return rows
+
+        milvus.store.client.query = counted  # type: ignore[method-assign]
+        graph = ServedGraph(milvus.store)
+        small = graph.entity_passages(ids, 5)
+        assert len(calls) == 1
+        assert {e: set(p) for e, p in small.items()} == {
+            e: set(index.graph.entity_passages(e, 5)) for e in ids}
+        assert len(small[ids[0]]) == 2  # Ada 0: two passages
+        calls.clear()
+        mixed = graph.entity_passages([sweden, *ids, "unknown"], 5)
+        assert len(calls) == 2 and calls[0] == 5 * 5  # the hub filled the first answer
+        assert len(mixed[sweden]) == 5 and mixed["unknown"] == []
+        assert {e: set(mixed[e]) for e in ids} == {e: set(small[e]) for e in ids}
+        assert asyncio.run(graph.aentity_passages([sweden, *ids, "unknown"], 5)) == mixed
+    finally:
+        milvus.close()

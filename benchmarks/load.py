@@ -41,6 +41,7 @@ import json
 import multiprocessing
 import platform
 import shutil
+import socket
 import tempfile
 import time
 from collections.abc import Iterator
@@ -69,6 +70,12 @@ RESTART = " + restart"
 that the measured phases have no restart in them."""
 
 
+SERVER_PORTS = ("proxy_port", "etcd_port", "root_coord_port", "proxy_internal_port",
+                "query_coord_port", "query_node_port", "index_coord_port", "index_node_port",
+                "data_coord_port", "data_node_port")
+"""The embedded server's listening ports (``milvus.yaml`` keys of the ``milvus`` package)."""
+
+
 class EmbeddedServer:
     """The embedded Milvus server (PyPI package ``milvus``) with its data in ``base_dir``;
     ``settings`` are ``milvus.yaml`` keys (``"proxy.timeTickInterval": 20``)."""
@@ -95,11 +102,39 @@ class EmbeddedServer:
         self.server.stop()
 
     def restart(self) -> Outage:
-        """Stop the server and start it again; the outage's times (``time.monotonic()``)."""
+        """Stop the server and start it again on the same port; the outage's times
+        (``time.monotonic()``). The ``milvus`` package binds its ports without
+        ``SO_REUSEADDR`` and moves to the next free port when one is taken (a port in
+        ``TIME_WAIT`` after the stop counts as taken): the workers, which know the old port,
+        would never reach it again. So the start waits until the old ports (those of
+        :data:`SERVER_PORTS`) can be bound."""
+        port = self.server.listen_port
+        ports = [int(self.server.config.get(key)) for key in SERVER_PORTS
+                 if self.server.config.get(key)]
         down = time.monotonic()
         self.stop()
+        for taken in ports:
+            wait_until_bindable(taken)
         self.start()
+        if self.server.listen_port != port:
+            raise RuntimeError(f"the embedded server came back on port "
+                               f"{self.server.listen_port}, not {port}")
         return Outage(down, time.monotonic())
+
+
+def wait_until_bindable(port: int, timeout: float = 300.0) -> None:
+    """Wait (polling every second) until ``port`` on 127.0.0.1 can be bound as the
+    embedded server binds it (no ``SO_REUSEADDR``)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+                return
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+        time.sleep(1.0)
 
 
 @contextmanager

@@ -182,10 +182,17 @@ def measure_explorer(uri: str, prefix: str, dim: int, entities: list[str], hubs:
 
 def explorer_inputs(degrees: np.ndarray, count: int, hubs: int, seed: int = 13
                     ) -> tuple[list[str], list[str], list[str]]:
-    """Entity ids for the explorer phase: ``count`` drawn at random, the ``hubs`` most
-    connected, and search texts (a word of a random entity's name)."""
+    """Entity ids for the explorer phase: ``count`` drawn at random among the entities with
+    a relation, the ``hubs`` most connected, and search texts (a word of a random entity's
+    name).
+
+    >>> entities, hubs, texts = explorer_inputs(np.array([0, 3, 1, 0, 9]), 5, 1)
+    >>> len(entities), hubs == [entity_id(entity_name(4))], len(texts)
+    (3, True, 3)
+    """
     rng = np.random.default_rng(seed)
-    drawn = rng.choice(len(degrees), min(count, len(degrees)), replace=False).tolist()
+    linked = np.flatnonzero(degrees > 0)  # a number the draw never gave is no entity
+    drawn = rng.choice(linked, min(count, linked.size), replace=False).tolist()
     top = np.argsort(-degrees, kind="stable")[:hubs].tolist()
     return ([entity_id(entity_name(int(e))) for e in drawn],
             [entity_id(entity_name(int(e))) for e in top],

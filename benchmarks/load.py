@@ -65,6 +65,9 @@ from llama_index_graphrag_milvus import __version__
 from llama_index_graphrag_milvus.ingestion.plan import plan_ingestion
 
 DEFAULT_METHODS = ["naive", "bridge (default)"]
+RESTART_RECOVERY_S = 150.0
+"""The restart phase lasts at least this long past the restart: the server comes back
+after its old ports leave TIME_WAIT (about a minute), and the workers need time after it."""
 RESTART = " + restart"
 """Names the extra phase of ``--restart-at`` (the last method again, with the restart), so
 that the measured phases have no restart in them."""
@@ -298,7 +301,9 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
             config = PhaseConfig(
                 uri=target, prefix=prefix, dim=args.dim, phase=phase, method=method,
                 method_kwargs=METHODS[method.removesuffix(RESTART)], workers=args.workers,
-                seconds=args.seconds,
+                seconds=(max(args.seconds, args.restart_at + RESTART_RECOVERY_S)
+                         if method.endswith(RESTART) and args.seconds is not None
+                         and args.restart_at is not None else args.seconds),
                 queries=args.queries, target_share=args.target_share, targets=args.targets,
                 entities=entities, write_interval=args.write_interval,
                 min_deletes=args.min_deletes, timeout=args.timeout)

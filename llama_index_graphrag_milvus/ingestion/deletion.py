@@ -21,9 +21,11 @@ from typing import Any
 
 from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.ingestion.tenants import entity_tenants, narrowed_tenants
+from llama_index_graphrag_milvus.milvus.schema import MANY_TENANTS
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 _RELATION_FIELDS = ["text", "subject_id", "object_id", "passage_ids", "embedding"]
+"""What a changed relation is read with (and its kinds and tenant fields, where recorded)."""
 
 
 @dataclass(frozen=True)
@@ -86,19 +88,75 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
     if store.tenant_key:  # the ends of narrowed relations may lose a tenant too
         ends += [row[end] for row in updates for end in ("subject_id", "object_id")]
     candidates = sorted({*entity_ids, *ends})
-    if store.tenant_key:
-        used = store.entity_tenants_in_use(candidates, excluding=set(deletes), replaced={
-            row["id"]: row["tenants"] for row in updates}) if candidates else {}
-        in_use = set(used)
-        store.upsert_rows(store.entity_collection, shrunk_entities(store, used))
-    else:
-        in_use = store.entities_in_use(candidates, excluding=set(deletes)) if candidates \
-            else set()
+    in_use = store.entities_in_use(candidates, excluding=set(deletes)) if candidates \
+        else set()
+    if store.tenant_key and candidates:
+        store.upsert_rows(store.entity_collection,
+                          tenants_after(store, stored, deletes, updates, in_use))
     orphans = [e for e in candidates if e not in in_use]
     store.delete_rows(store.entity_collection, orphans)
     store.upsert_rows(store.relation_collection, updates)
     store.delete_rows(store.relation_collection, deletes)
     return UnlinkStats(len(updates), len(deletes), len(orphans))
+
+
+def lost_tenants(stored: Mapping[str, Mapping[str, Any]], deletes: Sequence[str],
+                 updates: Sequence[Mapping[str, Any]]) -> dict[str, set[str]]:
+    """The tenants each entity may lose: those of its deleted relations, and those its
+    narrowed relations (``updates``, as they will be written) no longer have.
+
+    >>> stored = {"r1": {"subject_id": "a", "object_id": "b", "tenants": ["acme"]},
+    ...           "r2": {"subject_id": "a", "object_id": "c", "tenants": ["acme", "globex"]}}
+    >>> lost_tenants(stored, ["r1"], [{"id": "r2", "subject_id": "a", "object_id": "c",
+    ...                                "tenants": ["globex"]}])
+    {'a': {'acme'}, 'b': {'acme'}, 'c': {'acme'}}
+    """
+    lost: dict[str, set[str]] = {}
+    changes = [(stored[rid], set(stored[rid].get("tenants") or ())) for rid in deletes]
+    changes += [(row, set(stored[row["id"]].get("tenants") or ()) - set(row["tenants"]))
+                for row in updates]
+    for row, tenants in changes:
+        for end in (row["subject_id"], row["object_id"]):
+            lost.setdefault(end, set()).update(tenants)
+    return {entity: tenants for entity, tenants in lost.items() if tenants}
+
+
+def tenants_after(store: MilvusGraphStore, stored: Mapping[str, Mapping[str, Any]],
+                  deletes: Sequence[str], updates: Sequence[Mapping[str, Any]],
+                  in_use: Collection[str]) -> list[dict[str, Any]]:
+    """The entity rows (of those still ``in_use``) whose ``tenants`` shrink: a tenant of
+    theirs goes when no relation left has it (the narrowed relations as they will be
+    written). Bounded reads: only the tenants each entity may lose are checked, one windowed
+    query series per tenant (:meth:`~..milvus.store.MilvusGraphStore.tenants_in_use`); an
+    entity of :data:`~..milvus.schema.MANY_TENANTS` keeps it. Beyond a filter's length of
+    excluded relations, every relation of the entities is read (:func:`shrunk_entities`)."""
+    lost = {e: t for e, t in lost_tenants(stored, deletes, updates).items() if e in in_use}
+    if not lost:
+        return []
+    kept: dict[str, set[str]] = {e: set() for e in lost}
+    for row in updates:  # the narrowed relations, as they will be written
+        for end in (row["subject_id"], row["object_id"]):
+            if end in lost:
+                kept[end].update(lost[end].intersection(row["tenants"]))
+    asked = {e: tenants - kept[e] for e, tenants in lost.items() if tenants - kept[e]}
+    found = store.tenants_in_use(asked, excluding={*deletes, *(row["id"] for row in updates)})
+    if found is None:
+        used = store.entity_tenants_in_use(sorted(in_use), excluding=set(deletes), replaced={
+            row["id"]: row["tenants"] for row in updates})
+        return shrunk_entities(store, used)
+    rows = store.get_rows(store.entity_collection, sorted(asked),
+                          ["id", "name", "embedding", "tenants"])
+    shrunk = []
+    for entity, row in rows.items():
+        before = sorted(set(row.get("tenants") or ()))
+        if MANY_TENANTS in before:
+            continue  # any tenant may: kept (a filtered query checks the passages)
+        after = entity_tenants(set(before) - (asked[entity] - found.get(entity, set())))
+        if after != before:
+            shrunk.append({"id": entity, "name": row["name"],
+                           "embedding": [float(x) for x in row["embedding"]],
+                           "tenants": after})
+    return shrunk
 
 
 def shrunk_entities(store: MilvusGraphStore, used: Mapping[str, set[str]]

@@ -136,6 +136,43 @@ class StoreWrites:
                         used.update((row["subject_id"], row["object_id"]))
         return used & set(entity_ids)
 
+    def tenants_in_use(self, asked: Mapping[str, Collection[str]], excluding: Collection[str]
+                       ) -> dict[str, set[str]] | None:
+        """For each entity of ``asked``, those of its tenants ``asked[entity]`` that a stored
+        relation of it (other than the relations ``excluding`` names) still has; ``None``
+        when ``excluding`` is too long for a filter (:data:`MAX_EXCLUDED_IN_FILTER`).
+
+        One windowed query series per tenant (as :meth:`entities_in_use`): the entities found
+        with the tenant leave the next query, so a hub costs one window."""
+        excluded = sorted(set(excluding))
+        if len(excluded) > MAX_EXCLUDED_IN_FILTER:
+            return None
+        found: dict[str, set[str]] = {entity: set() for entity in asked}
+        by_tenant: dict[str, list[str]] = {}
+        for entity, tenants in asked.items():
+            for tenant in tenants:
+                by_tenant.setdefault(tenant, []).append(entity)
+        with milvus_errors(f"read {self.relation_collection}"):
+            for tenant, entities in sorted(by_tenant.items()):
+                for start in range(0, len(entities), WRITE_BATCH_SIZE):
+                    remaining = entities[start:start + WRITE_BATCH_SIZE]
+                    while remaining:
+                        expression = (f"({around_filter(remaining)}) and "
+                                      f"array_contains(tenants, {quote(tenant)})")
+                        if excluded:
+                            expression += f" and not ({in_list('id', excluded)})"
+                        rows = self.client.query(collection_name=self.relation_collection,
+                                                 **self.read_options, filter=expression,
+                                                 output_fields=["subject_id", "object_id"],
+                                                 limit=IN_USE_WINDOW)
+                        ends = {e for row in rows for e in (row["subject_id"], row["object_id"])}
+                        for entity in ends.intersection(remaining):
+                            found[entity].add(tenant)
+                        if len(rows) < IN_USE_WINDOW:
+                            break
+                        remaining = [e for e in remaining if e not in ends]
+        return found
+
     def entity_tenants_in_use(self, entity_ids: Sequence[str], excluding: Collection[str] = (),
                               replaced: Mapping[str, Sequence[str]] | None = None
                               ) -> dict[str, set[str]]:

@@ -7,12 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from llama_index.core.schema import TextNode
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores import FilterOperator, MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.tenants import partition_key_works
+from llama_index_graphrag_milvus.records import Triplet
 from tests.support.markers import LITE_ONLY
 
 # Lite only: the refused filters (checked before any query) and the simulated crash (the real
@@ -266,3 +267,52 @@ def test_the_tenant_layout_answers_each_tenant_in_both_graph_modes(
                     tenant}
     finally:
         served.close()
+
+
+@pytest.mark.parametrize("milvus_uri", ["lite"], indirect=True)
+def test_a_delete_shrinks_a_hubs_tenants_in_windows(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    """Which tenants an entity keeps after a delete is read in windows (a hub costs one
+    window per tenant it may lose, not its relations), and equals the tenants of the
+    relations left."""
+    from llama_index_graphrag_milvus.milvus import writes
+
+    def doc(tenant: str, i: int) -> TextNode:
+        node = passage(tenant, f"[{tenant}] Hub links item {i}.")
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=f"{tenant}-{i}")
+        return node
+
+    data = [(doc(tenant, i), [("Hub", "links", f"Item {i}")])
+            for tenant, count in ((HOSTILE, 3), ("acme", 30)) for i in range(count)]
+    index = make_index(data, tenant_key="tenant_id")
+    store = index.store
+    hub = Triplet("Hub", "x", "y").subject_id
+    reads: list[int] = []
+    query = store.client.query
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rows = query(*args, **kwargs)
+        reads.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(writes, "IN_USE_WINDOW", 4)
+    monkeypatch.setattr(store.client, "query", counted)
+
+    def tenants(entity: str) -> list[str]:
+        [row] = store.client.get(collection_name=store.entity_collection, ids=[entity],
+                                 output_fields=["tenants"])
+        return sorted(row["tenants"])
+
+    assert tenants(hub) == sorted([HOSTILE, "acme"])
+    index.delete_ref_doc(f"{HOSTILE}-0")  # "Hub links Item 0" narrowed to acme's passage
+    assert tenants(hub) == sorted([HOSTILE, "acme"])  # Items 1 and 2 still link it
+    assert tenants(Triplet("a", "b", "Item 0").object_id) == ["acme"]
+    for i in (1, 2):
+        index.delete_ref_doc(f"{HOSTILE}-{i}")
+    assert tenants(hub) == ["acme"] and tenants(Triplet("a", "b", "Item 1").object_id) == [
+        "acme"]
+    assert reads and max(reads) <= 4
+    index.delete_ref_doc("acme-5")  # Item 5 goes: its only relation
+    assert store.client.get(collection_name=store.entity_collection,
+                            ids=[Triplet("a", "b", "Item 5").object_id]) == []
+    assert tenants(hub) == ["acme"]

@@ -103,24 +103,30 @@ class StoreWrites:
         excluded = sorted(set(excluding))
         if len(excluded) > MAX_EXCLUDED_IN_FILTER:
             return self._entities_in_use_read_whole(wanted, excluding)
-        used: set[str] = set()
+        return self._ends_in_windows(wanted, "", excluded)
+
+    def _ends_in_windows(self, entity_ids: Sequence[str], where: str,
+                         excluded: Sequence[str]) -> set[str]:
+        """Those of ``entity_ids`` that are an end of a stored relation matching ``where``
+        (and not among ``excluded``): queries of at most :data:`IN_USE_WINDOW` relation ends,
+        the entities found leaving the next query (a full window finds one at least)."""
+        found: set[str] = set()
         with milvus_errors(f"read {self.relation_collection}"):
-            for start in range(0, len(wanted), WRITE_BATCH_SIZE):
-                remaining = wanted[start:start + WRITE_BATCH_SIZE]
+            for start in range(0, len(entity_ids), WRITE_BATCH_SIZE):
+                remaining = list(entity_ids[start:start + WRITE_BATCH_SIZE])
                 while remaining:
-                    ends = around_filter(remaining)
-                    expression = (f"({ends}) and not ({in_list('id', excluded)})" if excluded
-                                  else ends)
+                    parts = [f"({around_filter(remaining)})", *([where] if where else []),
+                             *([f"not ({in_list('id', excluded)})"] if excluded else [])]
                     rows = self.client.query(collection_name=self.relation_collection,
-                                             **self.read_options, filter=expression,
+                                             **self.read_options, filter=" and ".join(parts),
                                              output_fields=["subject_id", "object_id"],
                                              limit=IN_USE_WINDOW)
-                    found = {e for row in rows for e in (row["subject_id"], row["object_id"])}
-                    used.update(found)
+                    ends = {e for row in rows for e in (row["subject_id"], row["object_id"])}
+                    found.update(ends.intersection(remaining))
                     if len(rows) < IN_USE_WINDOW:
                         break
-                    remaining = [e for e in remaining if e not in found]
-        return used & set(wanted)
+                    remaining = [e for e in remaining if e not in ends]
+        return found
 
     def _entities_in_use_read_whole(self, entity_ids: Sequence[str],
                                     excluding: Collection[str]) -> set[str]:
@@ -147,30 +153,15 @@ class StoreWrites:
         excluded = sorted(set(excluding))
         if len(excluded) > MAX_EXCLUDED_IN_FILTER:
             return None
-        found: dict[str, set[str]] = {entity: set() for entity in asked}
         by_tenant: dict[str, list[str]] = {}
         for entity, tenants in asked.items():
             for tenant in tenants:
                 by_tenant.setdefault(tenant, []).append(entity)
-        with milvus_errors(f"read {self.relation_collection}"):
-            for tenant, entities in sorted(by_tenant.items()):
-                for start in range(0, len(entities), WRITE_BATCH_SIZE):
-                    remaining = entities[start:start + WRITE_BATCH_SIZE]
-                    while remaining:
-                        expression = (f"({around_filter(remaining)}) and "
-                                      f"array_contains(tenants, {quote(tenant)})")
-                        if excluded:
-                            expression += f" and not ({in_list('id', excluded)})"
-                        rows = self.client.query(collection_name=self.relation_collection,
-                                                 **self.read_options, filter=expression,
-                                                 output_fields=["subject_id", "object_id"],
-                                                 limit=IN_USE_WINDOW)
-                        ends = {e for row in rows for e in (row["subject_id"], row["object_id"])}
-                        for entity in ends.intersection(remaining):
-                            found[entity].add(tenant)
-                        if len(rows) < IN_USE_WINDOW:
-                            break
-                        remaining = [e for e in remaining if e not in ends]
+        found: dict[str, set[str]] = {entity: set() for entity in asked}
+        for tenant, entities in sorted(by_tenant.items()):
+            where = f"array_contains(tenants, {quote(tenant)})"
+            for entity in self._ends_in_windows(entities, where, excluded):
+                found[entity].add(tenant)
         return found
 
     def entity_tenants_in_use(self, entity_ids: Sequence[str], excluding: Collection[str] = (),

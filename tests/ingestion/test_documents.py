@@ -19,6 +19,7 @@ from llama_index_graphrag_milvus.ingestion.deletion import delete_document
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 from tests.support.markers import LITE_ONLY
+from tests.support.spies import count_query_rows
 
 # Splitting and the simulated interruption do not depend on the backend (real kills on a
 # server: tests/milvus/test_kills.py).
@@ -242,16 +243,8 @@ def test_entities_in_use_reads_a_window_per_query_whatever_a_hubs_degree(
         excluding = {cy_met_dee, item_3}
         whole = store._entities_in_use_read_whole(asked, excluding)
         assert whole == {entity_id("Hub"), entity_id("Ada")}
-        reads: list[int] = []
-        query = store.client.query
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            rows = query(*args, **kwargs)
-            reads.append(len(rows))
-            return rows
-
         monkeypatch.setattr(writes, "IN_USE_WINDOW", 4)
-        monkeypatch.setattr(store.client, "query", counted)
+        reads = count_query_rows(store.client, monkeypatch)
         assert store.entities_in_use(asked, excluding) == whole
         assert reads and max(reads) <= 4 and sum(reads) < 30  # never the hub's 30 rows
         assert store.entities_in_use(asked) == {*whole, entity_id("Cy"), entity_id("Item 3")}

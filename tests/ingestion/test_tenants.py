@@ -15,6 +15,7 @@ from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.tenants import partition_key_works
 from llama_index_graphrag_milvus.records import Triplet
 from tests.support.markers import LITE_ONLY
+from tests.support.spies import count_query_rows
 
 # Lite only: the refused filters (checked before any query) and the simulated crash (the real
 # kills on a server are in tests/milvus/test_kills.py).
@@ -287,16 +288,8 @@ def test_a_delete_shrinks_a_hubs_tenants_in_windows(
     index = make_index(data, tenant_key="tenant_id")
     store = index.store
     hub = Triplet("Hub", "x", "y").subject_id
-    reads: list[int] = []
-    query = store.client.query
-
-    def counted(*args: Any, **kwargs: Any) -> Any:
-        rows = query(*args, **kwargs)
-        reads.append(len(rows))
-        return rows
-
     monkeypatch.setattr(writes, "IN_USE_WINDOW", 4)
-    monkeypatch.setattr(store.client, "query", counted)
+    reads = count_query_rows(store.client, monkeypatch)
 
     def tenants(entity: str) -> list[str]:
         [row] = store.client.get(collection_name=store.entity_collection, ids=[entity],

@@ -25,6 +25,7 @@ from llama_index_graphrag_milvus.retrieval.requests import OwnRelations
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from tests.support.fakes import HashEmbedding
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
+from tests.support.spies import count_query_rows
 
 QUESTION = "What did the son of Euler's teacher contribute?"
 METHODS = ["bridge", "passage", "ppr", "pcst"]
@@ -263,7 +264,7 @@ def test_an_older_server_index_gets_the_ends_indexed_on_open(
 
 
 def test_entity_passages_of_several_entities_are_one_query_a_hub_two(
-        make_index: Callable[..., GraphRAGIndex]) -> None:
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
     """Where the bridges lead (``EntityPassages``): one query for all the entities asked, a
     second for those a hub crowded out; the passages the in-memory graph gives, capped."""
     towns = [(f"Town {i} lies in Sweden.", [(f"Town {i}", "lies in", "Sweden")])
@@ -274,15 +275,7 @@ def test_entity_passages_of_several_entities_are_one_query_a_hub_two(
     try:
         ids = [Triplet(name, "x", "y").subject_id for name in ("Ada 0", "Ada 1", "Ada 2")]
         sweden = Triplet("a", "b", "Sweden").object_id
-        calls: list[int] = []
-        query = milvus.store.client.query
-
-        def counted(*args: Any, **kwargs: Any) -> Any:
-            rows = query(*args, **kwargs)
-            calls.append(len(rows))
-            return rows
-
-        milvus.store.client.query = counted  # type: ignore[method-assign]
+        calls = count_query_rows(milvus.store.client, monkeypatch)
         graph = ServedGraph(milvus.store)
         small = graph.entity_passages(ids, 5)
         assert len(calls) == 1

@@ -1,0 +1,22 @@
+"""Spies on a Milvus client: what the code under test asked, counted through to Milvus."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from pymilvus import MilvusClient
+
+
+def count_query_rows(client: MilvusClient, monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """The number of rows of each ``client.query`` from now on (the calls go through)."""
+    rows_read: list[int] = []
+    query = client.query
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        rows = query(*args, **kwargs)
+        rows_read.append(len(rows))
+        return rows
+
+    monkeypatch.setattr(client, "query", counted)
+    return rows_read

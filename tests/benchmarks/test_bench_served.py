@@ -36,28 +36,24 @@ def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,
     assert "| 600 |" in printed and "served.json" in printed
 
 
-def test_served_command_times_the_explorer_in_a_fresh_process(tmp_path: Path, capsys) -> None:
-    main(["--sizes", "400", "--queries", "1", "--methods", "bridge (default)", "--explorer", "5",
-          "--out", str(tmp_path)])
-    [row] = json.loads((tmp_path / "served.json").read_text())["results"]
-    explorer = row["explorer"]
+def test_served_command_times_the_explorer_then_reuses_the_built_size(tmp_path: Path,
+                                                                      capsys) -> None:
+    """``--explorer``: the explorer timed in a fresh process; ``--reuse``: a second run
+    reopens the size built by the first (no build), with the worker's pools resized."""
+    uri = str(tmp_path / "served.db")
+    args = ["--sizes", "400", "--queries", "1", "--methods", "bridge (default)", "--uri", uri,
+            "--reuse"]
+    main([*args, "--explorer", "5", "--out", str(tmp_path / "first")])
+    [first] = json.loads((tmp_path / "first" / "served.json").read_text())["results"]
+    explorer = first["explorer"]
     assert explorer["neighbourhood"]["calls"] == 5 and explorer["hub neighbourhood"]["calls"] == 20
     assert explorer["summary"]["calls"] == 1 and explorer["entity search"]["calls"] == 5
     assert explorer["neighbourhood"]["p95_ms"] > 0 and explorer["idle_rss_mb"] > 0
     assert "hub neighbourhood p50" in capsys.readouterr().out
-
-
-def test_served_command_reuses_a_built_size_and_resizes_the_worker_pools(tmp_path: Path
-                                                                         ) -> None:
-    uri = str(tmp_path / "served.db")
-    args = ["--sizes", "300", "--queries", "1", "--methods", "bridge (default)", "--uri", uri,
-            "--reuse"]
-    main([*args, "--out", str(tmp_path / "first")])
+    assert first["write_s"] > 0 and "reused" not in first
     main([*args, "--store-threads", "8", "--out", str(tmp_path / "second")])
-    [first] = json.loads((tmp_path / "first" / "served.json").read_text())["results"]
     report = json.loads((tmp_path / "second" / "served.json").read_text())
     [second] = report["results"]
-    assert first["write_s"] > 0 and "reused" not in first
-    assert second["reused"] is True and second["build_s"] == 0.0
+    assert second["reused"] is True and second["build_s"] == 0.0 and "explorer" not in second
     assert report["config"]["store_threads"] == 8
     assert second["worker"]["methods"]["bridge (default)"]["requests_per_query"] > 1

@@ -113,10 +113,12 @@ def deepest(memberships: Sequence[Mapping[str, Any]], depth: int) -> str | None:
     return max(within)[1] if within else None
 
 
-def report_of(row: Mapping[str, Any]) -> CommunityReport:
-    """A report from its first part's row, without member lists."""
+def report_of(row: Mapping[str, Any], children: tuple[str, ...] = (),
+              entity_ids: tuple[str, ...] = ()) -> CommunityReport:
+    """A report from its first part's row, with the member lists given (none by default:
+    a served read does not read them)."""
     cid = str(row["community_id"])
-    community = Community(cid, int(row["level"]), str(row["parent"]), (), (),
+    community = Community(cid, int(row["level"]), str(row["parent"]), children, entity_ids,
                           int(row["num_relations"]), int(row["num_passages"]))
     findings = tuple(Finding(str(f.get("summary", "")), str(f.get("explanation", "")))
                      for f in json.loads(row["findings"] or "[]") if isinstance(f, dict))

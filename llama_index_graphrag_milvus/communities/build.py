@@ -31,6 +31,7 @@ from llama_index_graphrag_milvus.communities.around import (
     CommunityInfo,
     LocalCommunities,
     check_level,
+    report_of,
 )
 from llama_index_graphrag_milvus.communities.descriptions import (
     DescriptionStats,
@@ -233,16 +234,9 @@ def communities_from_rows(rows: Sequence[dict[str, Any]]) -> dict[str, StoredCom
     for cid, parts in groups.items():
         parts.sort(key=lambda r: int(r["part"]))
         head = parts[0]
-        community = Community(
-            cid, int(head["level"]), str(head["parent"]),
-            tuple(c for p in parts for c in p["children"]),
-            tuple(e for p in parts for e in p["entity_ids"]),
-            int(head["num_relations"]), int(head["num_passages"]))
-        findings = tuple(Finding(str(f.get("summary", "")), str(f.get("explanation", "")))
-                         for f in json.loads(head["findings"] or "[]") if isinstance(f, dict))
-        report = CommunityReport(community, str(head["title"]), str(head["summary"]), findings,
-                                 float(head["rating"]), str(head["rating_explanation"]),
-                                 str(head["kind"]))
+        report = report_of({**head, "community_id": cid},
+                           tuple(c for p in parts for c in p["children"]),
+                           tuple(e for p in parts for e in p["entity_ids"]))
         result[cid] = StoredCommunity(report, np.asarray(head["embedding"], np.float32),
                                       str(head["context_hash"]))
     return result

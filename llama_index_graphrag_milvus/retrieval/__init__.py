@@ -45,7 +45,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
-from llama_index_graphrag_milvus.retrieval.requests import Plan, first
+from llama_index_graphrag_milvus.retrieval.requests import Plan, first, side_by_side
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds, search_relations
 from llama_index_graphrag_milvus.retrieval.settings import NaiveSearch, SearchPlace
@@ -77,5 +77,6 @@ __all__ = [
     "relations_of",
     "search_passages",
     "search_relations",
+    "side_by_side",
     "with_own_relations",
 ]

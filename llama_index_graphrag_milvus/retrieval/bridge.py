@@ -8,8 +8,10 @@ entity the answer hangs on that the question never names. The second query "ques
 bridge" finds the passage about the American Psychological Association, which the question
 alone does not resemble.
 
-One query costs one relation search, one batch embedding of the second queries and one
-batched passage search (the question and every bridge in the same Milvus call); on an index
+One query costs one relation search, one read of where the candidate bridges lead (beside
+it, only when the relation hits offer fewer specific bridges than ``max_bridges``, the
+relations of the entities the question names), one batch embedding of the second queries
+and one batched passage search (the question and every bridge in the same Milvus call); on an index
 with full-text search, one batched BM25 search of the same texts beside it, whose lists
 follow the lists by meaning in each round. The lists are
 interleaved: the question's 1st passage, each bridge's 1st, the question's 2nd, and so on,
@@ -30,7 +32,7 @@ from llama_index.core.schema import BaseNode, NodeWithScore
 from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS, infer_kind
 from llama_index_graphrag_milvus.ids import entity_id, normalize_name
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
-from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
 from llama_index_graphrag_milvus.retrieval.neighbourhood import (
     Spread,
@@ -43,7 +45,13 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     rank_passages,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.requests import EmbedTexts, Plan, RankWords, Together
+from llama_index_graphrag_milvus.retrieval.requests import (
+    EmbedTexts,
+    Plan,
+    RankWords,
+    Together,
+    side_by_side,
+)
 from llama_index_graphrag_milvus.retrieval.seeds import search_relations
 from llama_index_graphrag_milvus.retrieval.settings import Choice
 from llama_index_graphrag_milvus.validation import check_bool, check_int
@@ -176,6 +184,34 @@ def rank_bridges(bridges: Sequence[Bridge], limit: int,
         return bridge.kind not in SPECIFIC_KINDS, bridge.fallback, where
 
     return sorted(bridges, key=rank)[:limit]  # stable: hit order within a rank
+
+
+def choosable(bridges: Sequence[Bridge], limit: int) -> list[Bridge]:
+    """The bridges :func:`rank_bridges` may choose among the first ``limit``, whatever their
+    spreads: those of the ranks (specific or concept, of the hits or fallback) up to the
+    rank of the ``limit``-th, in ranking order (hit order within a rank).
+
+    >>> t = RelationHit("r", "a x b", 0.9, "a", "b")
+    >>> named = [Bridge(n, t) for n in "ABC"]
+    >>> [b.name for b in choosable([Bridge("c", t, kind="concept"), *named], 2)]
+    ['A', 'B', 'C']
+    >>> [b.name for b in choosable([Bridge("c", t, kind="concept"), *named], 4)]
+    ['A', 'B', 'C', 'c']
+    """
+    def rank(bridge: Bridge) -> tuple[bool, bool]:
+        return bridge.kind not in SPECIFIC_KINDS, bridge.fallback
+
+    ordered = sorted(bridges, key=rank)
+    if len(ordered) <= limit:
+        return ordered
+    last = rank(ordered[limit - 1])
+    return [b for b in ordered if rank(b) <= last]
+
+
+def reached_by(bridges: Sequence[Bridge]) -> list[tuple[str, RelationHit]]:
+    """Each bridge's entity id and the relation that reached it (what
+    :func:`~.neighbourhood.bridge_spreads` takes)."""
+    return [(entity_id(b.name), b.relation) for b in bridges]
 
 
 def named_entities(question: str, hits: Sequence[RelationHit]) -> list[str]:
@@ -314,38 +350,83 @@ class BridgeRetrieval(RetrievalMethod):
         hits = yield from search_relations(query, seeds_config)
         if query.trace:
             query.trace.on_relation_hits(hits)
-        # "David Morse was born in Walden" for "the place of birth of David Morse", when the
-        # relation search's best hits are his other relations
-        fallback = yield from relations_of(query, named_entities(query.text, hits),
-                                           self.named_relations, [h.id for h in hits])
-        candidates = distinct_bridges(query.text, hits, fallback)
-        spreads = yield from bridge_spreads(
-            query, [(entity_id(b.name), b.relation) for b in candidates], self.hub_passages + 1)
-        bridges = rank_bridges(candidates, self.max_bridges, spreads, self.hub_passages)
+        candidates, spreads = yield from self._candidates(query, hits)
+        # the bridges that may be chosen, whatever their spreads: when they are few, their
+        # second queries are searched while their spreads are read, and the lists of the
+        # chosen ones kept (the same passages as reading the spreads first)
+        possible = choosable(candidates, self.max_bridges)
+        cap = self.hub_passages + 1
+        if len(possible) > self.OVERLAP_PER_BRIDGE * self.max_bridges:
+            unknown = [b for b in possible if entity_id(b.name) not in spreads]
+            spreads = {**spreads, **(yield from bridge_spreads(query, reached_by(unknown), cap))}
+            possible = rank_bridges(possible, self.max_bridges, spreads, self.hub_passages)
+        unknown = [b for b in possible if entity_id(b.name) not in spreads]
         started = time.perf_counter()
-        queries = tuple(second_query(query.text, b, self.bridge_query) for b in bridges)
-        if query.trace:
-            query.trace.on_bridges(bridges, queries)
-        vectors = (yield from EmbedTexts(queries)) if bridges else []
+        asked = tuple(second_query(query.text, b, self.bridge_query) for b in possible)
+        vectors = (yield from EmbedTexts(asked)) if asked else []
         timings = {"second_query_embedding": time.perf_counter() - started}
-        texts = (query.text, *queries) if self.match_words else ()
-        chosen, words = yield from self._passages(query, (query.vector, *vectors), texts)
+        texts = (query.text, *asked) if self.match_words else ()
+        read, (ranked, worded) = yield from side_by_side(
+            bridge_spreads(query, reached_by(unknown), cap),
+            self._rankings(query, (query.vector, *vectors), texts))
+        bridges = rank_bridges(possible, self.max_bridges, {**spreads, **read},
+                               self.hub_passages)
+        kept = [0, *(1 + possible.index(b) for b in bridges)]
+        if query.trace:
+            query.trace.on_bridges(bridges, tuple(asked[i - 1] for i in kept[1:]))
+        chosen, words = yield from self._passages(
+            query, [ranked[i] for i in kept], [worded[i] for i in kept] if texts else [])
         return (yield from with_own_relations(query, [
             self._result(ranked, bridges, timings, words) for ranked in chosen]))
 
+    OVERLAP_PER_BRIDGE: ClassVar[int] = 2
+    """The second queries of the bridges that may be chosen are searched beside the read of
+    their spreads when they are at most this many per ``max_bridges``; more, and the spreads
+    are read first (one more round trip, fewer second queries embedded)."""
+
+    def _candidates(self, query: QueryContext, hits: Sequence[RelationHit]
+                    ) -> Plan[tuple[list[Bridge], dict[str, Spread]]]:
+        """The distinct bridges of the relation ``hits``, then of the relations of the
+        entities the question names ("David Morse was born in Walden" for "the place of
+        birth of David Morse", when the relation search's best hits are his other
+        relations), and the spreads read so far (see :func:`rank_bridges`).
+
+        The named entities' relations only matter when the hits offer fewer specific
+        bridges than ``max_bridges`` (a fallback bridge ranks after every specific bridge
+        of the hits): then they are read beside the spreads of the hits' bridges; else
+        they are not read at all, nor any spread yet."""
+        candidates = distinct_bridges(query.text, hits)
+        specific = sum(b.kind in SPECIFIC_KINDS for b in candidates)
+        if specific >= self.max_bridges:
+            return candidates, {}
+        fallback, spreads = yield from side_by_side(
+            relations_of(query, named_entities(query.text, hits), self.named_relations,
+                         [h.id for h in hits]),
+            bridge_spreads(query, reached_by(candidates), self.hub_passages + 1))
+        return distinct_bridges(query.text, hits, fallback), spreads
+
     @staticmethod
-    def _passages(query: QueryContext, vectors: Sequence[Sequence[float]],
-                  texts: Sequence[str]
-                  ) -> Plan[tuple[list[Ranked[BaseNode]], dict[tuple[int, str], float]]]:
-        """The interleaved passages of the question's and the bridges' lists by meaning,
-        then (in each round) the BM25 lists of ``texts`` when given, ranked in one batch;
-        only the chosen ones are read when the rankings did not read them. Also each list's
-        BM25 scores, by ``(list, passage id)``."""
+    def _rankings(query: QueryContext, vectors: Sequence[Sequence[float]], texts: Sequence[str]
+                  ) -> Plan[tuple[list[list[PassageHit]], list[list[PassageHit]]]]:
+        """The passage lists by meaning of ``vectors``, and the BM25 lists of ``texts`` when
+        given (empty lists when not), in one batch each, at the same time."""
         limit = query.similarity_top_k
         ranking = rank_passages(query, vectors, limit)
-        ranked, worded = ((yield from Together((ranking, RankWords(tuple(texts), limit,
-                                                                   query.where))))
-                          if texts else ((yield from ranking), [[] for _ in vectors]))
+        if not texts:
+            return (yield from ranking), [[] for _ in vectors]
+        ranked, worded = yield from Together((ranking, RankWords(tuple(texts), limit,
+                                                                 query.where)))
+        return ranked, worded
+
+    @staticmethod
+    def _passages(query: QueryContext, ranked: Sequence[Sequence[PassageHit]],
+                  worded: Sequence[Sequence[PassageHit]]
+                  ) -> Plan[tuple[list[Ranked[BaseNode]], dict[tuple[int, str], float]]]:
+        """The interleaved passages of the question's and the bridges' lists by meaning
+        (``ranked``), then (in each round) their BM25 lists (``worded``, when given); only
+        the chosen ones are read when the rankings did not read them. Also each list's BM25
+        scores, by ``(list, passage id)``."""
+        limit = query.similarity_top_k
         lists = [[(h.id, h.score) for h in hits] for hits in ranked]
         if query.trace:
             query.trace.on_lists(lists)

@@ -66,6 +66,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     SearchPassages,
     SearchRelations,
     Together,
+    advance,
 )
 from llama_index_graphrag_milvus.retrieval.settings import GraphMode, SearchSettings
 from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT, parse_ner
@@ -418,14 +419,6 @@ def default_handlers(context: DriverContext) -> Handlers:
 
 
 # ---------------------------------------------------------------------------- the drivers
-
-
-def advance(plan: Plan[T], answer: Any) -> tuple[Request[Any] | None, T | None]:
-    """Send ``answer`` to ``plan``: its next request, or ``None`` and what it returned."""
-    try:
-        return plan.send(answer), None
-    except StopIteration as stop:
-        return None, stop.value
 
 
 class _Driver:

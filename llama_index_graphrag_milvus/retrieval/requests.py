@@ -403,6 +403,50 @@ class Together(Request[tuple[Any, ...]]):
     requests: tuple[Request[Any], ...]
 
 
+def advance(plan: Plan[T], answer: Any) -> tuple[Request[Any] | None, T | None]:
+    """Send ``answer`` to ``plan``: its next request, or ``None`` and what it returned."""
+    try:
+        return plan.send(answer), None
+    except StopIteration as stop:
+        return None, stop.value
+
+
+def side_by_side(*plans: Plan[Any]) -> Plan[tuple[Any, ...]]:
+    """Run independent ``plans`` at the same time: in each round, the next request of every
+    plan not finished yet goes out in one :class:`Together` (alone, as itself); what each
+    plan returned comes back in order. The query then waits for the longest of the plans'
+    chains of requests, not for their sum.
+
+    >>> def one(x: int) -> Plan[int]:
+    ...     return (yield from Known(x)) + 1
+    >>> steps = side_by_side(one(1), one(10))
+    >>> next(steps)
+    Together(requests=(Known(value=1), Known(value=10)))
+    >>> try:
+    ...     steps.send((1, 10))
+    ... except StopIteration as done:
+    ...     print(done.value)
+    (2, 11)
+    """
+    results: list[Any] = [None] * len(plans)
+    pending: dict[int, Request[Any]] = {}
+    for i, plan in enumerate(plans):
+        request, results[i] = advance(plan, None)
+        if request is not None:
+            pending[i] = request
+    while pending:
+        order = list(pending)
+        asked = tuple(pending[i] for i in order)
+        answers = (yield Together(asked)) if len(asked) > 1 else ((yield asked[0]),)
+        for i, answer in zip(order, answers, strict=True):
+            request, results[i] = advance(plans[i], answer)
+            if request is None:
+                del pending[i]
+            else:
+                pending[i] = request
+    return tuple(results)
+
+
 def first(lists: Sequence[Sequence[T]]) -> list[T]:
     """The first list of a batched answer (empty when there is none).
 

@@ -17,10 +17,11 @@ from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank, Inva
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.index_cache import PASSAGE_COUNT, PASSAGES
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY, TIMINGS_KEY
-from llama_index_graphrag_milvus.records import RelationHit, Triplet
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit, Triplet
 from llama_index_graphrag_milvus.retrieval.bridge import (
     DEFAULT_HUB_PASSAGES,
     Bridge,
+    BridgeRetrieval,
     content_words,
     distinct_bridges,
     endpoint_names,
@@ -31,7 +32,13 @@ from llama_index_graphrag_milvus.retrieval.bridge import (
 )
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
-from llama_index_graphrag_milvus.retrieval.neighbourhood import bridge_spreads
+from llama_index_graphrag_milvus.retrieval.neighbourhood import Spread, bridge_spreads
+from llama_index_graphrag_milvus.retrieval.requests import (
+    EntityPassages,
+    RelationsAround,
+    Together,
+    advance,
+)
 from tests.conftest import FAMILY
 from tests.support.fakes import ScriptedLLM
 from tests.support.markers import LITE_ONLY
@@ -172,6 +179,115 @@ def test_bridges_of_the_named_entities_relations_come_after_the_hits() -> None:
             ] == ["Walden", "Kings South"]  # before the concept of the hits
 
 
+def scripted_candidates(question: str, hits: list[RelationHit], max_bridges: int,
+                        fallback: list[RelationHit], spread: dict[str, list[str]]
+                        ) -> tuple[list[Bridge], dict[str, Spread], list[list[str]]]:
+    """The bridge method's candidate step driven by a script: the named entities'
+    relations are ``fallback``, an entity's passages ``spread[name]``; also each round's
+    request types (a ``Together`` as the list of its requests' types)."""
+    passages = {Triplet(name, "x", "y").subject_id: ids for name, ids in spread.items()}
+
+    def answer(request: Any) -> Any:
+        if isinstance(request, Together):
+            return tuple(answer(r) for r in request.requests)
+        if isinstance(request, RelationsAround):
+            return [CandidateRelation(h.id, h.score, 0, h.text, h.passage_ids, h.subject_id,
+                                      h.object_id) for h in fallback]
+        assert isinstance(request, EntityPassages), request
+        return {e: passages.get(e, []) for e in request.entity_ids}
+
+    rounds: list[list[str]] = []
+    method = BridgeRetrieval(max_bridges=max_bridges)
+    plan = method._candidates(QueryContext(question, [1.0, 0.0], 5), hits)
+    request, value = advance(plan, None)
+    while request is not None:
+        rounds.append([type(r).__name__ for r in request.requests]
+                      if isinstance(request, Together) else [type(request).__name__])
+        request, value = advance(plan, answer(request))
+    assert value is not None
+    candidates, spreads = value
+    return candidates, spreads, rounds
+
+
+def test_the_named_entities_relations_are_read_only_when_the_hits_lack_bridges() -> None:
+    question = "What district is LaHave of the place of birth of David Morse located?"
+    hits = [hit("David Morse", "lived in", "Halifax", passage="p1"),
+            hit("David Morse", "visited", "Dartmouth", passage="p2"),
+            hit("Jan Morse", "lived in", "Truro", passage="p3")]
+    fallback = [hit("David Morse", "born in", "Walden", passage="p4"),
+                hit("David Morse", "represented", "Kings South", passage="p5")]
+    spread = {"Halifax": ["p1"], "Dartmouth": ["p2"], "Truro": ["p3", "p9"]}
+    for limit in (1, 2, 3):
+        candidates, spreads, rounds = scripted_candidates(question, hits, limit, fallback,
+                                                          spread)
+        # three specific bridges from the hits: a fallback bridge can never be chosen, so
+        # nothing is read yet (the spreads go out beside the second queries' search)
+        assert rounds == [] and spreads == {}, rounds
+        assert [b.name for b in candidates] == ["Halifax", "Dartmouth", "Truro"]
+    for limit in (4, 5, 6):
+        candidates, spreads, rounds = scripted_candidates(question, hits, limit, fallback,
+                                                          spread)
+        # too few: the named entities' relations are read beside the hits' spreads
+        assert rounds == [["RelationsAround", "EntityPassages"]], rounds
+        assert [(b.name, b.fallback) for b in candidates] == [
+            ("Halifax", False), ("Dartmouth", False), ("Truro", False), ("Walden", True),
+            ("Kings South", True)]
+        assert spreads[Triplet("Truro", "x", "y").subject_id] == Spread(2, True)
+        assert set(spreads) == {Triplet(n, "x", "y").subject_id for n in spread}
+
+
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_second_queries_searched_beside_the_spreads_choose_what_reading_them_first_does(
+        shared_family_index: GraphRAGIndex, graph: str,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """The same passages, scores and explanations whether the bridges' spreads are read
+    before their second queries are searched or beside (one round trip less)."""
+    index = GraphRAGIndex(uri=shared_family_index.store.uri,
+                          embed_model=shared_family_index.embed_model, graph=graph)
+    questions = [QUESTION, "Who was the brother of Daniel Bernoulli's father?",
+                 "What does the field Daniel Bernoulli contributed to explain?",
+                 "Where was the student of Johann Bernoulli born?"]
+    saved = 0
+    try:
+        for max_bridges in (1, 2, 4):
+            retriever = index.as_retriever(method=BridgeRetrieval(max_bridges=max_bridges),
+                                           similarity_top_k=3)
+            for question in questions:
+                beside, beside_rounds = rounds_of(retriever, question)
+                monkeypatch.setattr(BridgeRetrieval, "OVERLAP_PER_BRIDGE", 0)
+                first, first_rounds = rounds_of(retriever, question)
+                monkeypatch.undo()
+                assert [(n.node.node_id, n.score, untimed(n.node.metadata)) for n in beside
+                        ] == [(n.node.node_id, n.score, untimed(n.node.metadata)) for n in first]
+                assert len(beside_rounds) <= len(first_rounds), (beside_rounds, first_rounds)
+                saved += len(first_rounds) - len(beside_rounds)
+        assert saved > 0
+    finally:
+        index.close()
+
+
+def untimed(metadata: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in metadata.items() if k != TIMINGS_KEY}
+
+
+def rounds_of(retriever: Any, question: str) -> tuple[list[Any], list[str]]:
+    """A retrieval's results and the requests its plan sent, in order."""
+    log: list[str] = []
+
+    def recorded(plan: Any) -> Any:
+        answer = None
+        while True:
+            request, value = advance(plan, answer)
+            if request is None:
+                return value
+            log.append(type(request).__name__)
+            answer = yield request
+
+    found = retriever.run(question, lambda q: recorded(
+        retriever.method.plan(q, retriever.seed_config)))
+    return found, log
+
+
 def test_accents_do_not_hide_a_named_entity() -> None:
     words = content_words("Who composed Aschenbrodel?")
     assert is_named("Aschenbrödel", words)
@@ -250,7 +366,9 @@ def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
     searches = [(name, collection, n) for name, collection, n in spy.calls]
     assert searches[:-1] == first_calls
     assert searches[-1][:2] == ("search", "graphrag_passages")
-    assert 2 <= searches[-1][2] <= 3  # the question and one or two bridges, one call
+    # the question and the bridges that may be chosen (at most twice max_bridges, searched
+    # while where they lead is read), one call
+    assert 2 <= searches[-1][2] <= 1 + 2 * 2
     assert DANIEL in texts(hits)[:2]
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)

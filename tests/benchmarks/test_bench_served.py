@@ -8,6 +8,9 @@ from pathlib import Path
 import pytest
 
 from benchmarks.served import METHODS, main, questions
+from benchmarks.synthetic import entity_name
+from llama_index_graphrag_milvus.records import RelationHit, Triplet
+from llama_index_graphrag_milvus.retrieval.bridge import distinct_bridges
 
 pytestmark = pytest.mark.milvus  # the command writes a Milvus Lite file
 
@@ -16,6 +19,17 @@ def test_questions_name_entities_of_the_graph() -> None:
     asked = questions(5, 100)
     assert len(asked) == 5 and asked == questions(5, 100)
     assert all(q.startswith("What did the teacher of ") for q in asked)
+
+
+def test_questions_name_their_entities_only_so_relations_offer_bridges() -> None:
+    """The bridge method's path is the one timed: the question names its entity (by the
+    word only it has), the other end of its relations is a bridge."""
+    question = questions(1, 100)[0]
+    named = int(question.split("teacher of ")[1].split()[0])
+    t = Triplet(entity_name(named), "relation 7 to", entity_name(named + 1000))
+    bridges = distinct_bridges(question, [RelationHit(t.id, t.text, 0.9, t.subject_id,
+                                                      t.object_id)])
+    assert [b.name for b in bridges] == [entity_name(named + 1000)]
 
 
 def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,

@@ -55,10 +55,18 @@ class SpreadsFirst(BridgeRetrieval):
     OVERLAP_PER_BRIDGE = 0
 
 
+class WideOverlap(BridgeRetrieval):
+    """The default method searching the second queries of up to twice ``max_bridges``
+    bridges beside the read of where they lead (more searched, one round trip less)."""
+
+    OVERLAP_PER_BRIDGE = 2
+
+
 METHODS: dict[str, dict[str, Any] | None] = {
     "naive": None,
     "bridge (default)": {"passage_scoring": "bridge"},
     "bridge, spreads first": {"method": SpreadsFirst()},
+    "bridge, overlap x2": {"method": WideOverlap()},
     "k-hop h1": {"passage_scoring": "passage", "hops": 1},
     "ppr h1": {"passage_scoring": "ppr", "hops": 1},
     "pcst h1": {"passage_scoring": "pcst", "hops": 1},

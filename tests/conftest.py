@@ -300,6 +300,36 @@ def _tuned(template: str) -> str:
     return "\n".join(lines) + "\n"
 
 
+PYMILVUS_POLL_S = 0.05
+"""pymilvus waits for a flush, a collection load or an index build by sleeping 0.2-0.5 s
+between checks (in its gRPC handler, for Milvus Lite and the server alike); the tests' polls
+are this short: what pymilvus waits for is unchanged, only how soon it sees it."""
+
+
+class _QuickPolls:
+    """The ``time`` module as pymilvus' gRPC handler sees it: its polling sleeps (0.5 s or
+    less) cut to :data:`PYMILVUS_POLL_S`; longer ones (a reconnection's wait) as they are."""
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+    @staticmethod
+    def sleep(seconds: float) -> None:
+        time.sleep(min(seconds, PYMILVUS_POLL_S) if seconds <= 0.5 else seconds)
+
+
+@pytest.fixture(autouse=True, scope="session")
+def _quick_pymilvus_polls() -> Iterator[None]:
+    """Every test's flushes and loads seen within :data:`PYMILVUS_POLL_S` of their end
+    (fresh processes a test starts poll as pymilvus does)."""
+    from pymilvus.client import grpc_handler
+
+    original = grpc_handler.time
+    grpc_handler.time = _QuickPolls()  # type: ignore[assignment]
+    yield
+    grpc_handler.time = original
+
+
 @pytest.fixture(scope="session")
 def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusServerHandle]:
     """A Milvus standalone server on 127.0.0.1, for the whole session (started on first use).

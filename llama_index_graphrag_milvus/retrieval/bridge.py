@@ -351,9 +351,10 @@ class BridgeRetrieval(RetrievalMethod):
         if query.trace:
             query.trace.on_relation_hits(hits)
         candidates, spreads = yield from self._candidates(query, hits)
-        # the bridges that may be chosen, whatever their spreads: when they are few, their
-        # second queries are searched while their spreads are read, and the lists of the
-        # chosen ones kept (the same passages as reading the spreads first)
+        # the bridges that may be chosen, whatever their spreads: when they are few (see
+        # OVERLAP_PER_BRIDGE), their second queries are searched while their spreads are
+        # read, and the lists of the chosen ones kept (the same passages as reading the
+        # spreads first)
         possible = choosable(candidates, self.max_bridges)
         cap = self.hub_passages + 1
         if len(possible) > self.OVERLAP_PER_BRIDGE * self.max_bridges:
@@ -379,10 +380,14 @@ class BridgeRetrieval(RetrievalMethod):
         return (yield from with_own_relations(query, [
             self._result(ranked, bridges, timings, words) for ranked in chosen]))
 
-    OVERLAP_PER_BRIDGE: ClassVar[int] = 2
+    OVERLAP_PER_BRIDGE: ClassVar[int] = 1
     """The second queries of the bridges that may be chosen are searched beside the read of
     their spreads when they are at most this many per ``max_bridges``; more, and the spreads
-    are read first (one more round trip, fewer second queries embedded)."""
+    are read first (one more round trip, fewer second queries embedded and searched). At 1
+    (the default) only when every bridge that may be chosen is chosen (the spreads then only
+    order their lists): no extra work, one round trip less. Measured on 2 cores, where the
+    embedded server's work is what a query waits for, searching up to twice ``max_bridges``
+    second queries to save the round trip was slower (docs/benchmarks.md)."""
 
     def _candidates(self, query: QueryContext, hits: Sequence[RelationHit]
                     ) -> Plan[tuple[list[Bridge], dict[str, Spread]]]:

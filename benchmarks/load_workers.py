@@ -23,7 +23,7 @@ from llama_index.core.schema import Document
 
 from benchmarks.load_checks import QueryRecord, WriteRecord
 from benchmarks.scale import HashedRandomEmbedding, resident_mb
-from benchmarks.synthetic import entity_name
+from benchmarks.synthetic import entity_name, entity_number
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.plan import plan_ingestion
 
@@ -122,7 +122,7 @@ class Questions:
             else:
                 number = int(rng.integers(deleted, min(config.targets, deleted + RECENT)))
             return target_text(config.phase, number), number
-        first, second = (entity_name(int(e)) for e in rng.integers(0, config.entities, 2))
+        first, second = (entity_number(int(e)) for e in rng.integers(0, config.entities, 2))
         return f"What did the teacher of {first} give to {second}?", None
 
 

@@ -42,7 +42,7 @@ from benchmarks.scale import (
     wait_for_indexes,
     write_to_milvus,
 )
-from benchmarks.synthetic import entity_name, generate
+from benchmarks.synthetic import entity_name, entity_number, generate
 from llama_index_graphrag_milvus import GraphRAGIndex, __version__
 from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.retrieval import BridgeRetrieval
@@ -85,10 +85,6 @@ def questions(count: int, entities: int, seed: int = 11) -> list[str]:
     return [f"What did the teacher of {entity_number(int(a))} give to "
             f"{entity_number(int(b))}?" for a, b in rng.integers(0, entities, (count, 2))]
 
-
-def entity_number(number: int) -> str:
-    """The word of an entity's name that only it has ("12" of "entity 12")."""
-    return entity_name(number).split()[-1]
 
 
 def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str],

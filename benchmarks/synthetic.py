@@ -92,6 +92,13 @@ def entity_name(number: int) -> str:
     return f"entity {number}"
 
 
+def entity_number(number: int) -> str:
+    """The word of an entity's name that only it has ("12" of "entity 12"): a question that
+    names entities by it leaves the others unnamed (with the word "entity" it would name
+    every entity by half, and their relations would offer the bridge method no bridge)."""
+    return entity_name(number).split()[-1]
+
+
 def entity_id(number: int) -> str:
     return _entity_id(entity_name(number))
 

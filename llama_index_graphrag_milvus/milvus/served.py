@@ -215,28 +215,21 @@ class ServedGraph:
             rows = await self.store.aclient().get(**self._get_kwargs(ids))
         return scored_rows(rows, vector)
 
-    def _entity_passages_read(self, request: PassageRead) -> tuple[str, dict[str, Any]]:
-        """The client call and arguments of one read of :func:`entity_passages_steps`."""
-        kind, keys, limit = request
-        if kind == "ends":
-            return "query", {"collection_name": self.store.relation_collection,
-                             "filter": self._around(keys),
-                             "output_fields": ["subject_id", "object_id"], "limit": limit,
-                             **self.store.read_options}
-        return "get", {"collection_name": self.store.relation_collection, "ids": list(keys),
-                       "output_fields": ["passage_ids"], **self.store.read_options}
+    def _passages_kwargs(self, entity_ids: Sequence[str], limit: int) -> dict[str, Any]:
+        return {"collection_name": self.store.relation_collection,
+                "filter": self._around(entity_ids),
+                "output_fields": ["subject_id", "object_id", "passage_ids"], "limit": limit,
+                **self.store.read_options}
 
     def entity_passages(self, entity_ids: Sequence[str], cap: int) -> dict[str, list[str]]:
         """For each entity, the distinct passages its relations come from: those of at most
-        ``cap`` of its relations, at most ``cap`` passages. One query of all the entities'
-        relations' ends (again for those a hub crowded out), then one read of the chosen
-        relations' passages by primary key (:func:`entity_passages_steps`)."""
+        ``cap`` of its relations, at most ``cap`` passages. One query for all the entities
+        (:func:`entity_passages_steps`; again for those a hub crowded out)."""
         steps = entity_passages_steps(entity_ids, cap)
         request, found = advance_rows(steps, None)
         while request is not None:
-            call, kwargs = self._entity_passages_read(request)
             with milvus_errors(f"read {self.store.relation_collection}"):
-                rows = getattr(self.store.client, call)(**kwargs)
+                rows = self.store.client.query(**self._passages_kwargs(*request))
             request, found = advance_rows(steps, rows)
         return found
 
@@ -246,9 +239,8 @@ class ServedGraph:
         steps = entity_passages_steps(entity_ids, cap)
         request, found = advance_rows(steps, None)
         while request is not None:
-            call, kwargs = self._entity_passages_read(request)
             with milvus_errors(f"read {self.store.relation_collection}"):
-                rows = await getattr(self.store.aclient(), call)(**kwargs)
+                rows = await self.store.aclient().query(**self._passages_kwargs(*request))
             request, found = advance_rows(steps, rows)
         return found
 
@@ -291,20 +283,14 @@ def count_ends(rows: Sequence[dict[str, Any]], entity_ids: Sequence[str]) -> dic
     return counts
 
 
-PassageRead = tuple[str, list[str], int]
-"""One read of :func:`entity_passages_steps`: ``("ends", entity ids, limit)``, a query of
-those entities' relations (their ids and ends), or ``("passages", relation ids, 0)``, those
-relations' passages by primary key."""
-PassageSteps = Generator[PassageRead, list[dict[str, Any]], dict[str, list[str]]]
-"""The reads of :func:`entity_passages_steps`: yields each :data:`PassageRead`, receives its
-rows, returns the passages per entity."""
+PassageSteps = Generator[tuple[list[str], int], list[dict[str, Any]], dict[str, list[str]]]
+"""The reads of :func:`entity_passages_steps`: yields ``(entity ids, limit)`` of each query
+of their relations, receives its rows, returns the passages per entity."""
 
 
 def entity_passages_steps(entity_ids: Sequence[str], cap: int) -> PassageSteps:
     """Each entity's distinct passages, those of at most ``cap`` of its relations (at most
-    ``cap`` passages): queries of several entities' relations at once, of their ids and ends
-    only (a row's list of passages costs the server far more than its ids), then one read of
-    the chosen relations' passages.
+    ``cap`` passages), read by queries of several entities' relations at once.
 
     A query of ``n`` entities reads at most ``cap * n`` relations (``n`` is at most
     ``MILVUS_MAX_TOP_K // cap``). An entity is done when the query returned ``cap`` of its
@@ -316,52 +302,44 @@ def entity_passages_steps(entity_ids: Sequence[str], cap: int) -> PassageSteps:
 
     >>> steps = entity_passages_steps(["hub", "a", "b"], 2)
     >>> next(steps)
-    ('ends', ['hub', 'a', 'b'], 6)
-    >>> rows = [{"id": f"r{i}", "subject_id": "hub", "object_id": "x"} for i in range(5)]
-    >>> rows.append({"id": "s", "subject_id": "a", "object_id": "hub"})
+    (['hub', 'a', 'b'], 6)
+    >>> rows = [{"subject_id": "hub", "object_id": "x", "passage_ids": [f"p{i}"]}
+    ...         for i in range(5)] + [{"subject_id": "a", "object_id": "hub",
+    ...                                 "passage_ids": ["q"]}]
     >>> steps.send(rows)   # full: the hub is done, "a" and "b" are asked again
-    ('ends', ['a', 'b'], 4)
-    >>> steps.send([{"id": "s", "subject_id": "a", "object_id": "hub"}])
-    ('passages', ['r0', 'r1', 's'], 0)
+    (['a', 'b'], 4)
     >>> try:
-    ...     steps.send([{"id": "r0", "passage_ids": ["p0"]}, {"id": "r1", "passage_ids":
-    ...                 ["p1", "p0"]}, {"id": "s", "passage_ids": ["q"]}])
+    ...     steps.send([{"subject_id": "a", "object_id": "hub", "passage_ids": ["q"]}])
     ... except StopIteration as done:
     ...     print(done.value)
     {'hub': ['p0', 'p1'], 'a': ['q'], 'b': []}
     """
     wanted = list(dict.fromkeys(entity_ids))
-    chosen: dict[str, list[str]] = {}
+    found: dict[str, list[str]] = {}
     cap = max(1, cap)
     chunk = max(1, MILVUS_MAX_TOP_K // cap)
     remaining = list(wanted)
     while remaining:
         asked = remaining[:chunk]
         limit = min(MILVUS_MAX_TOP_K, cap * len(asked))
-        rows = yield "ends", asked, limit
-        relations: dict[str, list[str]] = {e: [] for e in asked}
+        rows = yield asked, limit
+        relations: dict[str, list[list[str]]] = {e: [] for e in asked}
         for row in rows:
             for end in {row.get("subject_id"), row.get("object_id")}:
                 if end in relations:
-                    relations[end].append(str(row["id"]))
+                    relations[end].append(list(row.get("passage_ids") or ()))
         complete = len(rows) < limit
-        for entity, ids in relations.items():
-            if complete or len(ids) >= cap:
-                chosen[entity] = ids[:cap]
-        remaining = [e for e in remaining if e not in chosen]
-    wanted_relations = list(dict.fromkeys(r for ids in chosen.values() for r in ids))
-    passages: dict[str, list[str]] = {}
-    if wanted_relations:
-        rows = yield "passages", wanted_relations, 0
-        passages = {str(row["id"]): list(row.get("passage_ids") or ()) for row in rows}
-    return {e: list(dict.fromkeys(p for r in chosen[e] for p in passages.get(r, ())))[:cap]
-            for e in wanted}
+        for entity, lists in relations.items():
+            if complete or len(lists) >= cap:
+                found[entity] = list(dict.fromkeys(p for ps in lists[:cap] for p in ps))[:cap]
+        remaining = [e for e in remaining if e not in found]
+    return {e: found[e] for e in wanted}
 
 
 def advance_rows(steps: PassageSteps, rows: list[dict[str, Any]] | None
-                 ) -> tuple[PassageRead | None, dict[str, list[str]]]:
-    """Send ``rows`` to ``steps`` (``None`` to start): the next read, or ``None`` and the
-    answer."""
+                 ) -> tuple[tuple[list[str], int] | None, dict[str, list[str]]]:
+    """Send ``rows`` to ``steps`` (``None`` to start): the next query's entities and limit,
+    or ``None`` and the answer."""
     try:
         return (next(steps) if rows is None else steps.send(rows)), {}
     except StopIteration as done:

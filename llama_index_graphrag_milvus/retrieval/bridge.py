@@ -11,9 +11,10 @@ alone does not resemble.
 One query costs one relation search, one read of where the candidate bridges lead (beside
 it, only when the relation hits offer fewer specific bridges than ``max_bridges``, the
 relations of the entities the question names), one batch embedding of the second queries
-and one batched passage search (the question and every bridge in the same Milvus call); on an index
-with full-text search, one batched BM25 search of the same texts beside it, whose lists
-follow the lists by meaning in each round. The lists are
+and one batched passage search (the question and every bridge in the same Milvus call,
+beside the read of where they lead when every bridge that may be chosen is chosen); on an
+index with full-text search, one batched BM25 search of the same texts beside it, whose
+lists follow the lists by meaning in each round. The lists are
 interleaved: the question's 1st passage, each bridge's 1st, the question's 2nd, and so on,
 skipping passages already taken. A query whose relations yield no bridge is plain vector
 search over the passages; passages without triplets are ranked like any other.
@@ -335,6 +336,15 @@ class BridgeRetrieval(RetrievalMethod):
 
     name: ClassVar[str] = "bridge"
 
+    OVERLAP_PER_BRIDGE: ClassVar[int] = 1
+    """The second queries of the bridges that may be chosen are searched beside the read of
+    their spreads when they are at most this many per ``max_bridges``; more, and the spreads
+    are read first (one more round trip, fewer second queries embedded and searched). At 1
+    (the default) only when every bridge that may be chosen is chosen (the spreads then only
+    order their lists): no extra work, one round trip less. Measured on 2 cores, where the
+    embedded server's work is what a query waits for, searching up to twice ``max_bridges``
+    second queries to save the round trip was slower (docs/benchmarks.md)."""
+
     def __init__(self, max_bridges: int = DEFAULT_MAX_BRIDGES,
                  bridge_query: BridgeQuery | str = BridgeQuery.SUBSTITUTE,
                  hub_passages: int = DEFAULT_HUB_PASSAGES,
@@ -357,11 +367,11 @@ class BridgeRetrieval(RetrievalMethod):
         # spreads first)
         possible = choosable(candidates, self.max_bridges)
         cap = self.hub_passages + 1
+        unknown = [b for b in possible if entity_id(b.name) not in spreads]
         if len(possible) > self.OVERLAP_PER_BRIDGE * self.max_bridges:
-            unknown = [b for b in possible if entity_id(b.name) not in spreads]
             spreads = {**spreads, **(yield from bridge_spreads(query, reached_by(unknown), cap))}
             possible = rank_bridges(possible, self.max_bridges, spreads, self.hub_passages)
-        unknown = [b for b in possible if entity_id(b.name) not in spreads]
+            unknown = []
         started = time.perf_counter()
         asked = tuple(second_query(query.text, b, self.bridge_query) for b in possible)
         vectors = (yield from EmbedTexts(asked)) if asked else []
@@ -379,15 +389,6 @@ class BridgeRetrieval(RetrievalMethod):
             query, [ranked[i] for i in kept], [worded[i] for i in kept] if texts else [])
         return (yield from with_own_relations(query, [
             self._result(ranked, bridges, timings, words) for ranked in chosen]))
-
-    OVERLAP_PER_BRIDGE: ClassVar[int] = 1
-    """The second queries of the bridges that may be chosen are searched beside the read of
-    their spreads when they are at most this many per ``max_bridges``; more, and the spreads
-    are read first (one more round trip, fewer second queries embedded and searched). At 1
-    (the default) only when every bridge that may be chosen is chosen (the spreads then only
-    order their lists): no extra work, one round trip less. Measured on 2 cores, where the
-    embedded server's work is what a query waits for, searching up to twice ``max_bridges``
-    second queries to save the round trip was slower (docs/benchmarks.md)."""
 
     def _candidates(self, query: QueryContext, hits: Sequence[RelationHit]
                     ) -> Plan[tuple[list[Bridge], dict[str, Spread]]]:

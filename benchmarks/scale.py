@@ -53,6 +53,7 @@ from llama_index_graphrag_milvus.graph import (
 from llama_index_graphrag_milvus.graph.steiner_tree import PCSTConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.records import EntityColumns, EntityHit
 from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
@@ -188,11 +189,14 @@ def write_to_milvus(synthetic: SyntheticGraph, index: GraphRAGIndex, batch_size:
     start = time.perf_counter()
     store.create(synthetic.dim)
     rng = np.random.default_rng(synthetic.seed + 2)
+    offsets, passages = synthetic.entity_passages()
     for first in range(0, synthetic.num_entities, batch_size):
         numbers = range(first, min(first + batch_size, synthetic.num_entities))
         vectors = unit_vectors(rng, len(numbers), synthetic.dim)
         store.upsert_rows(store.entity_collection, [
-            {"id": entity_id(n), "name": entity_name(n), "embedding": v.tolist()}
+            {"id": entity_id(n), "name": entity_name(n), "embedding": v.tolist(),
+             "passage_ids": [passage_id(p) for p in passages[
+                 offsets[n]:min(offsets[n + 1], offsets[n] + MAX_PASSAGES_PER_RELATION)]]}
             for n, v in zip(numbers, vectors, strict=True)])
     for batch in synthetic.relation_batches(batch_size):
         for row in batch:

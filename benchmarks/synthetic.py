@@ -47,6 +47,15 @@ class SyntheticGraph:
         """The ``count`` entity numbers with the most relations, largest first."""
         return np.argsort(-self.entity_degrees(), kind="stable")[:count].tolist()
 
+    def entity_passages(self) -> tuple[np.ndarray, np.ndarray]:
+        """Each entity number's distinct passages, ascending (the order ingestion links
+        them): ``passages[offsets[e]:offsets[e + 1]]``."""
+        num_passages = max(self.num_passages, 1)
+        pairs = np.unique(np.concatenate([self.subjects, self.objects]).astype(np.int64)
+                          * num_passages + np.tile(self.passages, 2))
+        offsets = np.searchsorted(pairs // num_passages, np.arange(self.num_entities + 1))
+        return offsets, pairs % num_passages
+
     def triplet(self, number: int) -> Triplet:
         """Relation ``number`` as a triplet."""
         return Triplet(entity_name(int(self.subjects[number])), f"relation {number} to",

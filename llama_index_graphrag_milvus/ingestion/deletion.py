@@ -15,11 +15,17 @@ interrupted run safe to run again: the passages, which say what to undo, go last
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
+from llama_index_graphrag_milvus.ingestion.entity_rows import (
+    Unlink,
+    lost_passages,
+    rewritten,
+    shrunk_passages,
+)
 from llama_index_graphrag_milvus.ingestion.tenants import entity_tenants, narrowed_tenants
 from llama_index_graphrag_milvus.milvus.schema import MANY_TENANTS
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -45,10 +51,6 @@ class UnlinkStats:
     relations_updated: int = 0
     relations_deleted: int = 0
     entities_deleted: int = 0
-
-
-Unlink = Callable[[str, str], bool]
-"""Whether the link from a relation (first argument) to a passage (second) goes."""
 
 
 def relation_changes(stored: Mapping[str, dict[str, Any]], unlink: Unlink
@@ -78,9 +80,11 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
                     entity_ids: Collection[str] = ()) -> UnlinkStats:
     """Remove the links ``unlink`` chooses from the relations that link to ``passage_ids``;
     delete the relations left with no passage and the entities left with no relation
-    (among the endpoints of the changed relations and ``entity_ids``)."""
+    (among the endpoints of the changed relations and ``entity_ids``); the entities that
+    stay lose the passages none of their relations links to any more."""
     linked = store.relations_linking(passage_ids)
-    changed = [rid for rid, links in linked.items() if any(unlink(rid, p) for p in links)]
+    changed = [rid for rid, row in linked.items()
+               if any(unlink(rid, p) for p in row["passage_ids"])]
     stored = store.get_rows(store.relation_collection, changed,
                             store.relation_fields(_RELATION_FIELDS))
     updates, deletes = relation_changes(stored, unlink)
@@ -90,9 +94,15 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
     candidates = sorted({*entity_ids, *ends})
     in_use = store.entities_in_use(candidates, excluding=set(deletes)) if candidates \
         else set()
-    if store.tenant_key and candidates:
-        store.upsert_rows(store.entity_collection,
-                          tenants_after(store, stored, deletes, updates, in_use))
+    rows = ({row["id"]: row for row in tenants_after(store, stored, deletes, updates, in_use)}
+            if store.tenant_key and candidates else {})
+    if store.records_entity_passages:  # an entity not a candidate keeps a relation
+        lost = {e: ps for e, ps in lost_passages(linked, unlink).items()
+                if e in in_use or e not in candidates}
+        unread = [e for e in lost if e not in rows]
+        rows.update(shrunk_passages({**store.get_rows(
+            store.entity_collection, unread, store.entity_row_fields), **rows}, lost))
+    store.upsert_rows(store.entity_collection, list(rows.values()))
     orphans = [e for e in candidates if e not in in_use]
     store.delete_rows(store.entity_collection, orphans)
     store.upsert_rows(store.relation_collection, updates)
@@ -144,8 +154,7 @@ def tenants_after(store: MilvusGraphStore, stored: Mapping[str, Mapping[str, Any
         used = store.entity_tenants_in_use(sorted(in_use), excluding=set(deletes), replaced={
             row["id"]: row["tenants"] for row in updates})
         return shrunk_entities(store, used)
-    rows = store.get_rows(store.entity_collection, sorted(asked),
-                          ["id", "name", "embedding", "tenants"])
+    rows = store.get_rows(store.entity_collection, sorted(asked), store.entity_row_fields)
     shrunk = []
     for entity, row in rows.items():
         before = sorted(set(row.get("tenants") or ()))
@@ -153,9 +162,7 @@ def tenants_after(store: MilvusGraphStore, stored: Mapping[str, Mapping[str, Any
             continue  # any tenant may: kept (a filtered query checks the passages)
         after = entity_tenants(set(before) - (asked[entity] - found.get(entity, set())))
         if after != before:
-            shrunk.append({"id": entity, "name": row["name"],
-                           "embedding": [float(x) for x in row["embedding"]],
-                           "tenants": after})
+            shrunk.append(rewritten(row, tenants=after))
     return shrunk
 
 
@@ -163,11 +170,8 @@ def shrunk_entities(store: MilvusGraphStore, used: Mapping[str, set[str]]
                     ) -> list[dict[str, Any]]:
     """The entity rows whose ``tenants`` are more than the tenants of their remaining
     relations (``used``), with those instead."""
-    stored = store.get_rows(store.entity_collection, list(used),
-                            ["id", "name", "embedding", "tenants"])
-    return [{"id": entity, "name": row["name"],
-             "embedding": [float(x) for x in row["embedding"]], "tenants": after}
-            for entity, row in stored.items()
+    stored = store.get_rows(store.entity_collection, list(used), store.entity_row_fields)
+    return [rewritten(row, tenants=after) for entity, row in stored.items()
             for after in (entity_tenants(used[entity]),)
             if after != sorted(set(row.get("tenants") or ()))]
 

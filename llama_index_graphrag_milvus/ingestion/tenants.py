@@ -6,8 +6,8 @@ a ``tenant_key`` (see :mod:`~llama_index_graphrag_milvus.milvus.tenants`).
   its passages when passages go.
 - An entity's ``tenants`` is the union of the tenants of its relations (:data:`~llama_index_
   graphrag_milvus.milvus.schema.MANY_TENANTS` alone when more than an ARRAY holds): grown when
-  an ingestion links it to a new tenant, recomputed from its remaining relations when
-  relations lose passages or go.
+  an ingestion links it to a new tenant (:func:`.entity_rows.grown_entities`), recomputed
+  from its remaining relations when relations lose passages or go.
 
 All pure: the writes (:mod:`.write`, :mod:`.deletion`) read and upsert the rows.
 """
@@ -75,18 +75,3 @@ def narrowed_tenants(row: Mapping[str, Any], kept: Sequence[str]) -> dict[str, l
         return {}
     return relation_tenants(kept, {}, row)
 
-
-def grown_entities(stored: Mapping[str, Mapping[str, Any]],
-                   linked: Mapping[str, set[str]]) -> list[dict[str, Any]]:
-    """The stored entity rows (``stored``: id to row with ``name``, ``embedding``,
-    ``tenants``) whose tenants grow by the tenants ``linked`` to them now, as rows to
-    upsert."""
-    rows = []
-    for entity, row in stored.items():
-        before = list(row.get("tenants") or ())
-        after = entity_tenants([*before, *linked.get(entity, ())])
-        if after != sorted(set(before)):
-            rows.append({"id": entity, "name": row["name"],
-                         "embedding": [float(x) for x in row["embedding"]],
-                         "tenants": after})
-    return rows

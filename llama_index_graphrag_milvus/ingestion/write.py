@@ -22,10 +22,13 @@ from llama_index.core.schema import MetadataMode
 
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
+from llama_index_graphrag_milvus.ingestion.entity_rows import (
+    grown_entities,
+    passages_of_ends,
+)
 from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
 from llama_index_graphrag_milvus.ingestion.tenants import (
     entity_tenants,
-    grown_entities,
     passage_tenants,
     relation_tenants,
 )
@@ -100,7 +103,8 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
         with timed("read_stored"):
             stored_entities = store.get_rows(
                 store.entity_collection, list(plan.entities),
-                ["id", "name", "embedding", "tenants"] if tenant_key else ["id"])
+                store.entity_row_fields
+                if tenant_key or store.records_entity_passages else ["id"])
             stored_relations = store.get_rows(
                 store.relation_collection, list(plan.relations),
                 store.relation_fields(["passage_ids", "embedding"]))
@@ -144,12 +148,14 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     for row in relation_rows:
         for end in (row["subject_id"], row["object_id"]):
             linked.setdefault(end, set()).update(row.get("tenants") or ())
+    passages = passages_of_ends(relation_rows) if store.records_entity_passages else None
     with timed("write_entities"):
         store.upsert_rows(store.entity_collection, [
             *({"id": eid, "name": plan.entities[eid], "embedding": vector,
-               "tenants": entity_tenants(linked.get(eid, ()))}
+               **({"tenants": entity_tenants(linked.get(eid, ()))} if tenant_key else {}),
+               **({"passage_ids": passages.get(eid, [])} if passages is not None else {})}
               for eid, vector in zip(new_entities, entity_vectors, strict=True)),
-            *(grown_entities(stored_entities, linked) if tenant_key else ()),
+            *grown_entities(stored_entities, linked if tenant_key else None, passages),
         ])
     with timed("write_relations"):
         store.upsert_rows(store.relation_collection, relation_rows)

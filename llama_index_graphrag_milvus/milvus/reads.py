@@ -44,6 +44,7 @@ class StoreReads:
     passage_collection: str
     read_options: dict[str, Any]
     records_kinds: bool
+    records_entity_passages: bool
     reads: CollectionReads
     dim: int | None
     is_lite: bool
@@ -102,6 +103,14 @@ class StoreReads:
         the collection records them."""
         return [*fields, *(KIND_FIELDS if self.records_kinds else ()),
                 *(TENANT_FIELDS if self.tenant_key else ())]
+
+    @property
+    def entity_row_fields(self) -> list[str]:
+        """The fields an entity row is read with to be written again (an upsert replaces a
+        whole row): its name and vector, and its passages and tenants where recorded."""
+        return ["id", "name", "embedding",
+                *(("passage_ids",) if self.records_entity_passages else ()),
+                *(("tenants",) if self.tenant_key else ())]
 
     def get_rows(self, collection: str, ids: Sequence[str],
                  output_fields: list[str]) -> dict[str, dict[str, Any]]:

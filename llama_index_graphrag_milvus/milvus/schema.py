@@ -1,7 +1,7 @@
 """What the collections of an index hold, how they are created, and how a Milvus call fails.
 
-``{prefix}_entities``   one row per normalized entity name: ``id``, ``name``, ``embedding``
-                        (:data:`ENTITY_FIELDS`).
+``{prefix}_entities``   one row per normalized entity name: ``id``, ``name``, ``passage_ids``,
+                        ``embedding`` (:data:`ENTITY_FIELDS`, :data:`ENTITY_PASSAGE_FIELDS`).
 ``{prefix}_relations``  one row per (subject, predicate, object): ``id``, ``text``,
                         ``subject_id``, ``object_id`` (entity ids), ``passage_ids``,
                         ``subject_kind``, ``object_kind``, ``embedding``
@@ -50,7 +50,13 @@ Fields = tuple[tuple[str, Any, int], ...]
 VARCHAR or capacity of an ARRAY of ids, 0 otherwise)."""
 
 ENTITY_FIELDS: Fields = (("name", DataType.VARCHAR, ENTITY_NAME_MAX_BYTES),)
-"""The scalar fields of the entity collection."""
+"""The scalar fields of the entity collection (and :data:`ENTITY_PASSAGE_FIELDS`)."""
+ENTITY_PASSAGE_FIELDS: Fields = (("passage_ids", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),)
+"""An entity's passages: the distinct passages its relations come from, in the order they
+were linked (the first :data:`MAX_PASSAGES_PER_RELATION` when more), kept by every write, so
+that where an entity leads is one read by id, whatever its degree. An entity collection
+created before 0.2 lacks it: it is read and written without it (the passages are then read
+from the relations); rebuild the index to record them."""
 KIND_FIELDS = ("subject_kind", "object_kind")
 """The kinds of a relation's subject and object (``"named"``, ``"title"``, ``"date"``,
 ``"concept"``, ``""`` when not recorded), what the bridge choice reads."""

@@ -221,10 +221,22 @@ class ServedGraph:
                 "output_fields": ["subject_id", "object_id", "passage_ids"], "limit": limit,
                 **self.store.read_options}
 
+    def _listed_kwargs(self, entity_ids: Sequence[str]) -> dict[str, Any]:
+        return {"collection_name": self.store.entity_collection, "ids": list(entity_ids),
+                "output_fields": ["passage_ids"], **self.store.read_options}
+
     def entity_passages(self, entity_ids: Sequence[str], cap: int) -> dict[str, list[str]]:
-        """For each entity, the distinct passages its relations come from: those of at most
-        ``cap`` of its relations, at most ``cap`` passages. One query for all the entities
-        (:func:`entity_passages_steps`; again for those a hub crowded out)."""
+        """For each entity, the distinct passages its relations come from, at most ``cap``:
+        the first ``cap`` its row lists, one read by id for all the entities (see
+        :data:`~.schema.ENTITY_PASSAGE_FIELDS`). In a collection written before entities
+        recorded them: those of at most ``cap`` of its relations, one query for all the
+        entities (:func:`entity_passages_steps`; again for those a hub crowded out)."""
+        if self.store.records_entity_passages:
+            if not entity_ids:
+                return {}
+            with milvus_errors(f"read {self.store.entity_collection}"):
+                rows = self.store.client.get(**self._listed_kwargs(entity_ids))
+            return listed_passages(rows, entity_ids, cap)
         steps = entity_passages_steps(entity_ids, cap)
         request, found = advance_rows(steps, None)
         while request is not None:
@@ -236,6 +248,12 @@ class ServedGraph:
     async def aentity_passages(self, entity_ids: Sequence[str], cap: int
                                ) -> dict[str, list[str]]:
         """Async twin of :meth:`entity_passages`."""
+        if self.store.records_entity_passages:
+            if not entity_ids:
+                return {}
+            with milvus_errors(f"read {self.store.entity_collection}"):
+                rows = await self.store.aclient().get(**self._listed_kwargs(entity_ids))
+            return listed_passages(rows, entity_ids, cap)
         steps = entity_passages_steps(entity_ids, cap)
         request, found = advance_rows(steps, None)
         while request is not None:
@@ -286,6 +304,18 @@ def count_ends(rows: Sequence[dict[str, Any]], entity_ids: Sequence[str]) -> dic
 PassageSteps = Generator[tuple[list[str], int], list[dict[str, Any]], dict[str, list[str]]]
 """The reads of :func:`entity_passages_steps`: yields ``(entity ids, limit)`` of each query
 of their relations, receives its rows, returns the passages per entity."""
+
+
+def listed_passages(rows: Sequence[dict[str, Any]], entity_ids: Sequence[str], cap: int
+                    ) -> dict[str, list[str]]:
+    """Each of ``entity_ids`` and the first ``cap`` passages its entity row lists (none for
+    an entity not stored).
+
+    >>> listed_passages([{"id": "a", "passage_ids": ["p1", "p2"]}], ["a", "b"], 1)
+    {'a': ['p1'], 'b': []}
+    """
+    listed = {row["id"]: list(row.get("passage_ids") or ())[:max(1, cap)] for row in rows}
+    return {entity: listed.get(entity, []) for entity in dict.fromkeys(entity_ids)}
 
 
 def entity_passages_steps(entity_ids: Sequence[str], cap: int) -> PassageSteps:

@@ -51,6 +51,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     CONSISTENCY_LEVELS,
     DESCRIPTION_FIELDS,
     ENTITY_FIELDS,
+    ENTITY_PASSAGE_FIELDS,
     ENTITY_TENANT_FIELDS,
     KIND_FIELDS,
     RELATION_FIELDS,
@@ -168,6 +169,10 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
+        self.records_entity_passages = True
+        """Whether the entity collection records each entity's passages
+        (:data:`~.schema.ENTITY_PASSAGE_FIELDS`; one created before 0.2 does not: it is read
+        and written without them, and an entity's passages are read from its relations)."""
         self.tenant_key: str | None = None
         """The metadata key that names a passage's tenant, when the index was created with
         one (see :mod:`~llama_index_graphrag_milvus.milvus.tenants`): recorded at creation,
@@ -226,6 +231,14 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
             logger.info("%s was written before entity kinds were recorded: kinds are "
                         "inferred from names; rebuild the index to record them",
                         self.relation_collection)
+        with milvus_errors(f"describe {self.entity_collection}"):
+            entity_info = self.client.describe_collection(self.entity_collection)
+        self.records_entity_passages = ("passage_ids" in
+                                        {f["name"] for f in entity_info["fields"]})
+        if not self.records_entity_passages:
+            logger.info("%s was written before entities recorded their passages: they are "
+                        "read from the relations (slower on a served graph); rebuild the "
+                        "index to record them", self.entity_collection)
         for field in info["fields"]:
             if field["name"] == "embedding":
                 return int(field["params"]["dim"])
@@ -309,10 +322,12 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         tenants = self.tenant_key is not None
         with milvus_errors("create the graph collections"):
             self._create(self.entity_collection,
-                         (*ENTITY_FIELDS, *(ENTITY_TENANT_FIELDS if tenants else ())), dim)
+                         (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
+                          *(ENTITY_TENANT_FIELDS if tenants else ())), dim)
             self._create(self.relation_collection,
                          (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
                          dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
+        self.records_entity_passages = True
         self.dim = dim
         try:
             self._open(dim)  # creates the passage collection (its analyzer may be refused)

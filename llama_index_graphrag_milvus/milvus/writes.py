@@ -39,6 +39,7 @@ class StoreWrites:
     passage_collection: str
     read_options: dict[str, Any]
     records_kinds: bool
+    records_entity_passages: bool
     tenant_key: str | None
     dim: int | None
 
@@ -60,10 +61,13 @@ class StoreWrites:
     def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
         """Upsert rows into the entity or relation collection, in batches. Relation rows get
         the kinds of their ends as the collection records them: ``""`` where a row has none,
-        none at all in a collection written before kinds were recorded."""
+        none at all in a collection written before kinds were recorded; entity rows lose
+        their ``passage_ids`` in a collection written before they were recorded."""
         if collection == self.relation_collection:
             rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
                     else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
+        if collection == self.entity_collection and not self.records_entity_passages:
+            rows = [{k: v for k, v in row.items() if k != "passage_ids"} for row in rows]
         if not self.tenant_key:  # an index without a tenant key has no tenant fields
             rows = [{k: v for k, v in row.items() if k not in TENANT_FIELDS} for row in rows]
         with milvus_errors(f"upsert into {collection}"):
@@ -189,10 +193,10 @@ class StoreWrites:
                             used.setdefault(end, set()).update(tenants)
         return used
 
-    def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, list[str]]:
+    def relations_linking(self, passage_ids: Sequence[str]) -> dict[str, dict[str, Any]]:
         """The relations whose ``passage_ids`` contain any of ``passage_ids``: relation id
-        to its passage ids."""
-        linked: dict[str, list[str]] = {}
+        to its row's ``passage_ids``, ``subject_id`` and ``object_id``."""
+        linked: dict[str, dict[str, Any]] = {}
         if self.dim is None:
             return linked
         with milvus_errors(f"read {self.relation_collection}"):
@@ -201,8 +205,8 @@ class StoreWrites:
                 for row in self.client.query(
                         collection_name=self.relation_collection, **self.read_options,
                         filter=f"array_contains_any(passage_ids, [{batch}])",
-                        output_fields=["id", "passage_ids"]):
-                    linked[row["id"]] = list(row["passage_ids"])
+                        output_fields=["id", "passage_ids", "subject_id", "object_id"]):
+                    linked[row["id"]] = {**row, "passage_ids": list(row["passage_ids"])}
         return linked
 
     def flush(self) -> None:

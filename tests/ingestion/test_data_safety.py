@@ -53,12 +53,15 @@ def rows(index: GraphRAGIndex, collection: str, fields: list[str]) -> list[dict[
 
 def check_invariants(index: GraphRAGIndex) -> dict[str, int]:
     """No relation points to a missing passage or entity, no entity is left without a
-    relation, and each passage's stored triplets are exactly the relations linking to it."""
+    relation, each passage's stored triplets are exactly the relations linking to it, and
+    each entity lists exactly the passages of its relations."""
     store = index.store
     if store.dim is None:
         return {"passages": 0, "entities": 0, "relations": 0}
     passages = {r["id"]: r for r in rows(index, store.passage_collection, ["_node_content"])}
-    entities = {r["id"] for r in rows(index, store.entity_collection, [])}
+    listed = {r["id"]: r["passage_ids"]
+              for r in rows(index, store.entity_collection, ["passage_ids"])}
+    entities = set(listed)
     relations = rows(index, store.relation_collection,
                      ["subject_id", "object_id", "passage_ids"])
     linked: dict[str, set[str]] = {p: set() for p in passages}
@@ -70,6 +73,13 @@ def check_invariants(index: GraphRAGIndex) -> dict[str, int]:
         assert {relation["subject_id"], relation["object_id"]} <= entities
     used = {e for r in relations for e in (r["subject_id"], r["object_id"])}
     assert entities == used, f"entities without a relation: {sorted(entities - used)}"
+    expected: dict[str, set[str]] = {}
+    for relation in relations:
+        for end in (relation["subject_id"], relation["object_id"]):
+            expected.setdefault(end, set()).update(relation["passage_ids"])
+    for entity, passages_listed in listed.items():
+        assert len(passages_listed) == len(set(passages_listed)), entity
+        assert set(passages_listed) == expected[entity], entity
     for passage in store.get_passages(list(passages)):
         stored = {Triplet(*t).id for t in passage.metadata.get(TRIPLETS_KEY, [])}
         assert stored == linked[passage.node_id], passage.get_content()

@@ -263,18 +263,49 @@ def test_an_older_server_index_gets_the_ends_indexed_on_open(
 
 
 
-def test_entity_passages_of_several_entities_are_one_query_a_hub_two(
+TOWNS = [(f"Town {i} lies in Sweden.", [(f"Town {i}", "lies in", "Sweden")])
+         for i in range(40)]
+PAIRS = [*((f"Ada {i} met Bob {i}.", [(f"Ada {i}", "met", f"Bob {i}")]) for i in range(3)),
+         ("Ada 0 also met Cy.", [("Ada 0", "met", "Cy")])]
+ADAS = [Triplet(name, "x", "y").subject_id for name in ("Ada 0", "Ada 1", "Ada 2")]
+SWEDEN = Triplet("a", "b", "Sweden").object_id
+
+
+def test_entity_passages_are_one_read_by_id_whatever_the_degrees(
         make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
-    """Where the bridges lead (``EntityPassages``): one query for all the entities asked, a
-    second for those a hub crowded out; the passages the in-memory graph gives, capped."""
-    towns = [(f"Town {i} lies in Sweden.", [(f"Town {i}", "lies in", "Sweden")])
-             for i in range(40)]
-    pairs = [(f"Ada {i} met Bob {i}.", [(f"Ada {i}", "met", f"Bob {i}")]) for i in range(3)]
-    index = make_index([*towns, *pairs, ("Ada 0 also met Cy.", [("Ada 0", "met", "Cy")])])
+    """Where the bridges lead (``EntityPassages``): the passages each entity row lists, one
+    read by id for all the entities asked, a hub among them (no relation read); the
+    passages the in-memory graph gives, capped."""
+    index = make_index([*TOWNS, *PAIRS])
     milvus = served(index)
     try:
-        ids = [Triplet(name, "x", "y").subject_id for name in ("Ada 0", "Ada 1", "Ada 2")]
-        sweden = Triplet("a", "b", "Sweden").object_id
+        assert milvus.store.records_entity_passages
+        queries = count_query_rows(milvus.store.client, monkeypatch)
+        gets = count_query_rows(milvus.store.client, monkeypatch, "get")
+        graph = ServedGraph(milvus.store)
+        found = graph.entity_passages([SWEDEN, *ADAS, "unknown"], 5)
+        assert (queries, gets) == ([], [4])
+        assert {e: set(found[e]) for e in ADAS} == {
+            e: set(index.graph.entity_passages(e, 5)) for e in ADAS}
+        assert len(found[ADAS[0]]) == 2  # Ada 0: two passages
+        assert len(found[SWEDEN]) == 5 and found["unknown"] == []
+        assert set(found[SWEDEN]) <= set(index.graph.entity_passages(SWEDEN, 100))
+        assert asyncio.run(graph.aentity_passages([SWEDEN, *ADAS, "unknown"], 5)) == found
+        assert graph.entity_passages([], 5) == {}
+    finally:
+        milvus.close()
+
+
+def test_entity_passages_of_an_older_collection_are_one_query_a_hub_two(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    """An entity collection that does not list passages (written before it did): one query
+    of the relations for all the entities asked, a second for those a hub crowded out; the
+    passages the in-memory graph gives, capped."""
+    index = make_index([*TOWNS, *PAIRS])
+    milvus = served(index)
+    try:
+        ids, sweden = ADAS, SWEDEN
+        milvus.store.records_entity_passages = False
         calls = count_query_rows(milvus.store.client, monkeypatch)
         graph = ServedGraph(milvus.store)
         small = graph.entity_passages(ids, 5)

@@ -94,7 +94,7 @@ def run_killed(uri: str, prefix: str, operation: str, method: str,
 def content(index: GraphRAGIndex) -> dict[str, list[tuple[Any, ...]]]:
     """Every stored row that carries meaning (vectors left out, passage lists sorted)."""
     store = index.store
-    fields = {store.entity_collection: ["name"],
+    fields = {store.entity_collection: ["name", "passage_ids"],
               store.relation_collection: ["text", "subject_id", "object_id", "passage_ids",
                                           "subject_kind", "object_kind"],
               store.passage_collection: ["text", "doc_id", "tenant_id"]}

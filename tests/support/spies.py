@@ -8,15 +8,17 @@ import pytest
 from pymilvus import MilvusClient
 
 
-def count_query_rows(client: MilvusClient, monkeypatch: pytest.MonkeyPatch) -> list[int]:
-    """The number of rows of each ``client.query`` from now on (the calls go through)."""
+def count_query_rows(client: MilvusClient, monkeypatch: pytest.MonkeyPatch,
+                     method: str = "query") -> list[int]:
+    """The number of rows of each ``client.query`` (or another reading ``method``, such
+    as ``"get"``) from now on (the calls go through)."""
     rows_read: list[int] = []
-    query = client.query
+    read = getattr(client, method)
 
     def counted(*args: Any, **kwargs: Any) -> Any:
-        rows = query(*args, **kwargs)
+        rows = read(*args, **kwargs)
         rows_read.append(len(rows))
         return rows
 
-    monkeypatch.setattr(client, "query", counted)
+    monkeypatch.setattr(client, method, counted)
     return rows_read

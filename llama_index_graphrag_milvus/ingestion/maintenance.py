@@ -33,6 +33,7 @@ from llama_index_graphrag_milvus.ingestion.plan import (
     plan_from_nodes,
     plan_ingestion,
 )
+from llama_index_graphrag_milvus.ingestion.upgrade import upgrade_entity_passages
 from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -180,6 +181,29 @@ class DocumentMaintenance:
             raise InvalidInputError(
                 f"{method} takes no other arguments, got {sorted(kwargs)}: this index keeps "
                 "everything in Milvus (no docstore or storage context to configure).")
+
+    # ------------------------------------------------------------------ upgrade
+
+    def upgrade(self) -> int:
+        """Bring an index written by an earlier version to this version's layout: its
+        entity rows get the list of their passages (what the served graph reads to know
+        where an entity leads, see :mod:`~.upgrade`). The number of entity rows written; 0
+        when there is nothing to do. Run it once, with no other writer (readers fail while
+        the entity collection is swapped); it reads the relation collection once.
+
+        Example::
+
+            index = GraphRAGIndex(uri="graph.db", embed_model=embed_model)
+            if not index.store.records_entity_passages:
+                index.upgrade()
+        """
+        written = upgrade_entity_passages(self.store, self.show_progress)
+        self.cache.drop()
+        return written
+
+    async def aupgrade(self) -> int:
+        """Async twin of :meth:`upgrade`."""
+        return await asyncio.to_thread(self.upgrade)
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         stats = delete_document(self.store, ref_doc_id, where)

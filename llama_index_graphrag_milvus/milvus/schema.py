@@ -56,7 +56,7 @@ ENTITY_PASSAGE_FIELDS: Fields = (("passage_ids", DataType.ARRAY, MAX_PASSAGES_PE
 were linked (the first :data:`MAX_PASSAGES_PER_RELATION` when more), kept by every write, so
 that where an entity leads is one read by id, whatever its degree. An entity collection
 created before 0.2 lacks it: it is read and written without it (the passages are then read
-from the relations); rebuild the index to record them."""
+from the relations) until ``GraphRAGIndex.upgrade()`` records them."""
 KIND_FIELDS = ("subject_kind", "object_kind")
 """The kinds of a relation's subject and object (``"named"``, ``"title"``, ``"date"``,
 ``"concept"``, ``""`` when not recorded), what the bridge choice reads."""

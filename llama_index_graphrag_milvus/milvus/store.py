@@ -149,6 +149,9 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         """Its build parameters (``{"M": 16, "efConstruction": 200}`` for ``HNSW``); none
         for ``AUTOINDEX``, which Milvus tunes."""
         self.entity_collection = f"{self.prefix}_entities"
+        self.upgrade_collection = f"{self.prefix}_entities_upgrade"
+        """Where :func:`~..ingestion.upgrade.upgrade_entity_passages` builds the entity
+        collection of this version before putting it in the old one's place."""
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
         self.community_collection = f"{self.prefix}_communities"
@@ -231,14 +234,19 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
             logger.info("%s was written before entity kinds were recorded: kinds are "
                         "inferred from names; rebuild the index to record them",
                         self.relation_collection)
+        if self.entity_collection not in existing and self.upgrade_collection in existing:
+            logger.warning("an upgrade of %s stopped before its last step: renaming %s to %s",
+                           self.entity_collection, self.upgrade_collection,
+                           self.entity_collection)
+            self.finish_upgrade()
         with milvus_errors(f"describe {self.entity_collection}"):
             entity_info = self.client.describe_collection(self.entity_collection)
         self.records_entity_passages = ("passage_ids" in
                                         {f["name"] for f in entity_info["fields"]})
         if not self.records_entity_passages:
             logger.info("%s was written before entities recorded their passages: they are "
-                        "read from the relations (slower on a served graph); rebuild the "
-                        "index to record them", self.entity_collection)
+                        "read from the relations (slower on a served graph); "
+                        "index.upgrade() records them", self.entity_collection)
         for field in info["fields"]:
             if field["name"] == "embedding":
                 return int(field["params"]["dim"])
@@ -337,6 +345,14 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 for name in (self.entity_collection, self.relation_collection):
                     self.client.drop_collection(name)
             raise
+
+    def finish_upgrade(self) -> None:
+        """Put the entity collection an upgrade built in the old one's place (dropped
+        before; see :mod:`~..ingestion.upgrade`)."""
+        with milvus_errors(f"rename {self.upgrade_collection}"):
+            self.client.rename_collection(self.upgrade_collection, self.entity_collection)
+            self.client.load_collection(self.entity_collection)
+        self.records_entity_passages = True
 
     def _index_endpoints(self) -> None:
         """On a server, the scalar indexes of the relations' ``subject_id`` and

@@ -13,10 +13,13 @@ from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion import entity_rows
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
+    ENTITY_TENANT_FIELDS,
     RELATION_FIELDS,
+    RELATION_TENANT_FIELDS,
     create_collection,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.milvus.tenants import TENANT_KEY_PROPERTY
 from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
 
@@ -80,40 +83,145 @@ def test_a_hub_lists_its_first_passages(tmp_path: Path, monkeypatch: pytest.Monk
     index.close()
 
 
+QUESTION = "What did the son of Euler's teacher contribute?"
+FAMILY = [
+    triplet_doc("born", "Euler was born in Basel.", [("Euler", "born in", "Basel")]),
+    triplet_doc("studied", "Euler studied under Bernoulli in Basel.",
+                [("Euler", "student of", "Bernoulli"), ("Euler", "lived in", "Basel")]),
+    triplet_doc("son", "Daniel Bernoulli was the son of Johann Bernoulli.",
+                [("Daniel Bernoulli", "son of", "Bernoulli")])]
+
+
+def old_index(uri: str, tenant_key: str | None = None) -> GraphRAGIndex:
+    """An index whose entity collection was created before entities listed their
+    passages, with the family passages (of tenant "acme" with a ``tenant_key``)."""
+    store = MilvusGraphStore(uri)
+    tenants = tenant_key is not None
+    for name, fields, properties in (
+            (store.entity_collection,
+             (*ENTITY_FIELDS, *(ENTITY_TENANT_FIELDS if tenants else ())), None),
+            (store.relation_collection,
+             (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
+             {TENANT_KEY_PROPERTY: tenant_key} if tenants else None)):
+        create_collection(store.client, name, fields, 64, store.index_type,
+                          store.consistency_level, properties)
+    store.close()
+    index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
+    index.insert_triplets([(Document(text=doc.text, id_=doc.doc_id,
+                                     metadata={tenant_key: "acme"} if tenant_key else {}),
+                            triplets) for doc, triplets in FAMILY])
+    return index
+
+
+def answers(index: GraphRAGIndex) -> list[tuple[str, float]]:
+    return [(n.node.node_id, round(n.score or 0.0, 6))
+            for n in index.as_retriever(similarity_top_k=2).retrieve(QUESTION)]
+
+
+def entity_fields(index: GraphRAGIndex) -> set[str]:
+    return {f["name"] for f in index.store.client.describe_collection(
+        index.store.entity_collection)["fields"]}
+
+
 def test_an_index_without_entity_passages_is_read_and_written_without_them(
-        tmp_path: Path) -> None:
+        milvus_uri: str) -> None:
     """An entity collection created before entities listed their passages: it is used as it
     is (passages read from the relations), and the served graph answers as the in-memory
     one."""
-    uri = str(tmp_path / "old.db")
-    store = MilvusGraphStore(uri)
-    for name, fields in ((store.entity_collection, ENTITY_FIELDS),
-                         (store.relation_collection, RELATION_FIELDS)):
-        create_collection(store.client, name, fields, 64, store.index_type,
-                          store.consistency_level)
-    store.close()
-    index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
+    uri = milvus_uri
+    index = old_index(uri)
     assert not index.store.records_entity_passages
-    index.insert_triplets([
-        triplet_doc("born", "Euler was born in Basel.", [("Euler", "born in", "Basel")]),
-        triplet_doc("studied", "Euler studied under Bernoulli in Basel.",
-                    [("Euler", "student of", "Bernoulli")]),
-        triplet_doc("son", "Daniel Bernoulli was the son of Johann Bernoulli.",
-                    [("Daniel Bernoulli", "son of", "Bernoulli")])])
-    fields = {f["name"] for f in index.store.client.describe_collection(
-        index.store.entity_collection)["fields"]}
-    assert "passage_ids" not in fields
+    assert "passage_ids" not in entity_fields(index)
     assert sorted(index.store.served.entity_passages([EULER], 5)[EULER]) == sorted(
         index.graph.entity_passages(EULER, 5))
-    question = "What did the son of Euler's teacher contribute?"
-    memory = [(n.node.node_id, round(n.score or 0.0, 6))
-              for n in index.as_retriever(similarity_top_k=2).retrieve(question)]
+    memory = answers(index)
     served = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(), graph="milvus")
-    assert [(n.node.node_id, round(n.score or 0.0, 6))
-            for n in served.as_retriever(similarity_top_k=2).retrieve(question)] == memory
+    assert answers(served) == memory
     served.close()
     index.delete_ref_doc("born")
+    assert index.store.get_rows(index.store.entity_collection, [BASEL], ["id"]) != {}
+    index.delete_ref_doc("studied")
     assert index.store.get_rows(index.store.entity_collection, [BASEL], ["id"]) == {}
+    index.close()
+
+
+@pytest.mark.parametrize("tenant_key", [None, "tenant_id"])
+def test_upgrade_lists_the_passages_of_an_older_index(milvus_uri: str,
+                                                      tenant_key: str | None) -> None:
+    uri = milvus_uri
+    index = old_index(uri, tenant_key)
+    assert index.store.tenant_key == tenant_key and not index.store.records_entity_passages
+    before = answers(index)
+    vectors = index.store.get_rows(index.store.entity_collection, [EULER], ["embedding"])
+    assert index.upgrade() == 4  # Euler, Basel, Bernoulli, Daniel Bernoulli
+    assert index.store.records_entity_passages and "passage_ids" in entity_fields(index)
+    assert listed(index, EULER, BASEL) == {
+        EULER: ["Euler was born in Basel.", "Euler studied under Bernoulli in Basel."],
+        BASEL: ["Euler was born in Basel.", "Euler studied under Bernoulli in Basel."]}
+    assert index.store.get_rows(index.store.entity_collection, [EULER],
+                                ["embedding"]) == vectors
+    assert answers(index) == before
+    assert index.upgrade() == 0  # nothing left to do
+    if tenant_key:
+        assert index.store.get_rows(index.store.entity_collection, [EULER], ["tenants"])[
+            EULER]["tenants"] == ["acme"]
+    visit = Document(text="Euler visited Berlin.", id_="visit",
+                     metadata={tenant_key: "acme"} if tenant_key else {})
+    index.insert_triplets([(visit, [("Euler", "visited", "Berlin")])])
+    index.delete_ref_doc("born")
+    assert listed(index, EULER, BASEL) == {
+        EULER: ["Euler studied under Bernoulli in Basel.", "Euler visited Berlin."],
+        BASEL: ["Euler studied under Bernoulli in Basel."]}
+    index.close()
+    reopened = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(), graph="milvus")
+    assert reopened.store.records_entity_passages
+    assert reopened.upgrade() == 0
+    reopened.close()
+
+
+def test_an_upgrade_stopped_before_its_rename_is_finished_on_open(
+        milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    uri = milvus_uri
+    index = old_index(uri)
+    before = answers(index)
+
+    def stopped(self: MilvusGraphStore) -> None:
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(MilvusGraphStore, "finish_upgrade", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            index.upgrade()
+    assert index.store.entity_collection not in index.store.client.list_collections()
+    index.close()
+    reopened = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
+    assert reopened.store.records_entity_passages
+    assert answers(reopened) == before
+    assert listed(reopened, BASEL) == {BASEL: ["Euler was born in Basel.",
+                                              "Euler studied under Bernoulli in Basel."]}
+    reopened.close()
+
+
+def test_an_upgrade_stopped_while_copying_starts_again(
+        milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The old collection is whole until the copy is done: a second run starts again."""
+    uri = milvus_uri
+    index = old_index(uri)
+    client = index.store.client
+    upsert = client.upsert
+
+    def stopped(collection: str, rows: list[dict[str, object]]) -> None:
+        upsert(collection, rows[:1])
+        raise KeyboardInterrupt
+
+    with monkeypatch.context() as patched:
+        patched.setattr(client, "upsert", stopped)
+        with pytest.raises(KeyboardInterrupt):
+            index.upgrade()
+    assert not index.store.records_entity_passages
+    assert index.upgrade() == 4
+    assert index.store.upgrade_collection not in client.list_collections()
+    assert len(listed(index, EULER, BASEL)[BASEL]) == 2
     index.close()
 
 

@@ -1,0 +1,91 @@
+"""Bringing an index written by an earlier version to this version's layout: entity rows
+that list their passages (:data:`~llama_index_graphrag_milvus.milvus.schema.
+ENTITY_PASSAGE_FIELDS`).
+
+Milvus cannot add a field to a collection, so :func:`upgrade_entity_passages` builds a new
+entity collection and puts it in the old one's place:
+
+1. ``{prefix}_entities_upgrade`` is created with the current fields and the old collection's
+   vector index (dropped first when an interrupted run left it: the old collection is then
+   still whole);
+2. the relations are read once (their ends and passages: the lists), then the entity rows in
+   primary-key ranges, written to the new collection with their lists;
+3. the old entity collection is dropped and the new one renamed in its place.
+
+A run interrupted between the two calls of the last step leaves no entity collection: the
+next open of the index finishes the rename
+(:meth:`~llama_index_graphrag_milvus.milvus.store.MilvusGraphStore.open_if_created`). Run it
+with no other writer; readers of the index fail while the collections are swapped.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from tqdm import tqdm
+
+from llama_index_graphrag_milvus.ingestion.entity_rows import passages_of_ends
+from llama_index_graphrag_milvus.milvus.columns import pk_ranges
+from llama_index_graphrag_milvus.milvus.schema import (
+    ENTITY_FIELDS,
+    ENTITY_PASSAGE_FIELDS,
+    ENTITY_TENANT_FIELDS,
+    WRITE_BATCH_SIZE,
+    create_collection,
+    milvus_errors,
+)
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+
+logger = logging.getLogger(__name__)
+
+
+def vector_index(store: MilvusGraphStore, collection: str) -> tuple[str, dict[str, Any]]:
+    """The type and build parameters of ``collection``'s vector index (the store's defaults
+    when it has none)."""
+    for name in store.client.list_indexes(collection):
+        info = store.client.describe_index(collection, name)
+        if info.get("field_name") == "embedding":
+            params = {k: int(v) if str(v).isdigit() else v for k, v in info.items()
+                      if k not in ("index_type", "field_name", "index_name", "metric_type",
+                                   "total_rows", "indexed_rows", "pending_index_rows",
+                                   "state")}
+            return str(info.get("index_type") or store.index_type), params
+    return store.index_type, dict(store.index_params)
+
+
+def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False) -> int:
+    """Give every entity row of an index written before entities listed their passages its
+    list (see the module docstring); the number of entity rows written (0 when the index
+    already lists them, or holds nothing yet)."""
+    if not store.open_if_created() or store.records_entity_passages:
+        return 0
+    old, new = store.entity_collection, store.upgrade_collection
+    with milvus_errors(f"upgrade {old}"):
+        if new in store.client.list_collections():
+            store.client.drop_collection(new)
+        index_type, index_params = vector_index(store, old)
+        create_collection(store.client, new, (
+            *ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
+            *(ENTITY_TENANT_FIELDS if store.tenant_key else ())), int(store.dim or 0),
+            index_type, store.consistency_level, index_params=index_params)
+    lists = passages_of_ends(store.read_all(store.relation_collection,
+                                            ["subject_id", "object_id", "passage_ids"]))
+    fields = ["name", "embedding", *(("tenants",) if store.tenant_key else ())]
+    written = 0
+    ranges = pk_ranges(store.count(old), WRITE_BATCH_SIZE)
+    with milvus_errors(f"upgrade {old}"):
+        for where in tqdm(ranges, desc="Listing the entities' passages", unit=" ranges",
+                          disable=not show_progress):
+            rows = store.client.query(collection_name=old, filter=where,
+                                      output_fields=["id", *fields], **store.read_options)
+            if rows:
+                store.client.upsert(new, [
+                    {**row, "embedding": [float(x) for x in row["embedding"]],
+                     "passage_ids": lists.get(row["id"], [])} for row in rows])
+                written += len(rows)
+        store.client.flush(new)
+        store.client.drop_collection(old)
+    store.finish_upgrade()
+    logger.info("%s upgraded: %d entities list their passages", old, written)
+    return written

@@ -4,6 +4,7 @@ index written before entities listed them is read and written without them."""
 
 from __future__ import annotations
 
+import asyncio
 from pathlib import Path
 
 import pytest
@@ -23,7 +24,7 @@ from llama_index_graphrag_milvus.milvus.tenants import TENANT_KEY_PROPERTY
 from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
 
-pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
+pytestmark = pytest.mark.milvus  # every test here opens Milvus (Lite, or the test server)
 
 EULER = Triplet("Euler", "x", "y").subject_id
 BASEL = Triplet("x", "y", "Basel").object_id
@@ -161,7 +162,7 @@ def test_upgrade_lists_the_passages_of_an_older_index(milvus_uri: str,
     assert index.store.get_rows(index.store.entity_collection, [EULER],
                                 ["embedding"]) == vectors
     assert answers(index) == before
-    assert index.upgrade() == 0  # nothing left to do
+    assert asyncio.run(index.aupgrade()) == 0  # nothing left to do
     if tenant_key:
         assert index.store.get_rows(index.store.entity_collection, [EULER], ["tenants"])[
             EULER]["tenants"] == ["acme"]

@@ -9,7 +9,8 @@ entity collection and puts it in the old one's place:
    vector index (dropped first when an interrupted run left it: the old collection is then
    still whole);
 2. the relations are read once (their ends and passages: the lists), then the entity rows in
-   primary-key ranges, written to the new collection with their lists;
+   primary-key ranges, written to the new collection with their lists (in the order the
+   relations were read: the order of linking is not recorded);
 3. the old entity collection is dropped and the new one renamed in its place.
 
 A run interrupted between the two calls of the last step leaves no entity collection: the

@@ -23,6 +23,7 @@ from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.milvus.tenants import TENANT_KEY_PROPERTY
 from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
+from tests.support.markers import LITE_ONLY
 
 pytestmark = pytest.mark.milvus  # every test here opens Milvus (Lite, or the test server)
 
@@ -151,7 +152,11 @@ def test_an_index_without_entity_passages_is_read_and_written_without_them(
     index.close()
 
 
-@pytest.mark.parametrize("tenant_key", [None, "tenant_id"])
+@pytest.mark.parametrize(("milvus_uri", "tenant_key"), [
+    pytest.param("lite", None, id="lite"),
+    pytest.param("lite", "tenant_id", id="lite-tenant_key"),
+    pytest.param("server", None, id="server", marks=pytest.mark.server),
+], indirect=["milvus_uri"])  # the tenant fields are copied the same way on both backends
 def test_upgrade_lists_the_passages_of_an_older_index(milvus_uri: str,
                                                       tenant_key: str | None) -> None:
     uri = milvus_uri
@@ -208,6 +213,7 @@ def test_an_upgrade_stopped_before_its_rename_is_finished_on_open(
     reopened.close()
 
 
+@LITE_ONLY  # the restart does not depend on the backend
 def test_an_upgrade_stopped_while_copying_starts_again(
         milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """The old collection is whole until the copy is done: a second run starts again."""

@@ -188,8 +188,9 @@ class OwnRelations(Request[list[list[CandidateRelation]]]):
 
 @dataclass(frozen=True)
 class EntityPassages(Request[dict[str, list[str]]]):
-    """For each entity, the passages its relations come from (those of at most ``cap`` of
-    its relations, at most ``cap`` passages)."""
+    """For each entity, at most ``cap`` of the passages its relations come from (the
+    served graph: the first ``cap`` its entity row lists; on an index written before entity
+    rows listed them, and in memory: those of at most ``cap`` of its relations)."""
 
     entity_ids: tuple[str, ...]
     cap: int

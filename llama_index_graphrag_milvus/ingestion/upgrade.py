@@ -58,15 +58,17 @@ def vector_index(store: MilvusGraphStore, collection: str) -> tuple[str, dict[st
 def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False) -> int:
     """Give every entity row of an index written before entities listed their passages its
     list (see the module docstring); the number of entity rows written (0 when the index
-    already lists them, or holds nothing yet)."""
+    already lists them, or holds nothing yet). Raises :class:`~llama_index_graphrag_milvus.
+    errors.MilvusStoreError` on a closed store."""
+    client = store.client  # raises on a closed store
     if not store.open_if_created() or store.records_entity_passages:
         return 0
     old, new = store.entity_collection, store.upgrade_collection
     with milvus_errors(f"upgrade {old}"):
-        if new in store.client.list_collections():
-            store.client.drop_collection(new)
+        if new in client.list_collections():
+            client.drop_collection(new)
         index_type, index_params = vector_index(store, old)
-        create_collection(store.client, new, (
+        create_collection(client, new, (
             *ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
             *(ENTITY_TENANT_FIELDS if store.tenant_key else ())), int(store.dim or 0),
             index_type, store.consistency_level, index_params=index_params)
@@ -78,15 +80,15 @@ def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False
     with milvus_errors(f"upgrade {old}"):
         for where in tqdm(ranges, desc="Listing the entities' passages", unit=" ranges",
                           disable=not show_progress):
-            rows = store.client.query(collection_name=old, filter=where,
+            rows = client.query(collection_name=old, filter=where,
                                       output_fields=["id", *fields], **store.read_options)
             if rows:
-                store.client.upsert(new, [
+                client.upsert(new, [
                     {**row, "embedding": [float(x) for x in row["embedding"]],
                      "passage_ids": lists.get(row["id"], [])} for row in rows])
                 written += len(rows)
-        store.client.flush(new)
-        store.client.drop_collection(old)
+        client.flush(new)
+        client.drop_collection(old)
     store.finish_upgrade()
     logger.info("%s upgraded: %d entities list their passages", old, written)
     return written

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from llama_index.core.schema import Document, TextNode
 
-from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
 from llama_index_graphrag_milvus.ingestion import entity_rows
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
@@ -52,6 +52,7 @@ def triplet_doc(doc_id: str, text: str, triplets: list[tuple[str, str, str]]
 
 def test_entities_list_their_passages_through_every_write(tmp_path: Path) -> None:
     index = GraphRAGIndex(uri=str(tmp_path / "lists.db"), embed_model=HashEmbedding())
+    assert index.upgrade() == 0  # nothing stored yet: nothing to upgrade
     index.insert_triplets([
         triplet_doc("born", "Euler was born in Basel.", [("Euler", "born in", "Basel")]),
         triplet_doc("studied", "Euler studied in Basel under Bernoulli.",
@@ -73,6 +74,8 @@ def test_entities_list_their_passages_through_every_write(tmp_path: Path) -> Non
                                        [("Euler", "student of", "Bernoulli")])])
     assert listed(index, EULER) == {EULER: ["Euler studied in Basel under Bernoulli."]}
     index.close()
+    with pytest.raises(MilvusStoreError, match="closed"):
+        index.upgrade()
 
 
 def test_a_hub_lists_its_first_passages(tmp_path: Path, monkeypatch: pytest.MonkeyPatch

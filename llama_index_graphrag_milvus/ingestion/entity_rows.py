@@ -42,19 +42,34 @@ def entity_passages(passages: Iterable[str]) -> list[str]:
     return list(dict.fromkeys(passages))[:MAX_PASSAGES_PER_RELATION]
 
 
+def of_ends(relations: Iterable[Mapping[str, Any]], field: str) -> dict[str, list[str]]:
+    """Each end of ``relations`` (rows with ``subject_id`` and ``object_id``) and the values
+    of their array ``field`` (``passage_ids``, ``tenants``) over those that name it, each
+    once, in order.
+
+    >>> of_ends([{"subject_id": "a", "object_id": "b", "tenants": ["acme"]},
+    ...          {"subject_id": "b", "object_id": "c", "tenants": ["globex", "acme"]}],
+    ...         "tenants")
+    {'a': ['acme'], 'b': ['acme', 'globex'], 'c': ['globex', 'acme']}
+    """
+    found: dict[str, dict[str, None]] = {}
+    for row in relations:
+        for end in dict.fromkeys(row[e] for e in ENDS):
+            found.setdefault(end, {}).update(dict.fromkeys(row.get(field) or ()))
+    return {entity: list(values) for entity, values in found.items()}
+
+
 def passages_of_ends(relations: Iterable[Mapping[str, Any]]) -> dict[str, list[str]]:
     """Each end of ``relations`` (rows with ``subject_id``, ``object_id`` and
-    ``passage_ids``) and the passages of those of them that name it.
+    ``passage_ids``) and its ``passage_ids`` field: the passages of those of them that name
+    it (:func:`of_ends`, at most an ARRAY's capacity).
 
     >>> passages_of_ends([{"subject_id": "a", "object_id": "b", "passage_ids": ["p1"]},
     ...                   {"subject_id": "b", "object_id": "c", "passage_ids": ["p2"]}])
     {'a': ['p1'], 'b': ['p1', 'p2'], 'c': ['p2']}
     """
-    found: dict[str, list[str]] = {}
-    for row in relations:
-        for end in dict.fromkeys(row[e] for e in ENDS):
-            found.setdefault(end, []).extend(row["passage_ids"])
-    return {entity: entity_passages(passages) for entity, passages in found.items()}
+    return {entity: entity_passages(passages)
+            for entity, passages in of_ends(relations, "passage_ids").items()}
 
 
 def rewritten(row: Mapping[str, Any], **changes: Any) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.entity_rows import (
     grown_entities,
+    of_ends,
     passages_of_ends,
 )
 from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
@@ -144,10 +145,7 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
                                          (stored or {}).get("object_kind") or ""),
             **(relation_tenants(passage_ids, tenant_of, stored) if tenant_key else {}),
         })
-    linked: dict[str, set[str]] = {}
-    for row in relation_rows:
-        for end in (row["subject_id"], row["object_id"]):
-            linked.setdefault(end, set()).update(row.get("tenants") or ())
+    linked = of_ends(relation_rows, "tenants")
     passages = passages_of_ends(relation_rows) if store.records_entity_passages else None
     with timed("write_entities"):
         store.upsert_rows(store.entity_collection, [

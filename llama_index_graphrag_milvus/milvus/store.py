@@ -279,6 +279,9 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                     collection_name=self.passage_collection,
                     dim=dim,
                     similarity_metric="cosine",
+                    # the graph collections' vector index (a server's AUTOINDEX, not
+                    # MilvusVectorStore's FLAT, which scans every passage per search)
+                    index_config={"index_type": self.index_type, **self.index_params},
                     upsert_mode=True,
                     consistency_level=self.consistency_level,
                     use_async_client=True,

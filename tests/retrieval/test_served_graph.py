@@ -243,6 +243,20 @@ def test_the_server_indexes_the_relations_ends(family_index: GraphRAGIndex) -> N
     assert {"subject_id", "object_id"} <= fields
 
 
+def test_passages_get_the_vector_index_of_the_graph_collections(
+        family_index: GraphRAGIndex) -> None:
+    # a server's AUTOINDEX, not MilvusVectorStore's FLAT (a scan of every passage per search)
+    store = family_index.store
+    kinds = {}
+    for collection in (store.passage_collection, store.relation_collection):
+        [index] = [store.client.describe_index(collection, name)
+                   for name in store.client.list_indexes(collection)
+                   if store.client.describe_index(collection, name)["field_name"] == "embedding"]
+        kinds[collection] = index["index_type"]
+    assert set(kinds.values()) == {store.index_type}
+    assert store.index_type == ("FLAT" if store.is_lite else "AUTOINDEX")
+
+
 @SERVER_ONLY
 def test_an_older_server_index_gets_the_ends_indexed_on_open(
         family_index: GraphRAGIndex) -> None:

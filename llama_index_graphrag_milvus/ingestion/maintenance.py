@@ -33,7 +33,7 @@ from llama_index_graphrag_milvus.ingestion.plan import (
     plan_from_nodes,
     plan_ingestion,
 )
-from llama_index_graphrag_milvus.ingestion.upgrade import upgrade_entity_passages
+from llama_index_graphrag_milvus.ingestion.upgrade import reindex_passages, upgrade_entity_passages
 from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -187,9 +187,12 @@ class DocumentMaintenance:
     def upgrade(self) -> int:
         """Bring an index written by an earlier version to this version's layout: its
         entity rows get the list of their passages (what the served graph reads to know
-        where an entity leads, see :mod:`~.upgrade`). The number of entity rows written; 0
-        when there is nothing to do. Run it once, with no other writer (readers fail while
-        the entity collection is swapped); it reads the relation collection once.
+        where an entity leads, see :mod:`~.upgrade`), and on a Milvus server a passage
+        collection with a ``FLAT`` index (a scan of every passage per search) gets the
+        graph collections' ``AUTOINDEX`` (:func:`~.upgrade.reindex_passages`). The number
+        of entity rows written; 0 when there is nothing to do. Run it once, with no other
+        writer (readers fail while the entity collection is swapped and the passage index
+        built); it reads the relation collection once.
 
         Example::
 
@@ -198,6 +201,7 @@ class DocumentMaintenance:
                 index.upgrade()
         """
         written = upgrade_entity_passages(self.store, self.show_progress)
+        reindex_passages(self.store)
         self.cache.drop()
         return written
 

@@ -1,6 +1,7 @@
 """Bringing an index written by an earlier version to this version's layout: entity rows
 that list their passages (:data:`~llama_index_graphrag_milvus.milvus.schema.
-ENTITY_PASSAGE_FIELDS`).
+ENTITY_PASSAGE_FIELDS`), and on a server a passage collection indexed like the graph
+collections (:func:`reindex_passages`).
 
 Milvus cannot add a field to a collection, so :func:`upgrade_entity_passages` builds a new
 entity collection and puts it in the old one's place:
@@ -32,6 +33,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
     ENTITY_PASSAGE_FIELDS,
     ENTITY_TENANT_FIELDS,
+    METRIC,
     WRITE_BATCH_SIZE,
     create_collection,
     milvus_errors,
@@ -92,3 +94,36 @@ def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False
     store.finish_upgrade()
     logger.info("%s upgraded: %d entities list their passages", old, written)
     return written
+
+
+def reindex_passages(store: MilvusGraphStore) -> bool:
+    """Give the passage collection the store's vector index when it has ``FLAT`` (what
+    ``MilvusVectorStore`` gave it before this version) and the store builds another (a
+    server's ``AUTOINDEX``): a ``FLAT`` search compares the query with every passage. The
+    collection is released, its dense index dropped and built again, and loaded: its
+    searches fail meanwhile. ``True`` when it was rebuilt; Milvus Lite (``FLAT`` only) and
+    a passage collection already indexed otherwise are left as they are.
+
+    Interrupted after the drop, the collection has no vector index: the next open of the
+    index builds the store's (``MilvusVectorStore`` creates a missing index), as does the
+    next call."""
+    client = store.client  # raises on a closed store
+    collection = store.passage_collection
+    if (store.index_type == "FLAT" or not store.open_if_created()
+            or collection not in client.list_collections()):
+        return False
+    with milvus_errors(f"index {collection}"):
+        dense = [name for name in client.list_indexes(collection)
+                 if client.describe_index(collection, name).get("field_name") == "embedding"]
+        if dense and vector_index(store, collection)[0] != "FLAT":
+            return False
+        client.release_collection(collection)
+        for name in dense:
+            client.drop_index(collection, name)
+        params = client.prepare_index_params()
+        params.add_index("embedding", index_type=store.index_type, metric_type=METRIC,
+                         index_name="embedding", params=dict(store.index_params))
+        client.create_index(collection, params)
+        client.load_collection(collection)
+    logger.info("%s indexed with %s (was FLAT)", collection, store.index_type)
+    return True

@@ -253,3 +253,48 @@ def test_a_new_entity_lists_the_passages_of_a_relation_it_joins(tmp_path: Path) 
         EULER: ["Euler was born in Basel.", "Basel saw Euler born."],
         BASEL: ["Euler was born in Basel.", "Basel saw Euler born."]}
     index.close()
+
+
+def passage_index(index: GraphRAGIndex) -> str | None:
+    """The type of the passage collection's dense vector index (``None``: it has none)."""
+    client, collection = index.store.client, index.store.passage_collection
+    kinds = [client.describe_index(collection, name) for name in client.list_indexes(collection)]
+    return next((k["index_type"] for k in kinds if k["field_name"] == "embedding"), None)
+
+
+def flat_passages(index: GraphRAGIndex) -> None:
+    """The passage index as 0.1.0 built it: ``MilvusVectorStore``'s default, ``FLAT``."""
+    client, collection = index.store.client, index.store.passage_collection
+    client.release_collection(collection)
+    client.drop_index(collection, "embedding")
+    params = client.prepare_index_params()
+    params.add_index("embedding", index_type="FLAT", metric_type="COSINE",
+                     index_name="embedding")
+    client.create_index(collection, params)
+    client.load_collection(collection)
+
+
+def test_upgrade_gives_a_flat_passage_collection_the_graphs_index(milvus_uri: str) -> None:
+    uri = milvus_uri
+    index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
+    index.insert_triplets([(doc, list(triplets)) for doc, triplets in FAMILY])
+    if index.store.is_lite:  # FLAT is Milvus Lite's only index: nothing to change
+        assert passage_index(index) == "FLAT"
+        assert index.upgrade() == 0 and passage_index(index) == "FLAT"
+        index.close()
+        return
+    assert passage_index(index) == "AUTOINDEX"  # what this version builds on a server
+    flat_passages(index)
+    before = answers(index)
+    assert index.upgrade() == 0  # the entities already list their passages
+    assert passage_index(index) == "AUTOINDEX"
+    assert answers(index) == before
+    # stopped after the drop: the next open builds the index again
+    client = index.store.client
+    client.release_collection(index.store.passage_collection)
+    client.drop_index(index.store.passage_collection, "embedding")
+    index.close()
+    reopened = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
+    assert answers(reopened) == before
+    assert passage_index(reopened) == "AUTOINDEX"
+    reopened.close()

@@ -4,12 +4,12 @@ hold the graph in the process (``GraphRAGIndex(graph="milvus")``).
 Every query reads a bounded number of relation rows, whatever the size of the graph:
 
 - :meth:`ServedGraph.relations_around`: the relations of some entities (``subject_id in
-  [...] or object_id in [...]``), the ``limit`` most similar to the query first. A filtered
-  query reads them with their vectors (at most ``exact_bytes`` of vectors) and they are ranked
-  exactly in the process; a filtered vector search runs at the same time, and its hits are
-  the answer only when the entities have more relations than that (a hub among them), so
-  that a hub with a million relations costs what a small entity costs. (A vector index's
-  search with a filter that keeps a few rows among millions misses most of them: measured by
+  [...] or object_id in [...]``), the ``limit`` most similar to the query first. A
+  ``count(*)`` of the filter says how many there are; when they fit in ``exact_bytes`` of
+  vectors, a filtered query reads them with their vectors and they are ranked exactly in the
+  process; else (a hub among them) a filtered vector search answers, so that a hub with a
+  million relations costs what a small entity costs. (A vector index's search with a filter
+  that keeps a few rows among millions misses most of them: measured by
   ``benchmarks.graph_options``.) With a FLAT index (Milvus Lite's) the filtered search is
   exact, and it is the one request.
 - :meth:`ServedGraph.relations`: relation rows by primary key, scored against the query
@@ -28,9 +28,7 @@ filters are index lookups; Milvus Lite scans every row for a filter, which is sl
 
 from __future__ import annotations
 
-import asyncio
-from collections.abc import Generator, Sequence
-from functools import partial
+from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -86,13 +84,6 @@ def exact_around(rows: Sequence[dict[str, Any]], cap: int, vector: Sequence[floa
     return best_relations(scored_rows(rows, vector), limit)
 
 
-def choose_around(rows: Sequence[dict[str, Any]], result: Any, cap: int,
-                  vector: Sequence[float], limit: int) -> list[CandidateRelation]:
-    """The query's rows ranked exactly when it read them all, else the search's hits."""
-    exact = exact_around(rows, cap, vector, limit)
-    return exact if exact is not None else parse_around(result)
-
-
 def scored_rows(rows: Sequence[dict[str, Any]], vector: Sequence[float]
                 ) -> list[CandidateRelation]:
     """Relation rows read with their vectors, scored by cosine similarity to ``vector``."""
@@ -111,11 +102,13 @@ class ServedGraph:
     request and parses the same answer; only the client call differs)."""
 
     def __init__(self, store: MilvusGraphStore, exact_bytes: int = AROUND_EXACT_BYTES,
-                 where: str = "") -> None:
+                 where: str = "", on_call: Callable[[], None] | None = None) -> None:
         self.store = store
         self.exact_bytes = exact_bytes
         self.where = where
         """A filter on relation rows every query adds (a scoped query's tenants)."""
+        self.on_call = on_call or (lambda: None)
+        """Called once per Milvus call (a query's request count)."""
 
     def _around(self, entity_ids: Sequence[str]) -> str:
         """The relations of ``entity_ids`` (and matching :attr:`where`)."""
@@ -152,45 +145,67 @@ class ServedGraph:
     def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                          ) -> list[CandidateRelation]:
         """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first:
-        the filtered query and the filtered search at the same time, the query's rows ranked
-        exactly unless a hub is among the entities (then the search's)."""
+        counted first; read and ranked exactly when they fit the exact read, else (a hub
+        among the entities) the filtered search's hits. Two Milvus calls (one with a FLAT
+        index: the search, exact)."""
         if not entity_ids or limit < 1:
             return []
-        search = partial(self._search_around, vector, entity_ids, limit)
-        if not self._query_first:
-            return parse_around(search())
-        cap = self._around_cap(limit)
-        rows, result = self.store.concurrently_all(
-            [partial(self._query_around, entity_ids, cap), search])
-        return choose_around(rows, result, cap, vector, limit)
+        if self._query_first:
+            cap = self._around_cap(limit)
+            if self._count_around(entity_ids) < cap:
+                exact = exact_around(self._query_around(entity_ids, cap), cap, vector, limit)
+                if exact is not None:  # else relations were added since the count
+                    return exact
+        return parse_around(self._search_around(vector, entity_ids, limit))
 
     async def arelations_around(self, vector: Sequence[float], entity_ids: Sequence[str],
                                 limit: int) -> list[CandidateRelation]:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
-        search = self._asearch_around(vector, entity_ids, limit)
-        if not self._query_first:
-            return parse_around(await search)
-        cap = self._around_cap(limit)
-        rows, result = await asyncio.gather(self._aquery_around(entity_ids, cap), search)
-        return choose_around(rows, result, cap, vector, limit)
+        if self._query_first:
+            cap = self._around_cap(limit)
+            if await self._acount_around(entity_ids) < cap:
+                exact = exact_around(await self._aquery_around(entity_ids, cap), cap, vector,
+                                     limit)
+                if exact is not None:
+                    return exact
+        return parse_around(await self._asearch_around(vector, entity_ids, limit))
+
+    def _count_kwargs(self, entity_ids: Sequence[str]) -> dict[str, Any]:
+        return {"collection_name": self.store.relation_collection,
+                "filter": self._around(entity_ids), "output_fields": ["count(*)"],
+                **self.store.read_options}
+
+    def _count_around(self, entity_ids: Sequence[str]) -> int:
+        self.on_call()
+        with milvus_errors(f"count {self.store.relation_collection}"):
+            return counted(self.store.client.query(**self._count_kwargs(entity_ids)))
+
+    async def _acount_around(self, entity_ids: Sequence[str]) -> int:
+        self.on_call()
+        with milvus_errors(f"count {self.store.relation_collection}"):
+            return counted(await self.store.aclient().query(**self._count_kwargs(entity_ids)))
 
     def _query_around(self, entity_ids: Sequence[str], cap: int) -> list[dict[str, Any]]:
+        self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
             return self.store.client.query(**self._around_query_kwargs(entity_ids, cap))
 
     async def _aquery_around(self, entity_ids: Sequence[str], cap: int
                              ) -> list[dict[str, Any]]:
+        self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
             return await self.store.aclient().query(**self._around_query_kwargs(entity_ids, cap))
 
     def _search_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
                        ) -> Any:
+        self.on_call()
         return self.store.ranked_search(self._around_kwargs(vector, entity_ids, limit), limit)
 
     async def _asearch_around(self, vector: Sequence[float], entity_ids: Sequence[str],
                               limit: int) -> Any:
+        self.on_call()
         return await self.store.aranked_search(self._around_kwargs(vector, entity_ids, limit),
                                                limit)
 
@@ -202,6 +217,7 @@ class ServedGraph:
         """Relation rows by id (unknown ids left out), scored against ``vector``."""
         if not ids:
             return []
+        self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
             rows = self.store.client.get(**self._get_kwargs(ids))
         return scored_rows(rows, vector)
@@ -211,6 +227,7 @@ class ServedGraph:
         """Async twin of :meth:`relations`."""
         if not ids:
             return []
+        self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
             rows = await self.store.aclient().get(**self._get_kwargs(ids))
         return scored_rows(rows, vector)
@@ -234,12 +251,14 @@ class ServedGraph:
         if self.store.records_entity_passages:
             if not entity_ids:
                 return {}
+            self.on_call()
             with milvus_errors(f"read {self.store.entity_collection}"):
                 rows = self.store.client.get(**self._listed_kwargs(entity_ids))
             return listed_passages(rows, entity_ids, cap)
         steps = entity_passages_steps(entity_ids, cap)
         request, found = advance_rows(steps, None)
         while request is not None:
+            self.on_call()
             with milvus_errors(f"read {self.store.relation_collection}"):
                 rows = self.store.client.query(**self._passages_kwargs(*request))
             request, found = advance_rows(steps, rows)
@@ -251,12 +270,14 @@ class ServedGraph:
         if self.store.records_entity_passages:
             if not entity_ids:
                 return {}
+            self.on_call()
             with milvus_errors(f"read {self.store.entity_collection}"):
                 rows = await self.store.aclient().get(**self._listed_kwargs(entity_ids))
             return listed_passages(rows, entity_ids, cap)
         steps = entity_passages_steps(entity_ids, cap)
         request, found = advance_rows(steps, None)
         while request is not None:
+            self.on_call()
             with milvus_errors(f"read {self.store.relation_collection}"):
                 rows = await self.store.aclient().query(**self._passages_kwargs(*request))
             request, found = advance_rows(steps, rows)
@@ -273,6 +294,7 @@ class ServedGraph:
         bound)."""
         if not entity_ids:
             return {}
+        self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
             rows = self.store.client.query(**self._degrees_kwargs(entity_ids))
         return count_ends(rows, entity_ids)
@@ -281,9 +303,19 @@ class ServedGraph:
         """Async twin of :meth:`entity_degrees`."""
         if not entity_ids:
             return {}
+        self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
             rows = await self.store.aclient().query(**self._degrees_kwargs(entity_ids))
         return count_ends(rows, entity_ids)
+
+
+def counted(rows: Sequence[dict[str, Any]]) -> int:
+    """The answer of a ``count(*)`` query.
+
+    >>> counted([{"count(*)": 3}])
+    3
+    """
+    return int(rows[0]["count(*)"]) if rows else 0
 
 
 def count_ends(rows: Sequence[dict[str, Any]], entity_ids: Sequence[str]) -> dict[str, int]:

@@ -501,9 +501,9 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         """Run blocking Milvus calls at the same time: all but the last in the store's
         worker threads, the last in this thread; answers in order. Called from one of those
         worker threads (a request of a :class:`~..retrieval.requests.Together` that sends
-        several calls itself, as ``RelationsAround`` does), it uses a second pool whose calls
-        send nothing further: a worker that waited for its own pool could wait for ever once
-        every worker waits."""
+        several calls itself, as local search's community reads do), it uses a second pool
+        whose calls send nothing further: a worker that waited for its own pool could wait
+        for ever once every worker waits."""
         thread = threading.current_thread().name
         if len(calls) == 1 or thread.startswith(f"{WORKER_PREFIX}-inner"):
             return tuple(call() for call in calls)

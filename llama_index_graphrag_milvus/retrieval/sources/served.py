@@ -71,8 +71,10 @@ def tenants_where(context: DriverContext) -> str:
 
 
 def served(context: DriverContext) -> ServedGraph:
-    """The served graph's queries, within a scoped query's tenants."""
-    return ServedGraph(context.store, where=tenants_where(context))
+    """The served graph's queries, within a scoped query's tenants, each Milvus call counted
+    in the query's requests (``RelationsAround`` makes two)."""
+    return ServedGraph(context.store, where=tenants_where(context),
+                       on_call=context.requests.add)
 
 
 def _relation_seeds(context: DriverContext, r: RelationSeeds) -> Plan[list[RelationHit]]:
@@ -251,11 +253,11 @@ SERVED_SOURCE: Handlers = dict([
     steps(RankPassages, _rank_passages),
     steps(RankWords, _rank_words),
     steps(ExpandPool, expand_hop_by_hop),
-    handler(RelationsAround, _around, _aaround, milvus=True),
-    handler(GetRelations, _relations, _arelations, milvus=True),
+    handler(RelationsAround, _around, _aaround),
+    handler(GetRelations, _relations, _arelations),
     steps(OwnRelations, _own_relations),
-    handler(EntityPassages, _entity_passages, _aentity_passages, milvus=True),
-    handler(EntityDegrees, _entity_degrees, _aentity_degrees, milvus=True),
+    handler(EntityPassages, _entity_passages, _aentity_passages),
+    handler(EntityDegrees, _entity_degrees, _aentity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),
     handler(CommunitiesBuilt, _communities_built, _acommunities_built),

@@ -113,13 +113,14 @@ def reindex_passages(store: MilvusGraphStore) -> bool:
             or collection not in client.list_collections()):
         return False
     with milvus_errors(f"index {collection}"):
-        dense = [name for name in client.list_indexes(collection)
-                 if client.describe_index(collection, name).get("field_name") == "embedding"]
-        if dense and vector_index(store, collection)[0] != "FLAT":
+        found = [client.describe_index(collection, name)
+                 for name in client.list_indexes(collection)]
+        dense = [info for info in found if info.get("field_name") == "embedding"]
+        if any(info.get("index_type") != "FLAT" for info in dense):
             return False
         client.release_collection(collection)
-        for name in dense:
-            client.drop_index(collection, name)
+        for info in dense:
+            client.drop_index(collection, info["index_name"])
         params = client.prepare_index_params()
         params.add_index("embedding", index_type=store.index_type, metric_type=METRIC,
                          index_name="embedding", params=dict(store.index_params))

@@ -147,6 +147,13 @@ class GraphRAGIndex(DocumentMaintenance):
         full_text_analyzer: Milvus analyzer parameters for that search (default Milvus's
             ``standard`` analyzer; ``{"tokenizer": "jieba"}`` for Chinese text). Implies
             ``full_text_search=True``.
+        index_type: the vector index of the collections a new index creates (passages,
+            entities and relations): ``"AUTOINDEX"`` (default on a server, tuned by
+            Milvus), ``"HNSW"``, ``"IVF_FLAT"``, ``"FLAT"`` (exact, a scan of every row per
+            search)... Milvus Lite builds ``FLAT`` only. An existing index keeps the indexes
+            it was built with.
+        index_params: the index's build parameters, for example ``{"M": 16,
+            "efConstruction": 200}`` for ``"HNSW"``.
 
     Example::
 
@@ -174,6 +181,8 @@ class GraphRAGIndex(DocumentMaintenance):
         tenant_key: str | None = None,
         full_text_search: bool | None = None,
         full_text_analyzer: Mapping[str, Any] | None = None,
+        index_type: str | None = None,
+        index_params: Mapping[str, Any] | None = None,
     ) -> None:
         keys = None if passage_identity_keys is None else check_identity_keys(
             passage_identity_keys)
@@ -185,7 +194,8 @@ class GraphRAGIndex(DocumentMaintenance):
                  "graph='milvus' serves the graph from Milvus whatever its size")
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
-                                      client_kwargs=milvus_client_kwargs)
+                                      client_kwargs=milvus_client_kwargs,
+                                      index_type=index_type, index_params=index_params)
         self.embed_model: BaseEmbedding = embed_model or Settings.embed_model
         self.show_progress = show_progress
         self.hub_degree = hub_degree

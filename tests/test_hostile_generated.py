@@ -202,6 +202,8 @@ CONSTRUCTOR_EXTRAS: list[tuple[str, Any]] = [
     ("passage_identity_keys", ("",)), ("passage_identity_keys", "*"),
     ("passage_identity_keys", {"tenant_id"}), ("hub_degree", 1), ("hub_degree", 2.0),
     ("uri", "http://"), ("uri", "g.txt"), ("uri", "/no/such/dir/g.db"),
+    ("index_type", "hnsw"), ("index_type", "FLAT "), ("index_type", ""), ("index_type", 0),
+    ("index_params", {"M": 8}), ("index_params", {1: 2}),
 ]
 """Values close to legal ones (a trailing newline, a lower-case level...)."""
 

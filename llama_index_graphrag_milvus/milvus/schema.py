@@ -43,6 +43,9 @@ WRITE_BATCH_SIZE = 1000
 METRIC = "COSINE"
 CONSISTENCY_LEVELS = ("Strong", "Bounded", "Session", "Eventually")
 """The Milvus consistency levels ``consistency_level`` accepts."""
+VECTOR_INDEX_TYPES = ("AUTOINDEX", "FLAT", "HNSW", "IVF_FLAT", "IVF_SQ8", "IVF_PQ", "SCANN",
+                      "DISKANN")
+"""The vector indexes ``index_type`` accepts (on a server; Milvus Lite builds ``FLAT``)."""
 _PREFIX_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]{0,200}\Z")  # \Z: no trailing newline
 
 Fields = tuple[tuple[str, Any, int], ...]
@@ -260,3 +263,36 @@ def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[st
     # synchronous wait polls every 0.5 s through an RPC Milvus Lite does not implement.
     client.create_index(name, indexes, sync=False)
     client.load_collection(name)
+
+
+def vector_index_choice(index_type: str | None, index_params: Mapping[str, Any] | None,
+                        is_lite: bool) -> tuple[str, dict[str, Any]]:
+    """The vector index type and build parameters of the collections a store creates:
+    ``FLAT`` on Milvus Lite (its only index), ``AUTOINDEX`` on a server unless
+    ``index_type`` says otherwise; raises :class:`InvalidInputError` for a type Milvus does
+    not build, another type on Lite, or parameters without a type.
+
+    >>> vector_index_choice(None, None, is_lite=False)
+    ('AUTOINDEX', {})
+    >>> vector_index_choice("hnsw", {"M": 16}, is_lite=False)
+    ('HNSW', {'M': 16})
+    """
+    if index_type is None:
+        if index_params:
+            raise InvalidInputError(
+                f"index_params {dict(index_params)!r} needs an index_type, for example "
+                "index_type='HNSW', index_params={'M': 16, 'efConstruction': 200}.")
+        return ("FLAT" if is_lite else "AUTOINDEX"), {}
+    kind = index_type.upper() if isinstance(index_type, str) else None
+    if kind not in VECTOR_INDEX_TYPES:
+        raise InvalidInputError(f"index_type must be one of {', '.join(VECTOR_INDEX_TYPES)}, "
+                                f"got {index_type!r}.")
+    if is_lite and kind != "FLAT":
+        raise InvalidInputError(
+            f"index_type {index_type!r}: Milvus Lite builds FLAT indexes only (exact search); "
+            "leave index_type out, or use a Milvus server for an approximate index.")
+    if index_params is not None and not (isinstance(index_params, Mapping) and all(
+            isinstance(k, str) for k in index_params)):
+        raise InvalidInputError(f"index_params must be a mapping of parameter names to "
+                                f"values, got {index_params!r}.")
+    return kind, dict(index_params or {})

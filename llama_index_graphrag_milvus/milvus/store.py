@@ -62,6 +62,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     fresh_connections,
     milvus_errors,
     validate_collection_prefix,
+    vector_index_choice,
 )
 from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES, ServedGraph
 from llama_index_graphrag_milvus.milvus.side import SideCollection
@@ -98,6 +99,10 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
             :func:`~llama_index_graphrag_milvus.milvus.schema.fresh_connections`).
         reads: how whole collections are read (the graph, the entity and passage tables):
             range sizes and the column path; the defaults are the measured ones.
+        index_type: the vector index of the collections this store creates (passages,
+            entities, relations): one of :data:`~.schema.VECTOR_INDEX_TYPES`; default
+            ``AUTOINDEX`` on a server, ``FLAT`` (the only one) on Milvus Lite.
+        index_params: its build parameters (``{"M": 16, "efConstruction": 200}``).
 
     Example::
 
@@ -113,6 +118,8 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         consistency_level: str = "Strong",
         client_kwargs: dict[str, Any] | None = None,
         reads: CollectionReads | None = None,
+        index_type: str | None = None,
+        index_params: Mapping[str, Any] | None = None,
     ) -> None:
         self.prefix = validate_collection_prefix(collection_prefix)
         if not isinstance(uri, str) or not uri.strip():
@@ -143,11 +150,12 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 "cannot be opened by Milvus Lite 3).")
         given = fresh_connections(client_kwargs or {})
         self._client_kwargs = lite_client_kwargs(given) if self.is_lite else given
-        self.index_type = "FLAT" if self.is_lite else "AUTOINDEX"
-        """The vector index of the collections this store creates (Milvus Lite: ``FLAT``)."""
-        self.index_params: dict[str, Any] = {}
-        """Its build parameters (``{"M": 16, "efConstruction": 200}`` for ``HNSW``); none
-        for ``AUTOINDEX``, which Milvus tunes."""
+        self.index_type, self.index_params = vector_index_choice(index_type, index_params,
+                                                                 self.is_lite)
+        """The vector index of the collections this store creates (Milvus Lite: ``FLAT``;
+        a server: ``AUTOINDEX`` unless given), and its build parameters (``{"M": 16,
+        "efConstruction": 200}`` for ``HNSW``; none for ``AUTOINDEX``, which Milvus
+        tunes)."""
         self.entity_collection = f"{self.prefix}_entities"
         self.upgrade_collection = f"{self.prefix}_entities_upgrade"
         """Where :func:`~..ingestion.upgrade.upgrade_entity_passages` builds the entity

@@ -1,0 +1,81 @@
+"""The vector index of the collections an index creates: ``AUTOINDEX`` on a server (see
+tests/retrieval/test_served_graph.py), ``FLAT`` on Milvus Lite, or the ``index_type`` given."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from tests.support.fakes import HashEmbedding
+from tests.support.markers import LITE_ONLY, SERVER_ONLY
+
+pytestmark = pytest.mark.milvus
+
+QUESTION = "What did the son of Euler's teacher contribute?"
+
+
+def dense_indexes(index: GraphRAGIndex) -> dict[str, dict[str, Any]]:
+    """Each collection's dense vector index, as Milvus describes it."""
+    client, store = index.store.client, index.store
+    found = {}
+    for collection in (store.passage_collection, store.entity_collection,
+                       store.relation_collection):
+        [info] = [i for i in (client.describe_index(collection, name)
+                              for name in client.list_indexes(collection))
+                  if i["field_name"] == "embedding"]
+        found[collection] = info
+    return found
+
+
+@pytest.mark.parametrize(("kwargs", "message"), [
+    ({"index_type": "HNSW"}, "Milvus Lite builds FLAT indexes only"),
+    ({"index_type": "BTREE"}, "index_type must be one of AUTOINDEX, FLAT, HNSW"),
+    ({"index_type": 3}, "index_type must be one of"),
+    ({"index_params": {"M": 8}}, "index_params .* needs an index_type"),
+    ({"index_type": "FLAT", "index_params": "M=8"}, "index_params must be a mapping"),
+])
+@LITE_ONLY
+def test_bad_vector_index_settings_are_refused(milvus_uri: str, kwargs: dict[str, Any],
+                                               message: str) -> None:
+    with pytest.raises(InvalidInputError, match=message):
+        GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(), **kwargs)
+
+
+@LITE_ONLY
+def test_lite_builds_flat_whatever_the_case(make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index(index_type="flat")
+    try:
+        assert {i["index_type"] for i in dense_indexes(index).values()} == {"FLAT"}
+    finally:
+        index.close()
+
+
+@SERVER_ONLY
+@pytest.mark.parametrize(("index_type", "index_params", "built"), [
+    ("FLAT", None, {}),
+    ("hnsw", {"M": 8, "efConstruction": 64}, {"M": "8", "efConstruction": "64"}),
+])
+def test_a_server_index_builds_the_vector_index_given(
+        make_index: Callable[..., GraphRAGIndex], index_type: str,
+        index_params: dict[str, int] | None, built: dict[str, str]) -> None:
+    default = make_index()
+    expected = [n.node.node_id for n in default.as_retriever(
+        method="passage", similarity_top_k=3).retrieve(QUESTION)]
+    default.close()
+    index = make_index(collection_prefix="given", index_type=index_type,
+                       index_params=index_params)
+    try:
+        for info in dense_indexes(index).values():
+            assert info["index_type"] == index_type.upper()
+            assert {k: str(v) for k, v in info.items() if k in built} == built
+        served = GraphRAGIndex(uri=index.store.uri, collection_prefix="given",
+                               embed_model=index.embed_model, graph="milvus")
+        # the same passages on a few rows, whatever the index (exact at this size)
+        assert [n.node.node_id for n in served.as_retriever(
+            method="passage", similarity_top_k=3).retrieve(QUESTION)] == expected
+        served.close()
+    finally:
+        index.close()

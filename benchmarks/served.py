@@ -272,10 +272,9 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
             prefix = f"served_{size}"
             writer = GraphRAGIndex(uri=target, collection_prefix=prefix,
                                    consistency_level="Bounded",
-                                   embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
-            if index_type:
-                writer.store.index_type = index_type
-                writer.store.index_params = dict(index_params or {})
+                                   embed_model=HashedRandomEmbedding(dim=dim), graph="milvus",
+                                   index_type=index_type or None,
+                                   index_params=index_params if index_type else None)
             row: dict[str, Any] = {"relations": size, "entities": synthetic.num_entities,
                                    "passages": synthetic.num_passages,
                                    "top_hub_degrees": sorted(

@@ -200,8 +200,9 @@ def test_an_interrupted_batch_is_stored_again_and_only_it(
 
 
 def command(*arguments: str) -> subprocess.Popen[str]:
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
-        "PYTHONPATH", "")])}
+    # faulthandler: SIGABRT prints every thread's stack (see stopped_by_ctrl_c)
+    env = {**os.environ, "PYTHONFAULTHANDLER": "1", "PYTHONPATH": os.pathsep.join(
+        [str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen([sys.executable, "-m", "llama_index_graphrag_milvus.cli",
                              *arguments], cwd=ROOT, env=env, text=True,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -225,6 +226,21 @@ def read_line_with(stream: Any, needle: str, timeout: float = 120) -> str:
             seen += chunk
 
 
+def stopped_by_ctrl_c(process: subprocess.Popen[str], timeout: float) -> tuple[int, str]:
+    """Send SIGINT, then wait for the exit while draining both pipes (a child blocked on a
+    full pipe would never exit); the exit code and the rest of stderr. A child still running
+    after ``timeout`` seconds is made to print its threads' stacks (SIGABRT, faulthandler)
+    and the test fails with them."""
+    process.send_signal(signal.SIGINT)
+    try:
+        _, err = process.communicate(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        process.send_signal(signal.SIGABRT)
+        _, err = process.communicate(timeout=30)
+        pytest.fail(f"no exit within {timeout} s of Ctrl-C; its threads:\n{err[-6000:]}")
+    return process.returncode, err
+
+
 def test_ctrl_c_stops_the_command_which_goes_on_when_run_again(folder: Path,
                                                                tmp_path: Path) -> None:
     db = tmp_path / "notes.db"
@@ -232,9 +248,8 @@ def test_ctrl_c_stops_the_command_which_goes_on_when_run_again(folder: Path,
                       "--batch-size", "2")
     try:
         read_line_with(process.stderr, "blocked")  # the first two batches are stored
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=120) == 130
-        err = process.stderr.read()
+        code, err = stopped_by_ctrl_c(process, 120)
+        assert code == 130, err
         assert "Interrupted: 4 more documents stored." in err and "Traceback" not in err
     finally:
         if process.poll() is None:
@@ -259,8 +274,8 @@ def test_the_explorer_opens_on_the_folder_and_ctrl_c_stops_it(folder: Path,
         assert get_json(url + "api/summary")["counts"]["passages"] == 6
         with urllib.request.urlopen(url, timeout=30) as page:
             assert b"Graph RAG explorer" in page.read()
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 0
+        code, err = stopped_by_ctrl_c(process, 60)
+        assert code == 0, err
     finally:
         if process.poll() is None:
             process.kill()

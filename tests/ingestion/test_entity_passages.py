@@ -23,6 +23,7 @@ from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.milvus.tenants import TENANT_KEY_PROPERTY
 from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
+from tests.support.indexes import field_indexes
 from tests.support.markers import LITE_ONLY
 
 pytestmark = pytest.mark.milvus  # every test here opens Milvus (Lite, or the test server)
@@ -257,9 +258,8 @@ def test_a_new_entity_lists_the_passages_of_a_relation_it_joins(tmp_path: Path) 
 
 def passage_index(index: GraphRAGIndex) -> str | None:
     """The type of the passage collection's dense vector index (``None``: it has none)."""
-    client, collection = index.store.client, index.store.passage_collection
-    kinds = [client.describe_index(collection, name) for name in client.list_indexes(collection)]
-    return next((k["index_type"] for k in kinds if k["field_name"] == "embedding"), None)
+    found = field_indexes(index.store.client, index.store.passage_collection)
+    return found["embedding"]["index_type"] if "embedding" in found else None
 
 
 def flat_passages(index: GraphRAGIndex) -> None:

@@ -10,6 +10,7 @@ import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from tests.support.fakes import HashEmbedding
+from tests.support.indexes import field_indexes
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
 
 pytestmark = pytest.mark.milvus
@@ -19,15 +20,10 @@ QUESTION = "What did the son of Euler's teacher contribute?"
 
 def dense_indexes(index: GraphRAGIndex) -> dict[str, dict[str, Any]]:
     """Each collection's dense vector index, as Milvus describes it."""
-    client, store = index.store.client, index.store
-    found = {}
-    for collection in (store.passage_collection, store.entity_collection,
-                       store.relation_collection):
-        [info] = [i for i in (client.describe_index(collection, name)
-                              for name in client.list_indexes(collection))
-                  if i["field_name"] == "embedding"]
-        found[collection] = info
-    return found
+    store = index.store
+    return {collection: field_indexes(store.client, collection)["embedding"]
+            for collection in (store.passage_collection, store.entity_collection,
+                               store.relation_collection)}
 
 
 @pytest.mark.parametrize(("kwargs", "message"), [

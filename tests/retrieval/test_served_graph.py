@@ -24,6 +24,7 @@ from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
 from llama_index_graphrag_milvus.retrieval.requests import OwnRelations
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from tests.support.fakes import HashEmbedding
+from tests.support.indexes import field_indexes
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
 from tests.support.spies import count_query_rows
 
@@ -245,21 +246,16 @@ def test_bad_graph_settings_are_refused(milvus_uri: str, kwargs: dict[str, Any],
 @SERVER_ONLY
 def test_the_server_indexes_the_relations_ends(family_index: GraphRAGIndex) -> None:
     store = family_index.store
-    fields = {store.client.describe_index(store.relation_collection, name)["field_name"]
-              for name in store.client.list_indexes(store.relation_collection)}
-    assert {"subject_id", "object_id"} <= fields
+    assert {"subject_id", "object_id"} <= set(field_indexes(store.client,
+                                                             store.relation_collection))
 
 
 def test_passages_get_the_vector_index_of_the_graph_collections(
         family_index: GraphRAGIndex) -> None:
     # a server's AUTOINDEX, not MilvusVectorStore's FLAT (a scan of every passage per search)
     store = family_index.store
-    kinds = {}
-    for collection in (store.passage_collection, store.relation_collection):
-        [index] = [store.client.describe_index(collection, name)
-                   for name in store.client.list_indexes(collection)
-                   if store.client.describe_index(collection, name)["field_name"] == "embedding"]
-        kinds[collection] = index["index_type"]
+    kinds = {collection: field_indexes(store.client, collection)["embedding"]["index_type"]
+             for collection in (store.passage_collection, store.relation_collection)}
     assert set(kinds.values()) == {store.index_type}
     assert store.index_type == ("FLAT" if store.is_lite else "AUTOINDEX")
 
@@ -268,16 +264,14 @@ def test_passages_get_the_vector_index_of_the_graph_collections(
 def test_an_older_server_index_gets_the_ends_indexed_on_open(
         family_index: GraphRAGIndex) -> None:
     store = family_index.store
-    for name in store.client.list_indexes(store.relation_collection):
-        if store.client.describe_index(store.relation_collection, name)["field_name"] in (
-                "subject_id", "object_id"):
+    for field, info in field_indexes(store.client, store.relation_collection).items():
+        if field in ("subject_id", "object_id"):
             store.client.release_collection(store.relation_collection)
-            store.client.drop_index(store.relation_collection, name)
+            store.client.drop_index(store.relation_collection, info["index_name"])
     reopened = served(family_index)
     try:
-        fields = {store.client.describe_index(store.relation_collection, name)["field_name"]
-                  for name in store.client.list_indexes(store.relation_collection)}
-        assert {"subject_id", "object_id"} <= fields
+        assert {"subject_id", "object_id"} <= set(field_indexes(store.client,
+                                                                 store.relation_collection))
         assert summary(reopened.as_retriever(similarity_top_k=3).retrieve(QUESTION))
     finally:
         reopened.close()

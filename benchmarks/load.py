@@ -164,7 +164,8 @@ def build(target: str, prefix: str, relations: int, dim: int, reuse: bool,
     """Write the synthetic graph (collections created with ``Strong`` consistency, so that
     naive RAG's searches, which use the collection's level, read at ``Strong`` as the graph
     reads do), or reopen it with ``reuse`` when its collections hold every relation."""
-    index = open_index(target, prefix, dim)
+    index = open_index(target, prefix, dim, index_type=index_type,
+                       index_params=index_params if index_type else None)
     try:
         store = index.store
         if reuse and store.open_if_created():
@@ -177,9 +178,6 @@ def build(target: str, prefix: str, relations: int, dim: int, reuse: bool,
             raise SystemExit(f"--reuse: {prefix} holds {found} relations, fewer than "
                              f"{relations}; run without --reuse to build it")
         synthetic = generate(relations, dim=dim)
-        if index_type:
-            store.index_type = index_type
-            store.index_params = dict(index_params or {})
         row: dict[str, Any] = {"reused": False, "entities": synthetic.num_entities,
                                "passages": synthetic.num_passages}
         print(f"writing {relations:,} relations", flush=True)

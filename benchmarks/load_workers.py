@@ -56,12 +56,16 @@ class PhaseConfig:
     timeout: float
 
 
-def open_index(uri: str, prefix: str, dim: int, timeout: float | None = None
+def open_index(uri: str, prefix: str, dim: int, timeout: float | None = None,
+               index_type: str | None = None, index_params: dict[str, Any] | None = None
                ) -> GraphRAGIndex:
-    """An index as a worker opens it: graph served by Milvus, reads at ``Strong``."""
+    """An index as a worker opens it: graph served by Milvus, reads at ``Strong``; the
+    vector index of collections it creates is ``index_type`` (the store's default when
+    ``None``)."""
     return GraphRAGIndex(uri=uri, collection_prefix=prefix, consistency_level="Strong",
                          embed_model=HashedRandomEmbedding(dim=dim), graph="milvus",
-                         milvus_client_kwargs={"timeout": timeout} if timeout else None)
+                         milvus_client_kwargs={"timeout": timeout} if timeout else None,
+                         index_type=index_type, index_params=index_params)
 
 
 def target_text(phase: str, number: int) -> str:

@@ -19,6 +19,7 @@ from benchmarks.load_checks import (
     violations,
 )
 from benchmarks.load_workers import PhaseConfig, Questions, target_text
+from tests.support.indexes import field_indexes
 
 DELETE = WriteRecord("delete", "load-target-t-3", started=9.0, acknowledged=10.0,
                      passages=("p3",), target=3)
@@ -98,9 +99,16 @@ def test_load_command_on_a_tiny_graph(milvus_server, tmp_path: Path,
                                       capsys: pytest.CaptureFixture[str]) -> None:
     milvus_server.drop_all_collections()
     try:
-        report = main(["--uri", milvus_server.uri, "--relations", "1000", "--workers", "2",
+        report = main(["--uri", milvus_server.uri, "--relations", "300", "--workers", "2",
                        "--seconds", "1", "--min-deletes", "1", "--write-interval", "0",
-                       "--targets", "3", "--tag", "t", "--out", str(tmp_path)])
+                       "--targets", "3", "--tag", "t", "--out", str(tmp_path),
+                       "--index-type", "HNSW", "--index-params",
+                       '{"M": 8, "efConstruction": 64}'])
+        # every collection the build created got the index asked for, passages included
+        client = milvus_server.client
+        built = {name: field_indexes(client, name)["embedding"]["index_type"]
+                 for name in client.list_collections() if name.startswith("load_300")}
+        assert len(built) == 3 and set(built.values()) == {"HNSW"}, built
     finally:
         milvus_server.drop_all_collections()
     assert json.loads((tmp_path / "load.json").read_text()) == report

@@ -367,6 +367,7 @@ RETRIEVER_ARGS: dict[str, str | None] = {
     "pcst_edge_cost": "pcst",
     "pcst_subgraph_node": "pcst",
     "relation_search": "bridge",
+    "blas_threads": "bridge",
     "similarity_top_k": "bridge",
     "filters": "bridge",
     "ner_prompt": "passage",

@@ -253,6 +253,8 @@ def test_empty_query(shared_family_index: GraphRAGIndex, query: str) -> None:
     ({"entity_top_k": 0}, "entity_top_k must be an integer"),
     ({"similarity_top_k": "5"}, "similarity_top_k must be an integer >= 1"),
     ({"max_candidate_relations": 0}, "max_candidate_relations must be an integer >= 1"),
+    ({"blas_threads": 0}, "blas_threads must be an integer from 1 to 1024"),
+    ({"blas_threads": 2.0}, "blas_threads must be an integer from 1 to 1024"),
 ])
 def test_bad_retriever_arguments(shared_family_index: GraphRAGIndex, kwargs: dict,
                                  match: str) -> None:

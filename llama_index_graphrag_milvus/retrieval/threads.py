@@ -51,7 +51,8 @@ class BlasThreads:
     def __init__(self, environ: Mapping[str, str] | None = None) -> None:
         self._environ = os.environ if environ is None else environ
         self._lock = threading.Lock()
-        self._modules = -1  # len(sys.modules) when the libraries were last limited
+        self._modules = -1  # len(sys.modules) when the libraries were looked for
+        self._libraries: ThreadpoolController | None = None
         self.threads: int | None = None
         """The threads set (``None``: not set)."""
 
@@ -64,10 +65,11 @@ class BlasThreads:
         if len(sys.modules) == self._modules and self.threads == threads:
             return
         with self._lock:
-            self._modules = len(sys.modules)
-            libraries = ThreadpoolController().select(internal_api="openblas",
-                                                      threading_layer="pthreads")
-            libraries.limit(limits=threads)  # kept: not restored
+            if self._libraries is None or len(sys.modules) != self._modules:
+                self._modules = len(sys.modules)
+                self._libraries = ThreadpoolController().select(internal_api="openblas",
+                                                                threading_layer="pthreads")
+            self._libraries.limit(limits=threads)  # kept: not restored
             self.threads = threads
 
 

@@ -143,7 +143,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         blas_threads: numpy's OpenBLAS threads in this process, set by the first query.
             Default 1: the in-memory searches are small products, and OpenBLAS's idle
             threads spin after each one, taking the cores from the embedding model (on 2
-            cores the default method ran 2.2x faster, its embeddings included; see
+            cores the default method ran about twice as fast, its embeddings included; see
             :mod:`~.threads`). Like ``OPENBLAS_NUM_THREADS``, which when set in the
             environment is kept. ``None`` leaves the threads alone.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.

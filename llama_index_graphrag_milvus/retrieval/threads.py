@@ -7,8 +7,8 @@ on every core, and its threads then spin, waiting for the next product: on a mac
 cores they take the cores from the embedding model (PyTorch) that embeds the next question or
 the second queries. Measured on 2 cores (all-MiniLM-L6-v2, MuSiQue, Milvus Lite): the default
 method's p50 224 ms (its batch of second queries embedded in 111 ms) against 102 ms (45 ms)
-with OpenBLAS on one thread. Setting the threads back after each query is not enough:
-raising them wakes the threads, which spin again (139 ms measured).
+with OpenBLAS on one thread. Setting the threads back after each query was not enough
+(139 ms: raising the count seems to wake the threads, which spin again).
 
 So the first query sets OpenBLAS to ``blas_threads`` threads **for the process**, as
 ``OPENBLAS_NUM_THREADS`` would have at start, and leaves it so. Nothing is changed when the

@@ -14,8 +14,8 @@ from threadpoolctl import ThreadpoolController
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.retrieval import retriever as retriever_module
 from llama_index_graphrag_milvus.retrieval.threads import BlasThreads
-from tests.conftest import FAMILY
-from tests.support.fakes import HashEmbedding
+
+XDIST_GROUP = "blas_threads"  # one worker builds the module's index once
 
 assert np  # numpy's OpenBLAS is loaded
 QUESTION = "What did the son of Euler's teacher contribute?"
@@ -58,22 +58,16 @@ def test_none_or_the_environments_setting_leaves_them(three_threads: None,
     assert numpy_threads() == 3 and setter.threads is None
 
 
-@pytest.mark.milvus
 @pytest.mark.parametrize(("blas_threads", "expected", "asynchronous"),
                          [(None, 3, False), (1, 1, False), (2, 2, False), (1, 1, True)])
-def test_the_first_query_sets_them(three_threads: None, tmp_path, monkeypatch,
-                                   blas_threads: int | None, expected: int,
-                                   asynchronous: bool) -> None:
+def test_the_first_query_sets_them(three_threads: None, shared_family_index: GraphRAGIndex,
+                                   monkeypatch: pytest.MonkeyPatch, blas_threads: int | None,
+                                   expected: int, asynchronous: bool) -> None:
     monkeypatch.delenv("OPENBLAS_NUM_THREADS", raising=False)
     monkeypatch.setattr(retriever_module, "PROCESS_BLAS", BlasThreads())
-    index = GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "graph.db"),
-                                        embed_model=HashEmbedding(dim=64))
-    try:
-        retriever = index.as_retriever(similarity_top_k=3, blas_threads=blas_threads)
-        assert numpy_threads() == 3  # not before a query
-        assert (asyncio.run(retriever.aretrieve(QUESTION)) if asynchronous
-                else retriever.retrieve(QUESTION))
-        assert numpy_threads() == expected
-        assert retriever.describe()["blas_threads"] == blas_threads
-    finally:
-        index.close()
+    retriever = shared_family_index.as_retriever(similarity_top_k=3, blas_threads=blas_threads)
+    assert numpy_threads() == 3  # not before a query
+    assert (asyncio.run(retriever.aretrieve(QUESTION)) if asynchronous
+            else retriever.retrieve(QUESTION))
+    assert numpy_threads() == expected
+    assert retriever.describe()["blas_threads"] == blas_threads

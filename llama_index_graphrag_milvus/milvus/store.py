@@ -339,22 +339,26 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         if self.tenant_key:
             self.properties[TENANT_KEY_PROPERTY] = self.tenant_key
         tenants = self.tenant_key is not None
-        with milvus_errors("create the graph collections"):
-            self._create(self.entity_collection,
-                         (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
-                          *(ENTITY_TENANT_FIELDS if tenants else ())), dim)
-            self._create(self.relation_collection,
-                         (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
-                         dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
-        self.records_entity_passages = True
-        self.dim = dim
+        with milvus_errors("list the collections"):
+            existing = set(self.client.list_collections())
         try:
+            with milvus_errors("create the graph collections"):
+                # a refused index (bad index_params) fails after its collection is made
+                self._create(self.entity_collection,
+                             (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
+                              *(ENTITY_TENANT_FIELDS if tenants else ())), dim)
+                self._create(self.relation_collection,
+                             (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
+                             dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
+            self.records_entity_passages = True
+            self.dim = dim
             self._open(dim)  # creates the passage collection (its analyzer may be refused)
         except BaseException:
             self.dim = None
             with milvus_errors("drop the collections of a failed creation"):
                 for name in (self.entity_collection, self.relation_collection):
-                    self.client.drop_collection(name)
+                    if name not in existing and self.client.has_collection(name):
+                        self.client.drop_collection(name)
             raise
 
     def finish_upgrade(self) -> None:

@@ -7,8 +7,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from pymilvus import MilvusClient
 
-from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
 from tests.support.fakes import HashEmbedding
 from tests.support.indexes import field_indexes
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
@@ -66,5 +67,26 @@ def test_a_server_index_builds_the_vector_index_given(
         assert [n.node.node_id for n in served.as_retriever(
             method="passage", similarity_top_k=3).retrieve(QUESTION)] == expected
         served.close()
+    finally:
+        index.close()
+
+
+@SERVER_ONLY
+def test_parameters_the_server_refuses_leave_nothing_behind(
+        milvus_uri: str, make_index: Callable[..., GraphRAGIndex]) -> None:
+    # Milvus 2.3 refuses HNSW without efConstruction when it builds the index, after the
+    # collection is created: the failed creation must not leave a collection without its
+    # index, which the next open (with good parameters) would take for an index
+    with pytest.raises(MilvusStoreError, match="efConstruction"):
+        make_index(index_type="HNSW", index_params={"M": 8})
+    client = MilvusClient(uri=milvus_uri)
+    try:
+        assert client.list_collections() == []
+    finally:
+        client.close()
+    index = make_index(index_type="HNSW", index_params={"M": 8, "efConstruction": 64})
+    try:
+        assert {i["index_type"] for i in dense_indexes(index).values()} == {"HNSW"}
+        assert index.as_retriever(similarity_top_k=3).retrieve(QUESTION)
     finally:
         index.close()

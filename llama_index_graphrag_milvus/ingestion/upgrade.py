@@ -36,6 +36,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     METRIC,
     WRITE_BATCH_SIZE,
     create_collection,
+    field_indexes,
     milvus_errors,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -46,15 +47,13 @@ logger = logging.getLogger(__name__)
 def vector_index(store: MilvusGraphStore, collection: str) -> tuple[str, dict[str, Any]]:
     """The type and build parameters of ``collection``'s vector index (the store's defaults
     when it has none)."""
-    for name in store.client.list_indexes(collection):
-        info = store.client.describe_index(collection, name)
-        if info.get("field_name") == "embedding":
-            params = {k: int(v) if str(v).isdigit() else v for k, v in info.items()
-                      if k not in ("index_type", "field_name", "index_name", "metric_type",
-                                   "total_rows", "indexed_rows", "pending_index_rows",
-                                   "state")}
-            return str(info.get("index_type") or store.index_type), params
-    return store.index_type, dict(store.index_params)
+    info = field_indexes(store.client, collection).get("embedding")
+    if info is None:
+        return store.index_type, dict(store.index_params)
+    params = {k: int(v) if str(v).isdigit() else v for k, v in info.items()
+              if k not in ("index_type", "field_name", "index_name", "metric_type",
+                           "total_rows", "indexed_rows", "pending_index_rows", "state")}
+    return str(info.get("index_type") or store.index_type), params
 
 
 def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False) -> int:
@@ -113,14 +112,12 @@ def reindex_passages(store: MilvusGraphStore) -> bool:
             or collection not in client.list_collections()):
         return False
     with milvus_errors(f"index {collection}"):
-        found = [client.describe_index(collection, name)
-                 for name in client.list_indexes(collection)]
-        dense = [info for info in found if info.get("field_name") == "embedding"]
-        if any(info.get("index_type") != "FLAT" for info in dense):
+        dense = field_indexes(client, collection).get("embedding")
+        if dense is not None and dense.get("index_type") != "FLAT":
             return False
         client.release_collection(collection)
-        for info in dense:
-            client.drop_index(collection, info["index_name"])
+        if dense is not None:
+            client.drop_index(collection, dense["index_name"])
         params = client.prepare_index_params()
         params.add_index("embedding", index_type=store.index_type, metric_type=METRIC,
                          index_name="embedding", params=dict(store.index_params))

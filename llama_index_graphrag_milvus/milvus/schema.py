@@ -296,3 +296,14 @@ def vector_index_choice(index_type: str | None, index_params: Mapping[str, Any] 
         raise InvalidInputError(f"index_params must be a mapping of parameter names to "
                                 f"values, got {index_params!r}.")
     return kind, dict(index_params or {})
+
+
+def field_indexes(client: MilvusClient, collection: str) -> dict[str, dict[str, Any]]:
+    """Each indexed field of ``collection`` and its index as Milvus describes it
+    (``index_type``, ``metric_type``, the build parameters, ``index_name``...): Milvus
+    builds one index per field."""
+    found = {}
+    for name in client.list_indexes(collection):
+        info = client.describe_index(collection, name)
+        found[info["field_name"]] = {**info, "index_name": name}
+    return found

@@ -59,6 +59,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     Fields,
     add_scalar_index,
     create_collection,
+    field_indexes,
     fresh_connections,
     milvus_errors,
     validate_collection_prefix,
@@ -378,8 +379,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         if self.is_lite:
             return
         name = self.relation_collection
-        indexed = {self.client.describe_index(name, index).get("field_name")
-                   for index in self.client.list_indexes(name)}
+        indexed = field_indexes(self.client, name)
         missing = [field for field in ENDPOINT_INDEXES if field not in indexed]
         if missing:
             logger.warning(

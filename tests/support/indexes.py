@@ -1,17 +1,6 @@
-"""The indexes Milvus reports for a collection, by field (what the index tests compare)."""
+"""The indexes Milvus reports for a collection, by field (what the index tests compare):
+the package's own reader."""
 
-from __future__ import annotations
+from llama_index_graphrag_milvus.milvus.schema import field_indexes
 
-from typing import Any
-
-from pymilvus import MilvusClient
-
-
-def field_indexes(client: MilvusClient, collection: str) -> dict[str, dict[str, Any]]:
-    """Each indexed field of ``collection`` and its index, as Milvus describes it
-    (``index_type``, ``metric_type``, the build parameters...) with its ``index_name``."""
-    found = {}
-    for name in client.list_indexes(collection):
-        info = client.describe_index(collection, name)
-        found[info["field_name"]] = {**info, "index_name": name}
-    return found
+__all__ = ["field_indexes"]

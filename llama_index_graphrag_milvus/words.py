@@ -35,6 +35,8 @@ _UNSPACED = re.compile(
     "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
     "\U00020000-\U0003134f]")
 """Characters of the scripts matched as text rather than by words."""
+_UNSPACED_RUN = re.compile(f"{_UNSPACED.pattern}+(?:[\u00b7\u2027\uff65]{_UNSPACED.pattern}+)*")
+"""A run of unspaced characters, middle dots between them kept ("约翰·伯努利" is one name)."""
 
 
 def fold(text: str) -> str:
@@ -134,6 +136,49 @@ def is_named(name: str, question: Words) -> bool:
     (True, False)
     """
     return 2 * named_share(name, question) >= 1
+
+
+NAME_SPAN_WORDS = 6
+"""The most words :func:`name_spans` takes as one name."""
+NAME_SPAN_CHARACTERS = 12
+"""The most characters of an unspaced script :func:`name_spans` takes as one name."""
+MAX_NAME_SPANS = 1024
+"""The most spans :func:`name_spans` returns: the word runs, then the runs of unspaced
+scripts, shortest first, while they fit (a question with more than about 90 characters of an
+unspaced script has more)."""
+
+
+def name_spans(text: str) -> list[str]:
+    """The parts of ``text`` that may be an entity's whole name, as written, longest first,
+    each once: runs of up to :data:`NAME_SPAN_WORDS` words of spaced scripts that neither
+    start nor end with a stop word, and the runs of 2 to :data:`NAME_SPAN_CHARACTERS`
+    characters inside each run of an unspaced script (which marks no word boundaries);
+    at most :data:`MAX_NAME_SPANS` of them.
+
+    >>> name_spans("Who taught Kim Jong-il?")[:4]
+    ['taught Kim Jong-il', 'taught Kim Jong', 'Kim Jong-il', 'taught Kim']
+    >>> "Journal of Psychotherapy" in name_spans("the Journal of Psychotherapy's founder")
+    True
+    >>> name_spans("欧拉的老师")[:6]
+    ['欧拉的老师', '欧拉的老', '拉的老师', '欧拉的', '拉的老', '的老师']
+    >>> long = "".join(chr(0x4E00 + i) for i in range(200)) + "欧拉"
+    >>> len(name_spans(long)) == MAX_NAME_SPANS and "欧拉" in name_spans(long)
+    True
+    """
+    spaced = [m for m in _WORD.finditer(text) if not is_unspaced(m.group())]
+    spans: dict[str, None] = {}
+    for at, first in enumerate(spaced):
+        if fold(first.group()) in STOP_WORDS:
+            continue
+        for last in spaced[at:at + NAME_SPAN_WORDS]:
+            if fold(last.group()) not in STOP_WORDS:
+                spans.setdefault(text[first.start():last.end()])
+    runs = _UNSPACED_RUN.findall(text)
+    for size in range(2, NAME_SPAN_CHARACTERS + 1):  # the shortest first, while they fit
+        for run in runs:
+            for start in range(len(run) - size + 1):
+                spans.setdefault(run[start:start + size])
+    return sorted(list(spans)[:MAX_NAME_SPANS], key=len, reverse=True)
 
 
 def without_name(text: str, name: str) -> str:

@@ -349,6 +349,7 @@ RETRIEVER_ARGS: dict[str, str | None] = {
     "entity_top_k": "passage",
     "relation_top_k": "bridge",
     "entity_similarity_threshold": "passage",
+    "match_entity_names": "passage",
     "relation_similarity_threshold": "bridge",
     "max_candidate_relations": "relation",
     "per_hop_max_relations": "passage",

@@ -244,18 +244,25 @@ class EntityTable:
         return self.ids.nbytes + self.names.nbytes + int(self.vectors.nbytes)
 
     def search(self, vectors: Sequence[Sequence[float]], searched: Sequence[str], top_k: int,
-               threshold: float | None = None) -> list[list[EntityHit]]:
+               threshold: float | None = None, among: Sequence[str] | None = None
+               ) -> list[list[EntityHit]]:
         """What :meth:`MilvusGraphStore.search_entities` returns, from memory: per
-        searched name (one vector each), the ``top_k`` most similar entities."""
+        searched name (one vector each), the ``top_k`` most similar entities (among the
+        known ids of ``among`` when given)."""
         if not len(vectors):
             return []
+        if among is None:  # the whole matrix, not a copy of it
+            rows, matrix = None, self.vectors
+        else:
+            rows = self.ids.lookup(among)
+            matrix = self.vectors[rows]
         return [[EntityHit(id=eid, name=self.names[int(row)], score=float(score),
                            searched=name)
-                 for eid, row, score in zip(self.ids.ids(rows), rows.tolist(), scores.tolist(),
+                 for eid, row, score in zip(self.ids.ids(at), at.tolist(), scores.tolist(),
                                             strict=True)]
-                for name, (rows, scores) in zip(
-                    searched, nearest_rows(self.vectors, vectors, top_k, threshold),
-                    strict=True)]
+                for name, (found, scores) in zip(
+                    searched, nearest_rows(matrix, vectors, top_k, threshold), strict=True)
+                for at in [found if rows is None else rows[found]]]
 
 
 class PassageTable:

@@ -85,22 +85,23 @@ class QueryPath:
         return hits
 
     def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
-                        top_k: int, threshold: float | None, where: str = ""
-                        ) -> list[list[EntityHit]]:
+                        top_k: int, threshold: float | None, where: str = "",
+                        among: Sequence[str] | None = None) -> list[list[EntityHit]]:
         """All entity searches of one query in one batched call: hits per searched name
-        (among the entity rows matching ``where``, when given)."""
-        if not vectors:
-            return []
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], where=where)
+        (among the entity rows matching ``where``, and among the ids ``among``, when
+        given)."""
+        if not vectors or (among is not None and not among):
+            return [[] for _ in vectors]
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], among, where)
         return parse_entity_hits(self.ranked_search(kwargs, top_k), names, threshold)
 
     async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
-                               top_k: int, threshold: float | None, where: str = ""
-                               ) -> list[list[EntityHit]]:
+                               top_k: int, threshold: float | None, where: str = "",
+                               among: Sequence[str] | None = None) -> list[list[EntityHit]]:
         """Async twin of :meth:`search_entities`."""
-        if not vectors:
-            return []
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], where=where)
+        if not vectors or (among is not None and not among):
+            return [[] for _ in vectors]
+        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], among, where)
         return parse_entity_hits(await self.aranked_search(kwargs, top_k), names, threshold)
 
     def search_relations(self, vector: Sequence[float], top_k: int,

@@ -45,7 +45,7 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.requests import Plan
-from llama_index_graphrag_milvus.validation import check_int, check_optional_number
+from llama_index_graphrag_milvus.validation import check_bool, check_int, check_optional_number
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.explain.trace import Trace
@@ -76,8 +76,12 @@ class SeedConfig:
     relation_top_k: int = 3
     entity_threshold: float | None = None
     relation_threshold: float | None = None
+    entity_names: bool = True
+    """Whether the entities whose whole name the query holds as words join the entity
+    seeds (without NER names; see :func:`~.seeds.find_seeds`)."""
 
     def __post_init__(self) -> None:
+        check_bool("match_entity_names", self.entity_names)
         check_int("entity_top_k", self.entity_top_k, maximum=MILVUS_MAX_TOP_K,
                   hint=_MILVUS_LIMIT)
         check_int("relation_top_k", self.relation_top_k, maximum=MILVUS_MAX_TOP_K,

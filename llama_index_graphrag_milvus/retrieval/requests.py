@@ -111,12 +111,14 @@ class RelationSeeds(Request[list[RelationHit]]):
 @dataclass(frozen=True)
 class EntitySeeds(Request[list[list[EntityHit]]]):
     """One batched entity search: per searched name (one vector each), the ``top_k`` most
-    similar entities."""
+    similar entities (among the stored ones of ``among`` when given: which of those entities
+    exist, with their similarities)."""
 
     vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
     top_k: int
     threshold: float | None = None
+    among: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -271,13 +273,15 @@ class EmbedTexts(Request[list[list[float]]]):
 @dataclass(frozen=True)
 class SearchEntities(Request[list[list[EntityHit]]]):
     """One batched search of the entity collection: hits per searched name (among the rows
-    matching ``where``, a filter on entity rows, when given)."""
+    matching ``where``, a filter on entity rows, and among the ids ``among``, when
+    given)."""
 
     vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
     top_k: int
     threshold: float | None
     where: str = ""
+    among: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -113,6 +113,13 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             the relations the bridges come from). Default 3.
         entity_similarity_threshold: drop entity hits with a lower cosine similarity.
         relation_similarity_threshold: drop relation hits with a lower cosine similarity.
+        match_entity_names: without NER names (no ``llm``), the entities whose whole name
+            the query holds as words ("Kim Jong-il" in "Who succeeded Kim Jong-il?"; any
+            run of an unspaced script such as Japanese) join the entity seeds after the
+            entity hits, each scored by its similarity to the query like an entity hit
+            (one more entity search among those names, sent with the seed searches).
+            Used by the methods that start from entities (k-hop, PageRank, PCST); the
+            bridge method starts from relations. Default ``True``.
         relation_search: where the relation seeds are searched when the graph is in memory
             (:class:`~.settings.SearchPlace`): ``"memory"`` (the in-memory graph's relation
             vectors and texts, exact, no Milvus call), ``"milvus"`` (a search of the relation
@@ -175,6 +182,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         relation_top_k: int = 3,
         entity_similarity_threshold: float | None = None,
         relation_similarity_threshold: float | None = None,
+        match_entity_names: bool = True,
         relation_search: SearchPlace | str = SearchPlace.AUTO,
         entity_search: SearchPlace | str = SearchPlace.AUTO,
         passage_search: SearchPlace | str = SearchPlace.AUTO,
@@ -187,7 +195,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         **method_settings: Any,
     ) -> None:
         self._seeds = SeedConfig(entity_top_k, relation_top_k, entity_similarity_threshold,
-                                 relation_similarity_threshold)
+                                 relation_similarity_threshold, match_entity_names)
         self._searches = SearchSettings(relation_search, entity_search, passage_search,
                                         memory_search_max_floats)
         self._similarity_top_k = check_int("similarity_top_k", similarity_top_k)
@@ -334,6 +342,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "relation_top_k": self._seeds.relation_top_k,
             "entity_similarity_threshold": self._seeds.entity_threshold,
             "relation_similarity_threshold": self._seeds.relation_threshold,
+            "match_entity_names": self._seeds.entity_names,
             "relation_search": str(self._searches.relation_search),
             "entity_search": str(self._searches.entity_search),
             "passage_search": str(self._searches.passage_search),

@@ -1,23 +1,28 @@
 """The seeds of a query, shared by the methods that walk the graph: the entities it names
-(LLM NER, or the query vector) and the relations most similar to it, searched where the
-query's graph source searches them (see :class:`~.settings.SearchSettings`)."""
+(LLM NER, or the query vector and the entities whose whole name the query holds as words)
+and the relations most similar to it, searched where the query's graph source searches them
+(see :class:`~.settings.SearchSettings`)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
+from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.method import QueryContext, SeedConfig
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
     EntitySeeds,
+    Known,
     Ner,
     Plan,
     RelationSeeds,
     Request,
     Together,
 )
+from llama_index_graphrag_milvus.words import name_spans
 
 
 @dataclass(frozen=True)
@@ -39,17 +44,53 @@ def search_relations(query: QueryContext, config: SeedConfig) -> Plan[list[Relat
     return (yield from relation_seeds(query, config))
 
 
+def named_seeds(query: QueryContext, config: SeedConfig, names: Sequence[str]
+                ) -> tuple[list[str], Request[list[list[EntityHit]]]]:
+    """The spans of the query that may be whole entity names (none when an LLM named the
+    entities, or with ``config.entity_names`` off), and the request of the stored entities
+    among them, scored by their similarity to the query."""
+    spans = name_spans(query.text) if config.entity_names and not names else []
+    among = tuple(dict.fromkeys(map(entity_id, spans)))
+    if not among:
+        return [], Known([[]])
+    return spans, EntitySeeds((query.vector,), (query.text,), len(among), None, among)
+
+
+def whole_names(spans: Sequence[str], found: Sequence[EntityHit]) -> list[EntityHit]:
+    """The entities of ``found`` a span names, longest span first, each hit's ``searched``
+    the span; a span inside a longer one already taken is skipped ("Kim Jong-il" named,
+    "Kim" not).
+
+    >>> hits = [EntityHit(entity_id(n), n, 0.5, "q") for n in ("Kim", "Kim Jong-il")]
+    >>> [(h.name, h.searched) for h in whole_names(["Kim JONG-IL", "Kim"], hits)]
+    [('Kim Jong-il', 'Kim JONG-IL')]
+    """
+    by_id = {h.id: h for h in found}
+    taken: list[EntityHit] = []
+    for span in spans:  # longest first
+        hit = by_id.pop(entity_id(span), None)
+        if hit is not None and not any(span in h.searched for h in taken):
+            taken.append(replace(hit, searched=span))
+    return taken
+
+
 def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Request[Any]
                ) -> Plan[tuple[Seeds, tuple[Any, ...]]]:
     """NER (when an LLM is given), then the entity and relation searches at the same time,
-    with any ``alongside`` requests; returns the seeds and the answers of those requests."""
+    with any ``alongside`` requests; returns the seeds and the answers of those requests.
+    Without NER names, the entities whose whole name the query holds (:func:`whole_names`)
+    follow the entity hits, scored like them by their similarity to the query."""
     names = yield from Ner(query.text)
     vectors = (yield from EmbedTexts(tuple(names))) if names else [query.vector]
-    entity_hits, relation_hits, *others = yield from Together((
+    spans, named = named_seeds(query, config, names)
+    entity_hits, relation_hits, [stored], *others = yield from Together((
         EntitySeeds(vectors, tuple(names or [query.text]), config.entity_top_k,
                     config.entity_threshold),
         relation_seeds(query, config),
+        named,
         *alongside,
     ))
-    seeds = Seeds(tuple(h for hits in entity_hits for h in hits), tuple(relation_hits))
-    return seeds, tuple(others)
+    hits = [h for found in entity_hits for h in found]
+    known = {h.id for h in hits}
+    hits += [h for h in whole_names(spans, stored) if h.id not in known]
+    return Seeds(tuple(hits), tuple(relation_hits)), tuple(others)

@@ -67,11 +67,14 @@ def ner(names: list[str]) -> ScriptedLLM:
 
 @LITE_ONLY  # which collections a query searches does not depend on the backend
 @pytest.mark.parametrize(("relation_search", "entity_search", "searches"), [
-    # entity search, relation search, then the pool's passages ranked by a filtered search
+    # entity search, relation search, the entities among the question's words ("Euler",
+    # "teacher"...: match_entity_names), then the pool's passages ranked by a filtered search
     ("milvus", "milvus",
-     [("graphrag_entities", 1), ("graphrag_relations", 1), ("graphrag_passages", 1)]),
+     [("graphrag_entities", 1), ("graphrag_relations", 1), ("graphrag_entities", 1),
+      ("graphrag_passages", 1)]),
     # the relations ranked in memory (the graph holds their vectors): no relation search
-    ("auto", "milvus", [("graphrag_entities", 1), ("graphrag_passages", 1)]),
+    ("auto", "milvus", [("graphrag_entities", 1), ("graphrag_entities", 1),
+                        ("graphrag_passages", 1)]),
     # and the entities too (the index's entity table): the passage search alone
     ("auto", "auto", [("graphrag_passages", 1)]),
 ])

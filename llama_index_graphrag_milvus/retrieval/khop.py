@@ -59,7 +59,7 @@ def pool_results(query: QueryContext, seeds: Seeds, candidates: Sequence[Candida
         pool = select_passages(candidates, query.similarity_top_k)
         nodes = yield from GetPassages(tuple(pool), query.where)
         hits = [(node, None) for node in nodes]
-    texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
+    texts = yield from read_relation_texts(attached_relations(hits, pool), seeds, candidates)
     return build_results(hits, pool, texts)
 
 

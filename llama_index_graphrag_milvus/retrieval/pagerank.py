@@ -213,7 +213,7 @@ class PageRankRetrieval(RetrievalMethod):
         hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
-        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
+        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds, candidates)
         own_similarity = dict(similar)
         return (yield from with_own_relations(query, [Result(
             node, score,

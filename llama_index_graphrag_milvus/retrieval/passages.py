@@ -4,7 +4,7 @@ and the results with the relations that reached each passage
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -62,12 +62,13 @@ def search_passages(query: QueryContext, vectors: Sequence[Sequence[float]], lim
     return (yield from with_nodes((yield from rank_passages(query, vectors, limit, ids))))
 
 
-def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None
-                        ) -> Plan[dict[str, str]]:
-    """Texts of relation ``ids``: those of the relation seeds, then one graph request for the
-    rest (answered from memory when the graph is held there)."""
+def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None,
+                        known: Iterable[CandidateRelation] = ()) -> Plan[dict[str, str]]:
+    """Texts of relation ``ids``: those of the relation seeds and of the ``known`` records
+    that carry one (a graph served by Milvus reads them with the rows), then one graph
+    request for the rest (answered from memory when the graph is held there)."""
     wanted = list(dict.fromkeys(ids))
-    texts = {h.id: h.text for h in (seeds.relations if seeds else ()) if h.text}
+    texts = {h.id: h.text for h in (*(seeds.relations if seeds else ()), *known) if h.text}
     missing = tuple(rid for rid in wanted if rid not in texts)
     if missing:
         texts.update((yield from RelationTexts(missing)))

@@ -243,7 +243,8 @@ class PCSTRetrieval(RetrievalMethod):
         if not hits:
             return (yield from by_own_similarity(
                 query, "question (the filters exclude the subgraph's passages)"))
-        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds)
+        texts = yield from read_relation_texts(attached_relations(hits, pool), seeds,
+                                               chosen.relations)
         subgraph = describe_subgraph(chosen, hits, seeds, texts)
         results = [as_result(node, score, pool[node.node_id], texts,
                              **{FOUND_BY_KEY: {"query": "pcst", "similarity": score},

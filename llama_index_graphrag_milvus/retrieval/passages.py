@@ -68,7 +68,8 @@ def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None,
     that carry one (a graph served by Milvus reads them with the rows), then one graph
     request for the rest (answered from memory when the graph is held there)."""
     wanted = list(dict.fromkeys(ids))
-    texts = {h.id: h.text for h in (*(seeds.relations if seeds else ()), *known) if h.text}
+    texts = {h.id: h.text for h in (seeds.relations if seeds else ()) if h.text}
+    texts.update((c.id, c.text) for c in known if c.text and c.id not in texts)
     missing = tuple(rid for rid in wanted if rid not in texts)
     if missing:
         texts.update((yield from RelationTexts(missing)))

@@ -140,6 +140,25 @@ def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.nd
     return found
 
 
+def nearest_among(ids: IdTable, vectors: np.ndarray,
+                  queries: Sequence[Sequence[float]] | np.ndarray, top_k: int,
+                  threshold: float | None = None, among: Sequence[str] | None = None
+                  ) -> list[tuple[np.ndarray, np.ndarray]]:
+    """:func:`nearest_rows` of a table (``ids`` naming the rows of ``vectors``), among the
+    rows of the known ids of ``among`` when given (the rows returned are the table's).
+
+    >>> ids = IdTable(IdTable.encode(["a", "b", "c"]))
+    >>> vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
+    >>> [ids.ids(rows) for rows, _ in nearest_among(ids, vectors, [[0.0, 1.0]], 2, among=["a", "b", "x"])]
+    [['b', 'a']]
+    """  # noqa: E501
+    if among is None:  # the whole matrix, not a copy of it
+        return nearest_rows(vectors, queries, top_k, threshold)
+    rows = ids.lookup(among)
+    return [(rows[found], scores)
+            for found, scores in nearest_rows(vectors[rows], queries, top_k, threshold)]
+
+
 class IdTable:
     """Sorted, unique ids; an id's row is its position.
 
@@ -251,18 +270,13 @@ class EntityTable:
         known ids of ``among`` when given)."""
         if not len(vectors):
             return []
-        if among is None:  # the whole matrix, not a copy of it
-            rows, matrix = None, self.vectors
-        else:
-            rows = self.ids.lookup(among)
-            matrix = self.vectors[rows]
         return [[EntityHit(id=eid, name=self.names[int(row)], score=float(score),
                            searched=name)
-                 for eid, row, score in zip(self.ids.ids(at), at.tolist(), scores.tolist(),
+                 for eid, row, score in zip(self.ids.ids(rows), rows.tolist(), scores.tolist(),
                                             strict=True)]
-                for name, (found, scores) in zip(
-                    searched, nearest_rows(matrix, vectors, top_k, threshold), strict=True)
-                for at in [found if rows is None else rows[found]]]
+                for name, (rows, scores) in zip(
+                    searched, nearest_among(self.ids, self.vectors, vectors, top_k, threshold,
+                                            among), strict=True)]
 
 
 class PassageTable:
@@ -304,12 +318,7 @@ class PassageTable:
                among: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
         """Per vector, the ``limit`` most similar passages (among the known ids of
         ``among`` when given) as ``(id, cosine similarity)``, best first."""
-        if among is None:  # the whole matrix, not a copy of it
-            rows, matrix = None, self.vectors
-        else:
-            rows = self.ids.lookup(among)
-            matrix = self.vectors[rows]
         return [[(pid, float(score)) for pid, score in zip(
-                    self.ids.ids(found if rows is None else rows[found]), scores.tolist(),
-                    strict=True)]
-                for found, scores in nearest_rows(matrix, vectors, limit)]
+                    self.ids.ids(rows), scores.tolist(), strict=True)]
+                for rows, scores in nearest_among(self.ids, self.vectors, vectors, limit,
+                                                  among=among)]

@@ -165,20 +165,27 @@ def name_spans(text: str) -> list[str]:
     >>> len(name_spans(long)) == MAX_NAME_SPANS and "欧拉" in name_spans(long)
     True
     """
-    spaced = [m for m in _WORD.finditer(text) if not is_unspaced(m.group())]
     spans: dict[str, None] = {}
+    for span in _spans(text):  # found lazily: a long text stops at the cap
+        spans.setdefault(span)
+        if len(spans) == MAX_NAME_SPANS:
+            break
+    return sorted(spans, key=len, reverse=True)
+
+
+def _spans(text: str) -> Iterator[str]:
+    """The spans of :func:`name_spans` as they are found (repeats included): the word
+    runs, then the runs of unspaced characters, shortest first."""
+    spaced = [m for m in _WORD.finditer(text) if not is_unspaced(m.group())]
     for at, first in enumerate(spaced):
-        if fold(first.group()) in STOP_WORDS:
-            continue
-        for last in spaced[at:at + NAME_SPAN_WORDS]:
-            if fold(last.group()) not in STOP_WORDS:
-                spans.setdefault(text[first.start():last.end()])
+        if fold(first.group()) not in STOP_WORDS:
+            yield from (text[first.start():last.end()]
+                        for last in spaced[at:at + NAME_SPAN_WORDS]
+                        if fold(last.group()) not in STOP_WORDS)
     runs = _UNSPACED_RUN.findall(text)
-    for size in range(2, NAME_SPAN_CHARACTERS + 1):  # the shortest first, while they fit
+    for size in range(2, NAME_SPAN_CHARACTERS + 1):
         for run in runs:
-            for start in range(len(run) - size + 1):
-                spans.setdefault(run[start:start + size])
-    return sorted(list(spans)[:MAX_NAME_SPANS], key=len, reverse=True)
+            yield from (run[start:start + size] for start in range(len(run) - size + 1))
 
 
 def without_name(text: str, name: str) -> str:

@@ -68,8 +68,10 @@ METHODS: dict[str, dict[str, Any] | None] = {
     "bridge, spreads first": {"method": SpreadsFirst()},
     "bridge, overlap x2": {"method": WideOverlap()},
     "bridge, passages from relations": {"passage_scoring": "bridge"},
+    "bridge, no own relations": {"passage_scoring": "bridge", "own_relations": 0},
     "k-hop h1": {"passage_scoring": "passage", "hops": 1},
     "ppr h1": {"passage_scoring": "ppr", "hops": 1},
+    "ppr h1, no own relations": {"passage_scoring": "ppr", "hops": 1, "own_relations": 0},
     "pcst h1": {"passage_scoring": "pcst", "hops": 1},
 }
 """The methods timed side by side, and their retriever arguments (``None``: naive RAG)."""

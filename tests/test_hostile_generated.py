@@ -350,6 +350,7 @@ RETRIEVER_ARGS: dict[str, str | None] = {
     "relation_top_k": "bridge",
     "entity_similarity_threshold": "passage",
     "match_entity_names": "passage",
+    "own_relations": "bridge",
     "relation_similarity_threshold": "bridge",
     "max_candidate_relations": "relation",
     "per_hop_max_relations": "passage",

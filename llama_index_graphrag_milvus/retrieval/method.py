@@ -52,6 +52,12 @@ if TYPE_CHECKING:
 
 _MILVUS_LIMIT = f"the largest search limit Milvus accepts is {MILVUS_MAX_TOP_K}"
 
+OWN_RELATIONS_PER_PASSAGE = 5
+"""A result carries its passage's best own relations (its stored triplets, by similarity to
+the query), at most this many by default (:attr:`QueryContext.own_relations`)."""
+MAX_OWN_RELATIONS = 1024
+"""The most own relations a result may ask for (a passage rarely has more triplets)."""
+
 
 @dataclass(frozen=True)
 class QueryContext:
@@ -65,6 +71,12 @@ class QueryContext:
     trace: Trace | None = field(default=None, compare=False, repr=False)
     """Collects the path under :meth:`~.retriever.GraphRAGRetriever.explain`; ``None`` (nothing
     collected) for ``retrieve``. Methods report to it with ``if query.trace: ...`` lines."""
+    own_relations: int = OWN_RELATIONS_PER_PASSAGE
+    """The own relations each result carries at most (:func:`~.passages.with_own_relations`);
+    0: none, and no read of them."""
+
+    def __post_init__(self) -> None:
+        check_int("own_relations", self.own_relations, minimum=0, maximum=MAX_OWN_RELATIONS)
 
 
 @dataclass(frozen=True)

@@ -35,14 +35,18 @@ from llama_index_graphrag_milvus.graph import (
 )
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
 from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
-from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.method import (
+    OWN_RELATIONS_PER_PASSAGE,
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+)
 from llama_index_graphrag_milvus.retrieval.neighbourhood import (
     expand_pool,
     expansion_of,
     expansion_settings,
 )
 from llama_index_graphrag_milvus.retrieval.passages import (
-    OWN_RELATIONS_PER_PASSAGE,
     Result,
     fetch_passages,
     rank_passages,

@@ -24,9 +24,6 @@ from llama_index_graphrag_milvus.retrieval.requests import (
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from llama_index_graphrag_milvus.retrieval.steps import as_result
 
-OWN_RELATIONS_PER_PASSAGE = 5
-"""A passage found by its own similarity carries its best own relations, at most this many."""
-
 
 def rank_passages(query: QueryContext, vectors: Sequence[Sequence[float]], limit: int,
                   ids: Sequence[str] | None = None) -> RankPassages:
@@ -99,16 +96,18 @@ class Result:
 def with_own_relations(query: QueryContext, results: Sequence[Result]
                        ) -> Plan[list[NodeWithScore]]:
     """The results, each with ``first_relations`` then its passage's own best relations
-    (by similarity to the query, at most :data:`OWN_RELATIONS_PER_PASSAGE`; see
-    :class:`~.requests.OwnRelations`)."""
-    limit = OWN_RELATIONS_PER_PASSAGE + max((len(r.first_relations) for r in results),
-                                            default=0)
-    owns = (yield from OwnRelations(tuple(r.node for r in results), query.vector, limit)
-            ) if results else []
+    (by similarity to the query, at most ``query.own_relations``, by default
+    :data:`~.method.OWN_RELATIONS_PER_PASSAGE`; see :class:`~.requests.OwnRelations`).
+    With ``query.own_relations == 0`` nothing is read: each result keeps its
+    ``first_relations``."""
+    wanted = query.own_relations
+    limit = wanted + max((len(r.first_relations) for r in results), default=0)
+    owns = ((yield from OwnRelations(tuple(r.node for r in results), query.vector, limit))
+            if results and wanted else [[] for _ in results])
     nodes = []
     for result, own in zip(results, owns, strict=True):
         taken = {c.id for c in result.first_relations}
-        kept = [c for c in own if c.id not in taken][:OWN_RELATIONS_PER_PASSAGE]
+        kept = [c for c in own if c.id not in taken][:wanted]
         nodes.append(as_result(result.node, result.score, [*result.first_relations, *kept],
                                **(result.metadata or {})))
     return nodes

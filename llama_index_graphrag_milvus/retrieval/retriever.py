@@ -32,7 +32,13 @@ from llama_index_graphrag_milvus.retrieval.drivers import (
     Scope,
     SyncDriver,
 )
-from llama_index_graphrag_milvus.retrieval.method import QueryContext, RetrievalMethod, SeedConfig
+from llama_index_graphrag_milvus.retrieval.method import (
+    MAX_OWN_RELATIONS,
+    OWN_RELATIONS_PER_PASSAGE,
+    QueryContext,
+    RetrievalMethod,
+    SeedConfig,
+)
 from llama_index_graphrag_milvus.retrieval.methods import PassageScoring, method_of
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.requests import Plan
@@ -120,6 +126,17 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             (one more entity search among those names, sent with the seed searches).
             Used by the methods that start from entities (k-hop, PageRank, PCST); the
             bridge method starts from relations. Default ``True``.
+        own_relations: the relations of each result's own passage (its stored triplets,
+            most similar to the query first) that join the relations that reached it in
+            ``metadata["graphrag_relations"]``, at most this many. Default 5
+            (:data:`~.method.OWN_RELATIONS_PER_PASSAGE`). They cost one read per query (on a
+            graph served by Milvus, one Milvus request: about a quarter of the default
+            method's time there); 0 skips it, and each result keeps only the relations that
+            reached it (a passage the question's own search found may then have none), so
+            :class:`GraphRelationRerank` and the explanation have fewer to show. The passages
+            and their order do not change. Read by the bridge method and PageRank (and the
+            fallback to the passages' own similarity); k-hop and PCST attach the relations
+            of their pool to their results and read none.
         relation_search: where the relation seeds are searched when the graph is in memory
             (:class:`~.settings.SearchPlace`): ``"memory"`` (the in-memory graph's relation
             vectors and texts, exact, no Milvus call), ``"milvus"`` (a search of the relation
@@ -183,6 +200,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         entity_similarity_threshold: float | None = None,
         relation_similarity_threshold: float | None = None,
         match_entity_names: bool = True,
+        own_relations: int = OWN_RELATIONS_PER_PASSAGE,
         relation_search: SearchPlace | str = SearchPlace.AUTO,
         entity_search: SearchPlace | str = SearchPlace.AUTO,
         passage_search: SearchPlace | str = SearchPlace.AUTO,
@@ -199,6 +217,8 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._searches = SearchSettings(relation_search, entity_search, passage_search,
                                         memory_search_max_floats)
         self._similarity_top_k = check_int("similarity_top_k", similarity_top_k)
+        self._own_relations = check_int("own_relations", own_relations, minimum=0,
+                                        maximum=MAX_OWN_RELATIONS)
         self._blas_threads = (check_int("blas_threads", blas_threads, maximum=MAX_BLAS_THREADS)
                               if blas_threads is not None else None)
         self._method = method_of(method, passage_scoring, method_settings)
@@ -266,7 +286,8 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         if trace is not None:
             trace.on_query_embedding(embedding_s)
-        return QueryContext(query, list(vector), self._similarity_top_k, self._where, trace)
+        return QueryContext(query, list(vector), self._similarity_top_k, self._where, trace,
+                            self._own_relations)
 
     def _driver_context(self, graph: str) -> DriverContext:
         """One query's context; with ``filters``, a fresh scope (what the query learns of

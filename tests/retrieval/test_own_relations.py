@@ -1,0 +1,109 @@
+"""``own_relations``: how many of each result's own relations (its passage's stored triplets)
+join the relations that reached it; 0 skips their read (one Milvus request fewer on a served
+graph) and changes nothing else: the same passages in the same order, each keeping the
+relations that reached it."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from llama_index.core.schema import NodeWithScore
+
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.metadata import RELATIONS_KEY
+from llama_index_graphrag_milvus.retrieval import QueryContext
+from tests.support.explain_data import QUESTION
+
+pytestmark = pytest.mark.milvus
+
+METHODS = ["bridge", "passage", "ppr", "pcst"]
+
+
+@pytest.fixture(scope="module")
+def served(shared_family_index: GraphRAGIndex) -> Iterator[GraphRAGIndex]:
+    index = GraphRAGIndex(uri=shared_family_index.store.uri,
+                          embed_model=shared_family_index.embed_model,
+                          collection_prefix=shared_family_index.store.prefix, graph="milvus")
+    yield index
+    index.close()
+
+
+def relations(hits: list[NodeWithScore]) -> list[list[str]]:
+    return [[r["id"] for r in hit.node.metadata.get(RELATIONS_KEY) or []] for hit in hits]
+
+
+def passages(hits: list[NodeWithScore]) -> list[tuple[str, float | None]]:
+    return [(hit.node.node_id, hit.score) for hit in hits]
+
+
+def index_of(mode: str, shared_family_index: GraphRAGIndex, served: GraphRAGIndex
+             ) -> GraphRAGIndex:
+    return shared_family_index if mode == "memory" else served
+
+
+@pytest.mark.parametrize("mode", ["memory", "milvus"])
+@pytest.mark.parametrize("method", METHODS)
+def test_without_own_relations_the_same_passages_keep_the_relations_that_reached_them(
+        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str,
+        method: str) -> None:
+    index = index_of(mode, shared_family_index, served)
+    full = index.as_retriever(method=method, similarity_top_k=5).retrieve(QUESTION)
+    bare = index.as_retriever(method=method, similarity_top_k=5,
+                              own_relations=0).retrieve(QUESTION)
+    assert passages(bare) == passages(full)
+    for kept, every in zip(relations(bare), relations(full), strict=True):
+        assert kept == every[:len(kept)]  # the relations that reached it, then its own
+
+
+@pytest.mark.parametrize("mode", ["memory", "milvus"])
+def test_the_bridges_results_lose_their_own_relations(
+        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str) -> None:
+    index = index_of(mode, shared_family_index, served)
+    full = relations(index.as_retriever(similarity_top_k=5).retrieve(QUESTION))
+    bare = relations(index.as_retriever(similarity_top_k=5, own_relations=0).retrieve(QUESTION))
+    assert sum(map(len, full)) > sum(map(len, bare))
+    assert [] in bare  # a passage the question's own search found: no relation reached it
+
+
+@pytest.mark.parametrize("mode", ["memory", "milvus"])
+def test_own_relations_caps_what_each_result_adds(
+        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str) -> None:
+    index = index_of(mode, shared_family_index, served)
+    bare = relations(index.as_retriever(similarity_top_k=5, own_relations=0).retrieve(QUESTION))
+    one = relations(index.as_retriever(similarity_top_k=5, own_relations=1).retrieve(QUESTION))
+    five = relations(index.as_retriever(similarity_top_k=5).retrieve(QUESTION))
+    for reached, capped, full in zip(bare, one, five, strict=True):
+        assert len(capped) - len(reached) <= 1
+        assert capped == full[:len(capped)]  # the best own relation first
+    assert any(len(c) > len(r) for r, c in zip(bare, one, strict=True))
+    assert any(len(f) - len(r) > 1 for r, f in zip(bare, five, strict=True))
+
+
+def test_no_own_relations_is_one_milvus_request_fewer_on_a_served_graph(
+        served: GraphRAGIndex) -> None:
+    """The bridge and PageRank read their results' own relations; k-hop and PCST attach the
+    pool's relations to their results, and read none."""
+    for method, fewer in (("bridge", 1), ("ppr", 1), ("passage", 0), ("pcst", 0)):
+        full = served.as_retriever(method=method).explain(QUESTION).milvus_requests
+        bare = served.as_retriever(method=method, own_relations=0).explain(QUESTION)
+        assert full is not None and bare.milvus_requests == full - fewer, method
+
+
+def test_the_async_twin_returns_the_same(served: GraphRAGIndex) -> None:
+    retriever = served.as_retriever(method="ppr", own_relations=0, similarity_top_k=5)
+    sync = retriever.retrieve(QUESTION)
+    awaited = asyncio.run(retriever.aretrieve(QUESTION))
+    assert passages(awaited) == passages(sync)
+    assert relations(awaited) == relations(sync)
+
+
+@pytest.mark.parametrize("value", [-1, 1.5, "5", None, True, 10**6])
+def test_a_bad_own_relations_is_refused_with_its_range(
+        shared_family_index: GraphRAGIndex, value: Any) -> None:
+    with pytest.raises(InvalidInputError, match=r"own_relations.*from 0 to 1024"):
+        shared_family_index.as_retriever(own_relations=value)
+    with pytest.raises(InvalidInputError, match="own_relations"):
+        QueryContext("q", [1.0], 5, own_relations=value)

@@ -248,7 +248,7 @@ class IndexCache:
         def read() -> CommunityInfo:
             recorded = built_info(self.store)
             return CommunityInfo(int(recorded.get("levels", 0)),
-                                 self.store.descriptions.exists(),
+                                 self.store.descriptions.open(),
                                  int(recorded.get("communities", 0)))
 
         return self.get(COMMUNITY_INFO, read)

@@ -42,6 +42,15 @@ class SideCollection:
         with milvus_errors("list collections"):
             return bool(self.store.client.has_collection(self.name))
 
+    def open(self) -> bool:
+        """Whether the collection exists; when it does, it is loaded (a collection of a
+        reopened Milvus Lite file is not, and cannot be searched or read until it is)."""
+        if not self.exists():
+            return False
+        with milvus_errors(f"load {self.name}"):
+            self.store.client.load_collection(self.name)
+        return True
+
     def create(self) -> None:
         """Create (and load) the collection when it does not exist; the graph collections
         must exist (their dimension is the vectors')."""

@@ -215,3 +215,15 @@ def test_on_a_milvus_server(milvus_uri: str) -> None:
     finally:
         served.close()
         index.close()
+
+
+def test_a_fresh_served_index_loads_the_description_collection(uri: str) -> None:
+    """A Lite file reopened by a served index alone (no in-memory read loading the
+    collections first): the descriptions are read by id from a loaded collection (they
+    were "released", and local search failed)."""
+    index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph="milvus")
+    try:
+        found = index.as_local_retriever(similarity_top_k=2).retrieve(QUESTION)
+        assert "PERSON: " in parts(found, "entities")[0][0]
+    finally:
+        index.close()

@@ -5,7 +5,9 @@ The method wraps another one (the default ``"bridge"``), which ranks the passage
 them it adds Microsoft GraphRAG's local context:
 
 - **entities**: the ``entity_top_k`` entities most similar to the question (one batched
-  search of the entity collection);
+  search of the entity collection), then those whose whole name the question holds as
+  words (the retriever's ``match_entity_names``: "Kim Jong-il" in "Who succeeded Kim
+  Jong-il?", searched in the same round; :func:`~..retrieval.seeds.question_entities`);
 - **community reports** of those entities' communities at ``level``, ranked by the number of
   the entities' passages in each community, then by rating;
 - **relations** of those entities (the ``4 * max_relations`` most similar to the
@@ -49,14 +51,13 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     DescriptionsOf,
     EntityDegrees,
     EntityPassages,
-    EntitySeeds,
     Known,
     Plan,
     RelationsAround,
     Together,
-    first,
 )
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval.seeds import question_entities
 from llama_index_graphrag_milvus.validation import check_int, check_number, check_optional_int
 
 if TYPE_CHECKING:
@@ -69,7 +70,8 @@ class LocalSearchConfig:
 
     Args:
         level: community level of the reports (``None``: the most specific).
-        entity_top_k: entities selected by similarity to the question (10).
+        entity_top_k: entities selected by similarity to the question (10); the entities
+            the question names word for word join them (``match_entity_names``).
         max_tokens: token budget of the whole context (12,000).
         community_prop: share of the budget for community reports (0.25).
         text_unit_prop: share of the budget for passages (0.5).
@@ -283,8 +285,7 @@ class LocalSearchRetrieval(RetrievalMethod):
         info = yield from CommunitiesBuilt()  # fails early when not built
         depth = check_level(info.levels, self.config.level)
         passages = yield from self.inner.plan(query, seeds)
-        hits = first((yield from EntitySeeds((query.vector,), (query.text,),
-                                             self.config.entity_top_k)))
+        hits = yield from question_entities(query, seeds, self.config.entity_top_k)
         entities = list({h.id: h for h in sorted(hits, key=lambda h: -h.score)}.values())
         context = yield from self._context(query, entities, depth, info.described)
         reports = [(context.communities.reports[cid], matches) for cid, matches in context.ranked]

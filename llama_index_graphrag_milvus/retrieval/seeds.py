@@ -90,7 +90,24 @@ def find_seeds(query: QueryContext, config: SeedConfig, *alongside: Request[Any]
         named,
         *alongside,
     ))
-    hits = [h for found in entity_hits for h in found]
-    known = {h.id for h in hits}
-    hits += [h for h in whole_names(spans, stored) if h.id not in known]
+    hits = with_names([h for found in entity_hits for h in found], spans, stored)
     return Seeds(tuple(hits), tuple(relation_hits)), tuple(others)
+
+
+def with_names(hits: Sequence[EntityHit], spans: Sequence[str], stored: Sequence[EntityHit]
+               ) -> list[EntityHit]:
+    """The entity ``hits``, then the entities of ``stored`` that ``spans`` name
+    (:func:`whole_names`) and the hits lack."""
+    known = {h.id for h in hits}
+    return [*hits, *(h for h in whole_names(spans, stored) if h.id not in known)]
+
+
+def question_entities(query: QueryContext, config: SeedConfig, top_k: int
+                      ) -> Plan[list[EntityHit]]:
+    """The ``top_k`` entities most similar to the whole query, then (with
+    ``config.entity_names``) those whose whole name it holds as words, searched in one
+    round: local search's entities."""
+    spans, named = named_seeds(query, config, [])
+    [hits], [stored] = yield from Together((
+        EntitySeeds((query.vector,), (query.text,), top_k), named))
+    return with_names(hits, spans, stored)

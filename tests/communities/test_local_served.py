@@ -217,6 +217,30 @@ def test_on_a_milvus_server(milvus_uri: str) -> None:
         index.close()
 
 
+BROTHERS = "Was Jakob Bernoulli older than Johann Bernoulli?"
+
+
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_the_entities_a_question_names_join_the_context(uri: str, graph: str) -> None:
+    """With one entity by similarity, the vector search finds one Bernoulli at most; the
+    names the question holds as words bring both into the entity table (and their
+    relations and communities), unless ``match_entity_names=False``."""
+    index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph=graph)
+    try:
+        def table(**kwargs: Any) -> str:
+            local = index.as_local_retriever(similarity_top_k=2, context_entity_top_k=1,
+                                             **kwargs)
+            [(text, _)] = parts(local.retrieve(BROTHERS), "entities")
+            return text
+
+        alone, named = table(match_entity_names=False), table()
+        assert not ("Jakob Bernoulli" in alone and "Johann Bernoulli" in alone)
+        assert "Jakob Bernoulli" in named and "Johann Bernoulli" in named
+        assert len(named.splitlines()) > len(alone.splitlines())
+    finally:
+        index.close()
+
+
 def test_a_fresh_served_index_loads_the_description_collection(uri: str) -> None:
     """A Lite file reopened by a served index alone (no in-memory read loading the
     collections first): the descriptions are read by id from a loaded collection (they

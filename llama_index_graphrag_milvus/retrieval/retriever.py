@@ -130,7 +130,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             most similar to the query first) that join the relations that reached it in
             ``metadata["graphrag_relations"]``, at most this many. Default 5
             (:data:`~.method.OWN_RELATIONS_PER_PASSAGE`). They cost one read per query (on a
-            graph served by Milvus, one Milvus request: about a quarter of the default
+            graph served by Milvus, one Milvus request: about a third of the default
             method's time there); 0 skips it, and each result keeps only the relations that
             reached it (a passage the question's own search found may then have none), so
             :class:`GraphRelationRerank` and the explanation have fewer to show. The passages
@@ -364,6 +364,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "entity_similarity_threshold": self._seeds.entity_threshold,
             "relation_similarity_threshold": self._seeds.relation_threshold,
             "match_entity_names": self._seeds.entity_names,
+            "own_relations": self._own_relations,
             "relation_search": str(self._searches.relation_search),
             "entity_search": str(self._searches.entity_search),
             "passage_search": str(self._searches.passage_search),

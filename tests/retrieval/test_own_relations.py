@@ -51,8 +51,9 @@ def test_without_own_relations_the_same_passages_keep_the_relations_that_reached
         method: str) -> None:
     index = index_of(mode, shared_family_index, served)
     full = index.as_retriever(method=method, similarity_top_k=5).retrieve(QUESTION)
-    bare = index.as_retriever(method=method, similarity_top_k=5,
-                              own_relations=0).retrieve(QUESTION)
+    retriever = index.as_retriever(method=method, similarity_top_k=5, own_relations=0)
+    assert retriever.describe()["own_relations"] == 0
+    bare = retriever.retrieve(QUESTION)
     assert passages(bare) == passages(full)
     for kept, every in zip(relations(bare), relations(full), strict=True):
         assert kept == every[:len(kept)]  # the relations that reached it, then its own

@@ -251,3 +251,14 @@ def test_a_fresh_served_index_loads_the_description_collection(uri: str) -> None
         assert "PERSON: " in parts(found, "entities")[0][0]
     finally:
         index.close()
+
+
+def test_a_fresh_served_index_searches_the_reports(uri: str) -> None:
+    """The report retriever of a Lite file reopened by a served index alone: the community
+    collection is loaded before its search."""
+    index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph="milvus")
+    try:
+        found = index.as_report_retriever(similarity_top_k=2).retrieve(QUESTION)
+        assert len(found) == 2 and all(n.node.metadata["graphrag_community"] for n in found)
+    finally:
+        index.close()

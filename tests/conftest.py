@@ -452,3 +452,14 @@ def shared_family_index(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gr
         embed_model=HashEmbedding(dim=64))
     yield index
     index.close()
+
+
+@pytest.fixture(scope="module")
+def served_family_index(shared_family_index: GraphRAGIndex) -> Iterator[GraphRAGIndex]:
+    """``shared_family_index``'s file opened again with the graph served by Milvus
+    (``graph="milvus"``): the same index, read by bounded queries."""
+    index = GraphRAGIndex(uri=shared_family_index.store.uri,
+                          embed_model=shared_family_index.embed_model,
+                          collection_prefix=shared_family_index.store.prefix, graph="milvus")
+    yield index
+    index.close()

@@ -7,7 +7,6 @@ the entities."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -36,12 +35,8 @@ def seeds(index: GraphRAGIndex, question: str, **kwargs: Any) -> list[tuple[str,
 
 
 @pytest.fixture(scope="module")
-def served(shared_family_index: GraphRAGIndex) -> Iterator[GraphRAGIndex]:
-    index = GraphRAGIndex(uri=shared_family_index.store.uri,
-                          embed_model=shared_family_index.embed_model,
-                          collection_prefix=shared_family_index.store.prefix, graph="milvus")
-    yield index
-    index.close()
+def served(served_family_index: GraphRAGIndex) -> GraphRAGIndex:
+    return served_family_index
 
 
 @pytest.mark.parametrize("mode", ["memory", "milvus"])

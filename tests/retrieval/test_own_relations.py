@@ -6,7 +6,6 @@ relations that reached it."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -23,12 +22,8 @@ METHODS = ["bridge", "passage", "ppr", "pcst"]
 
 
 @pytest.fixture(scope="module")
-def served(shared_family_index: GraphRAGIndex) -> Iterator[GraphRAGIndex]:
-    index = GraphRAGIndex(uri=shared_family_index.store.uri,
-                          embed_model=shared_family_index.embed_model,
-                          collection_prefix=shared_family_index.store.prefix, graph="milvus")
-    yield index
-    index.close()
+def served(served_family_index: GraphRAGIndex) -> GraphRAGIndex:
+    return served_family_index
 
 
 def relations(hits: list[NodeWithScore]) -> list[list[str]]:

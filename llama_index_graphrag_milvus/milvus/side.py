@@ -72,11 +72,10 @@ class SideCollection:
 
     def properties(self) -> dict[str, str]:
         """What was recorded on the collection (empty when it does not exist); loads it."""
-        if not self.exists():
+        if not self.open():
             return {}
         with milvus_errors(f"describe {self.name}"):
             info = self.store.client.describe_collection(self.name)
-            self.store.client.load_collection(self.name)  # reopened: not loaded
         return {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
 
     def set_properties(self, properties: Mapping[str, str]) -> None:

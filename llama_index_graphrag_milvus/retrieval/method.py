@@ -59,6 +59,13 @@ MAX_OWN_RELATIONS = 1024
 """The most own relations a result may ask for (a passage rarely has more triplets)."""
 
 
+def check_own_relations(value: Any) -> int:
+    """``value`` as the own relations each result carries (an integer from 0 to
+    :data:`MAX_OWN_RELATIONS`), else :class:`~llama_index_graphrag_milvus.errors.
+    InvalidInputError`."""
+    return check_int("own_relations", value, minimum=0, maximum=MAX_OWN_RELATIONS)
+
+
 @dataclass(frozen=True)
 class QueryContext:
     """One query as every method sees it: the question, its vector, the passages to return
@@ -76,7 +83,7 @@ class QueryContext:
     0: none, and no read of them."""
 
     def __post_init__(self) -> None:
-        check_int("own_relations", self.own_relations, minimum=0, maximum=MAX_OWN_RELATIONS)
+        check_own_relations(self.own_relations)
 
 
 @dataclass(frozen=True)

@@ -33,11 +33,11 @@ from llama_index_graphrag_milvus.retrieval.drivers import (
     SyncDriver,
 )
 from llama_index_graphrag_milvus.retrieval.method import (
-    MAX_OWN_RELATIONS,
     OWN_RELATIONS_PER_PASSAGE,
     QueryContext,
     RetrievalMethod,
     SeedConfig,
+    check_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.methods import PassageScoring, method_of
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
@@ -217,8 +217,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._searches = SearchSettings(relation_search, entity_search, passage_search,
                                         memory_search_max_floats)
         self._similarity_top_k = check_int("similarity_top_k", similarity_top_k)
-        self._own_relations = check_int("own_relations", own_relations, minimum=0,
-                                        maximum=MAX_OWN_RELATIONS)
+        self._own_relations = check_own_relations(own_relations)
         self._blas_threads = (check_int("blas_threads", blas_threads, maximum=MAX_BLAS_THREADS)
                               if blas_threads is not None else None)
         self._method = method_of(method, passage_scoring, method_settings)

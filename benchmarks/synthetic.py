@@ -17,6 +17,7 @@ from typing import Any
 
 import numpy as np
 
+from llama_index_graphrag_milvus.extraction.kinds import infer_kind
 from llama_index_graphrag_milvus.ids import entity_id as _entity_id
 from llama_index_graphrag_milvus.ids import stable_id
 from llama_index_graphrag_milvus.records import Triplet
@@ -84,6 +85,11 @@ class SyntheticGraph:
                     "subject_id": triplet.subject_id,
                     "object_id": triplet.object_id,
                     "passage_ids": [passage_id(p)],
+                    # the kinds the bridge infers from the names anyway, written: a
+                    # segment whose kind column holds only "" fails to load memory-mapped
+                    # on Milvus 2.3.5 ("failed to create file-backed map")
+                    "subject_kind": infer_kind(triplet.subject),
+                    "object_kind": infer_kind(triplet.object),
                     "embedding": vector,
                 }
                 for triplet, p, vector in zip(

@@ -23,7 +23,6 @@ import hashlib
 import json
 import multiprocessing
 import platform
-import re
 import shutil
 import tempfile
 import time
@@ -367,41 +366,20 @@ def in_memory_measurements(synthetic: SyntheticGraph, queries: int) -> dict[str,
     return row
 
 
-def with_mmap(template: str, mmap_dir: str) -> str:
-    r"""The embedded server's ``milvus.yaml`` template with memory-mapped segments in
-    ``mmap_dir`` (Milvus 2.3's ``queryNode.mmapDirPath``: a key the ``milvus`` package's
-    template lacks, so ``config.set`` cannot add it).
-
-    >>> with_mmap("queryNode:\n  dataSync:\n", "/tmp/m")
-    'queryNode:\n  mmapDirPath: /tmp/m\n  dataSync:\n'
-    """
-    if "\nqueryNode:\n" not in f"\n{template}":
-        raise ValueError("the server's config template has no queryNode section")
-    return re.sub(r"(?m)^queryNode:\n", f"queryNode:\n  mmapDirPath: {mmap_dir}\n", template,
-                  count=1)
-
-
 @contextlib.contextmanager
 def milvus_target(uri: str | None, embedded_server: str | None,
-                  workdir: Path, keep: bool = False, mmap_dir: str | None = None
-                  ) -> Iterator[tuple[str, str]]:
-    """``(uri, kind)``: an embedded server (its data folder wiped first unless ``keep``;
-    ``mmap_dir``: its loaded segments memory-mapped from there), a given URI, or a Lite
-    path in ``workdir``."""
+                  workdir: Path, keep: bool = False) -> Iterator[tuple[str, str]]:
+    """``(uri, kind)``: an embedded server (its data folder wiped first unless ``keep``), a
+    given URI, or a Lite path in ``workdir``."""
     if embedded_server:
         from milvus import default_server
 
         if not keep:
             shutil.rmtree(embedded_server, ignore_errors=True)
         default_server.set_base_dir(embedded_server)
-        if mmap_dir:
-            Path(mmap_dir).mkdir(parents=True, exist_ok=True)
-            config = default_server.config
-            config.template_text = with_mmap(config.template_text, mmap_dir)
         default_server.start()
         try:
-            kind = "server (embedded 2.3.5" + (", mmap)" if mmap_dir else ")")
-            yield f"http://127.0.0.1:{default_server.listen_port}", kind
+            yield f"http://127.0.0.1:{default_server.listen_port}", "server (embedded 2.3.5)"
         finally:
             default_server.stop()
     elif uri:

@@ -265,12 +265,10 @@ def server_footprint(base_dir: str | None) -> dict[str, Any]:
 def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | None,
         dim: int, index_type: str | None, methods: list[str], out: Path,
         index_params: dict[str, Any] | None = None, explorer_entities: int = 0,
-        reuse: bool = False, store_threads: int | None = None,
-        mmap_dir: str | None = None) -> dict[str, Any]:
+        reuse: bool = False, store_threads: int | None = None) -> dict[str, Any]:
     results: list[dict[str, Any]] = []
     with tempfile.TemporaryDirectory() as tmp, \
-            milvus_target(uri, embedded_server, Path(tmp), keep=reuse,
-                          mmap_dir=mmap_dir) as (target, kind):
+            milvus_target(uri, embedded_server, Path(tmp), keep=reuse) as (target, kind):
         for size in sizes:
             synthetic = generate(size, dim=dim)
             prefix = f"served_{size}"
@@ -391,15 +389,12 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--store-threads", type=int, default=None, metavar="N",
                         help="an experiment: the worker's store thread pools with N threads "
                              "each (the package's default is 4)")
-    parser.add_argument("--mmap", metavar="DIR", default=None,
-                        help="the embedded server's loaded segments memory-mapped from DIR "
-                             "(queryNode.mmapDirPath): a size beyond the machine's memory")
     parser.add_argument("--out", type=Path, default=Path("bench_out/served"))
     args = parser.parse_args(argv)
     methods = ["naive", *(m for m in args.methods if m != "naive")]
     report = run(args.sizes, args.queries, args.uri, args.embedded_server, args.dim,
                  args.index_type, methods, args.out, args.index_params, args.explorer,
-                 args.reuse, args.store_threads, args.mmap)
+                 args.reuse, args.store_threads)
     print()
     print(markdown(report))
     print(explorer_markdown(report))

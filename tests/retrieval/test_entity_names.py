@@ -34,15 +34,11 @@ def seeds(index: GraphRAGIndex, question: str, **kwargs: Any) -> list[tuple[str,
     return [(s.name, s.searched) for s in retriever.explain(question).entity_seeds]
 
 
-@pytest.fixture(scope="module")
-def served(served_family_index: GraphRAGIndex) -> GraphRAGIndex:
-    return served_family_index
-
-
 @pytest.mark.parametrize("mode", ["memory", "milvus"])
 def test_the_entities_a_question_names_join_its_seeds(
-        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str) -> None:
-    index = shared_family_index if mode == "memory" else served
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str) -> None:
+    index = shared_family_index if mode == "memory" else served_family_index
     vector_only = seeds(index, BROTHERS, match_entity_names=False)
     assert len(vector_only) == 1 and vector_only[0][1] == BROTHERS
     named = seeds(index, BROTHERS)
@@ -53,8 +49,9 @@ def test_the_entities_a_question_names_join_its_seeds(
 
 @pytest.mark.parametrize("mode", ["memory", "milvus"])
 def test_a_named_seed_is_scored_as_the_entity_search_scores_it(
-        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str) -> None:
-    index = shared_family_index if mode == "memory" else served
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str) -> None:
+    index = shared_family_index if mode == "memory" else served_family_index
     named = index.as_retriever(method="ppr", entity_top_k=1).explain(BROTHERS).entity_seeds
     every = index.as_retriever(method="ppr", entity_top_k=20, match_entity_names=False
                                ).explain(BROTHERS).entity_seeds
@@ -64,8 +61,9 @@ def test_a_named_seed_is_scored_as_the_entity_search_scores_it(
 
 
 def test_the_async_twin_finds_the_same_seeds_and_passages(
-        shared_family_index: GraphRAGIndex, served: GraphRAGIndex) -> None:
-    for index in (shared_family_index, served):
+        shared_family_index: GraphRAGIndex,
+        served_family_index: GraphRAGIndex) -> None:
+    for index in (shared_family_index, served_family_index):
         retriever = index.as_retriever(method="pcst", entity_top_k=1, similarity_top_k=3)
         assert [n.node.node_id for n in asyncio.run(retriever.aretrieve(BROTHERS))] == \
             [n.node.node_id for n in retriever.retrieve(BROTHERS)]

@@ -21,11 +21,6 @@ pytestmark = pytest.mark.milvus
 METHODS = ["bridge", "passage", "ppr", "pcst"]
 
 
-@pytest.fixture(scope="module")
-def served(served_family_index: GraphRAGIndex) -> GraphRAGIndex:
-    return served_family_index
-
-
 def relations(hits: list[NodeWithScore]) -> list[list[str]]:
     return [[r["id"] for r in hit.node.metadata.get(RELATIONS_KEY) or []] for hit in hits]
 
@@ -34,17 +29,17 @@ def passages(hits: list[NodeWithScore]) -> list[tuple[str, float | None]]:
     return [(hit.node.node_id, hit.score) for hit in hits]
 
 
-def index_of(mode: str, shared_family_index: GraphRAGIndex, served: GraphRAGIndex
-             ) -> GraphRAGIndex:
-    return shared_family_index if mode == "memory" else served
+def index_of(mode: str, shared_family_index: GraphRAGIndex,
+             served_family_index: GraphRAGIndex) -> GraphRAGIndex:
+    return shared_family_index if mode == "memory" else served_family_index
 
 
 @pytest.mark.parametrize("mode", ["memory", "milvus"])
 @pytest.mark.parametrize("method", METHODS)
 def test_without_own_relations_the_same_passages_keep_the_relations_that_reached_them(
-        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str,
-        method: str) -> None:
-    index = index_of(mode, shared_family_index, served)
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str, method: str) -> None:
+    index = index_of(mode, shared_family_index, served_family_index)
     full = index.as_retriever(method=method, similarity_top_k=5).retrieve(QUESTION)
     retriever = index.as_retriever(method=method, similarity_top_k=5, own_relations=0)
     assert retriever.describe()["own_relations"] == 0
@@ -56,8 +51,9 @@ def test_without_own_relations_the_same_passages_keep_the_relations_that_reached
 
 @pytest.mark.parametrize("mode", ["memory", "milvus"])
 def test_the_bridges_results_lose_their_own_relations(
-        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str) -> None:
-    index = index_of(mode, shared_family_index, served)
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str) -> None:
+    index = index_of(mode, shared_family_index, served_family_index)
     full = relations(index.as_retriever(similarity_top_k=5).retrieve(QUESTION))
     bare = relations(index.as_retriever(similarity_top_k=5, own_relations=0).retrieve(QUESTION))
     assert sum(map(len, full)) > sum(map(len, bare))
@@ -66,8 +62,9 @@ def test_the_bridges_results_lose_their_own_relations(
 
 @pytest.mark.parametrize("mode", ["memory", "milvus"])
 def test_own_relations_caps_what_each_result_adds(
-        shared_family_index: GraphRAGIndex, served: GraphRAGIndex, mode: str) -> None:
-    index = index_of(mode, shared_family_index, served)
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str) -> None:
+    index = index_of(mode, shared_family_index, served_family_index)
     bare = relations(index.as_retriever(similarity_top_k=5, own_relations=0).retrieve(QUESTION))
     one = relations(index.as_retriever(similarity_top_k=5, own_relations=1).retrieve(QUESTION))
     five = relations(index.as_retriever(similarity_top_k=5).retrieve(QUESTION))
@@ -79,17 +76,19 @@ def test_own_relations_caps_what_each_result_adds(
 
 
 def test_no_own_relations_is_one_milvus_request_fewer_on_a_served_graph(
-        served: GraphRAGIndex) -> None:
+        served_family_index: GraphRAGIndex) -> None:
     """The bridge and PageRank read their results' own relations; k-hop and PCST attach the
     pool's relations to their results, and read none."""
+    served = served_family_index
     for method, fewer in (("bridge", 1), ("ppr", 1), ("passage", 0), ("pcst", 0)):
         full = served.as_retriever(method=method).explain(QUESTION).milvus_requests
         bare = served.as_retriever(method=method, own_relations=0).explain(QUESTION)
         assert full is not None and bare.milvus_requests == full - fewer, method
 
 
-def test_the_async_twin_returns_the_same(served: GraphRAGIndex) -> None:
-    retriever = served.as_retriever(method="ppr", own_relations=0, similarity_top_k=5)
+def test_the_async_twin_returns_the_same(served_family_index: GraphRAGIndex) -> None:
+    retriever = served_family_index.as_retriever(method="ppr", own_relations=0,
+                                                 similarity_top_k=5)
     sync = retriever.retrieve(QUESTION)
     awaited = asyncio.run(retriever.aretrieve(QUESTION))
     assert passages(awaited) == passages(sync)

@@ -317,7 +317,12 @@ def resident_mb() -> dict[str, int]:
 
 
 def wait_for_indexes(index: GraphRAGIndex, timeout: float = 1800.0) -> float:
-    """Seconds until every vector index of the three collections covers all rows."""
+    """Seconds until every vector index of the three collections covers all rows.
+
+    Every row indexed is the criterion, not nothing pending: after a large write (10M
+    relations on Milvus 2.3.5) the server keeps compacting segments and indexing the
+    compacted ones for a long time, ``pending_index_rows`` staying non-zero while searches
+    already use an index over every row (docs/benchmarks.md, "Ten million relations")."""
     store = index.store
     start = time.perf_counter()
     for collection in (store.entity_collection, store.relation_collection,
@@ -325,8 +330,7 @@ def wait_for_indexes(index: GraphRAGIndex, timeout: float = 1800.0) -> float:
         while True:
             names = store.client.list_indexes(collection)
             states = [store.client.describe_index(collection, name) for name in names]
-            if all(s.get("pending_index_rows", 0) == 0
-                   and s.get("indexed_rows", 0) >= s.get("total_rows", 0) for s in states):
+            if all(s.get("indexed_rows", 0) >= s.get("total_rows", 0) for s in states):
                 break
             if time.perf_counter() - start > timeout:
                 raise TimeoutError(f"indexes of {collection} not built after {timeout} s")

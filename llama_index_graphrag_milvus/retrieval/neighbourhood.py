@@ -29,7 +29,8 @@ def expand_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig
     """The bounded k-hop candidate pool of the seeds, best first, each relation with its
     ends and passages (an index without relations gives an empty pool)."""
     return (yield from ExpandPool(query.vector, tuple(h.id for h in seeds.entities),
-                                  tuple(h.id for h in seeds.relations), config))
+                                  tuple(h.id for h in seeds.relations), config,
+                                  seeds.relations))
 
 
 def relations_of(query: QueryContext, entity_ids: Sequence[str], limit: int,

@@ -156,6 +156,10 @@ class ExpandPool(Request[list[CandidateRelation]]):
     entity_ids: tuple[str, ...]
     relation_ids: tuple[str, ...]
     config: ExpansionConfig
+    relations: tuple[RelationHit, ...] = ()
+    """The seed relations as a relation search returned them (text, ends, kinds, passages,
+    similarity to ``vector``), when the plan has them: a served graph takes those of
+    ``relation_ids`` from here instead of reading them again (one Milvus request fewer)."""
 
 
 @dataclass(frozen=True)

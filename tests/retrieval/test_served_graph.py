@@ -21,7 +21,13 @@ from llama_index_graphrag_milvus.records import EntityHit, Triplet
 from llama_index_graphrag_milvus.retrieval import QueryContext
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDriver
 from llama_index_graphrag_milvus.retrieval.neighbourhood import expand_pool
-from llama_index_graphrag_milvus.retrieval.requests import OwnRelations
+from llama_index_graphrag_milvus.retrieval.requests import (
+    ExpandPool,
+    MilvusRequests,
+    OwnRelations,
+    Plan,
+    RelationSeeds,
+)
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from tests.support.fakes import HashEmbedding
 from tests.support.indexes import field_indexes
@@ -87,6 +93,42 @@ def test_served_queries_name_their_requests(family_index: GraphRAGIndex) -> None
         assert {c.subject_id for c in pool} | {c.object_id for c in pool} >= {johann}
         assert all(c.passage_ids and c.subject_id and c.object_id for c in pool)
         assert pool == sorted(pool, key=lambda c: (-c.score, c.id))
+    finally:
+        milvus.close()
+
+
+def seed_pool(given: bool) -> Callable[[QueryContext], Plan[tuple[list[Any], int]]]:
+    """A plan: the relation seeds, then their one-hop pool with their hits given to
+    ``ExpandPool`` or not; the pool (id, score, text, passages, ends, kinds) and the Milvus
+    requests the pool took."""
+    def plan(query: QueryContext) -> Plan[tuple[list[Any], int]]:
+        hits = yield from RelationSeeds(query.vector, 3, None)
+        before = yield from MilvusRequests()
+        pool = yield from ExpandPool(query.vector, (), tuple(h.id for h in hits),
+                                     ExpansionConfig(hops=1), tuple(hits) if given else ())
+        taken = (yield from MilvusRequests()) - before
+        return [(c.id, round(c.score, 5), c.hop, c.text, c.passage_ids, c.subject_id,
+                 c.object_id, c.subject_kind, c.object_kind) for c in pool], taken
+    return plan
+
+
+@LITE_ONLY
+def test_the_seed_relations_a_search_returned_are_not_read_again(
+        family_index: GraphRAGIndex) -> None:
+    """The relation hits come with everything a pool's relation holds: the served graph's
+    k-hop pool takes them instead of reading the seed relations by id (one request fewer),
+    and the pool is the same; in memory the hits change nothing."""
+    milvus = served(family_index)
+    try:
+        retriever = milvus.as_retriever(method="passage")
+        (read, read_requests), (given, given_requests) = (
+            retriever.run(QUESTION, seed_pool(False)), retriever.run(QUESTION, seed_pool(True)))
+        assert given == read and len(read) > 3
+        assert given_requests == read_requests - 1
+        assert asyncio.run(retriever.arun(QUESTION, seed_pool(True))) == (given, given_requests)
+        in_memory = family_index.as_retriever(method="passage")
+        assert in_memory.run(QUESTION, seed_pool(True))[0] == \
+            in_memory.run(QUESTION, seed_pool(False))[0] == read
     finally:
         milvus.close()
 

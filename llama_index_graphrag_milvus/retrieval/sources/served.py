@@ -60,6 +60,7 @@ from llama_index_graphrag_milvus.retrieval.sources.shared import (
     milvus_ranking,
     milvus_words,
     rank_own,
+    relation_record,
 )
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
 
@@ -132,9 +133,13 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
     served graph answers, and what a scoped query walks (see :mod:`.scoped`)."""
     config = r.config
     entities = list(dict.fromkeys(r.entity_ids))
-    around, seed_relations = yield from Together((
+    # the seed relations the relation search returned are not read again
+    wanted = tuple(dict.fromkeys(r.relation_ids))
+    given = {h.id: relation_record(h) for h in r.relations if h.id in wanted}
+    around, read = yield from Together((
         RelationsAround(r.vector, tuple(entities), config.per_hop_max_relations),
-        GetRelations(tuple(dict.fromkeys(r.relation_ids)), r.vector)))
+        GetRelations(tuple(i for i in wanted if i not in given), r.vector)))
+    seed_relations = [*given.values(), *read]
     frontier = best_relations(list({c.id: c for c in (*around, *seed_relations)}.values()),
                               config.per_hop_max_relations)
     kept = list(frontier)

@@ -41,6 +41,17 @@ def as_hits(relations: Sequence[CandidateRelation]) -> list[RelationHit]:
                         c.object_kind, c.passage_ids) for c in relations]
 
 
+def relation_record(hit: RelationHit) -> CandidateRelation:
+    """A relation-search hit as a relation record (hop 0; the inverse of :func:`as_hits`).
+
+    >>> hit = as_hits([CandidateRelation("r1", 0.5, 0, "a b c", ("p",), "a", "c")])[0]
+    >>> relation_record(hit) == CandidateRelation("r1", 0.5, 0, "a b c", ("p",), "a", "c")
+    True
+    """
+    return CandidateRelation(hit.id, hit.score, 0, hit.text, hit.passage_ids, hit.subject_id,
+                             hit.object_id, hit.subject_kind, hit.object_kind)
+
+
 def rank_own(lists: Sequence[Sequence[CandidateRelation]], limit: int | None
              ) -> list[list[CandidateRelation]]:
     """Each passage's own relations, most similar first (ties by id), at most ``limit``.

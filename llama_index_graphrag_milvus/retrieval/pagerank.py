@@ -34,7 +34,7 @@ from llama_index_graphrag_milvus.graph import (
     personalized_pagerank,
 )
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
-from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation
 from llama_index_graphrag_milvus.retrieval.method import (
     OWN_RELATIONS_PER_PASSAGE,
     QueryContext,
@@ -53,8 +53,16 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     read_relation_texts,
     with_own_relations,
 )
-from llama_index_graphrag_milvus.retrieval.requests import OwnRelations, Plan, RankWords, first
+from llama_index_graphrag_milvus.retrieval.requests import (
+    OwnRelations,
+    PassageRef,
+    Plan,
+    RankWords,
+    first,
+    side_by_side,
+)
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds, find_seeds
+from llama_index_graphrag_milvus.retrieval.sources.shared import relation_record
 from llama_index_graphrag_milvus.retrieval.steps import (
     attached_relations,
     select_passages,
@@ -198,11 +206,12 @@ class PageRankRetrieval(RetrievalMethod):
         nodes = {h.id: h.node for h in (*similar_hits, *first(worded)) if h.node is not None}
         similar = with_words([(h.id, h.score) for h in similar_hits],
                              [h.id for h in first(worded)])
-        candidates = yield from expand_pool(query, seeds, self.expansion)
+        # the similar passages' own relations join the graph: read beside the pool
+        candidates, owns = yield from side_by_side(
+            expand_pool(query, seeds, self.expansion),
+            own_relations_of(query, [nodes.get(pid, pid) for pid, _ in similar]))
         if query.trace:
             query.trace.on_seeds(seeds, candidates)
-        owns = (yield from OwnRelations(tuple(nodes.get(pid, pid) for pid, _ in similar),
-                                        query.vector)) if similar else []
         started = time.perf_counter()
         ranking = rank_by_mass(
             [*candidates, *(relation_record(h) for h in seeds.relations),
@@ -219,6 +228,7 @@ class PageRankRetrieval(RetrievalMethod):
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
         texts = yield from read_relation_texts(attached_relations(hits, pool), seeds, candidates)
         own_similarity = dict(similar)
+        known = {pid: own for (pid, _), own in zip(similar, owns, strict=True)}
         return (yield from with_own_relations(query, [Result(
             node, score,
             [replace(c, text=texts.get(c.id, c.text))
@@ -226,7 +236,7 @@ class PageRankRetrieval(RetrievalMethod):
             metadata={FOUND_BY_KEY: {"query": "ppr", "mass": score,
                                      "similarity": own_similarity.get(node.node_id)},
                       TIMINGS_KEY: dict(timings)})
-            for node, score in hits]))
+            for node, score in hits], known))
 
     def describe(self) -> dict[str, Any]:
         return {"passage_scoring": "ppr", "ppr_damping": self.config.damping,
@@ -234,6 +244,15 @@ class PageRankRetrieval(RetrievalMethod):
                 "ppr_max_iterations": self.config.max_iterations,
                 "ppr_tolerance": self.config.tolerance, "ppr_match_words": self.match_words,
                 **expansion_settings(self.expansion)}
+
+
+def own_relations_of(query: QueryContext, passages: Sequence[PassageRef]
+                     ) -> Plan[list[list[CandidateRelation]]]:
+    """Every relation of each passage's own triplets, most similar to the query first (none
+    read for no passage)."""
+    if not passages:
+        return []
+    return (yield from OwnRelations(tuple(passages), query.vector))
 
 
 def with_words(similar: list[tuple[str, float]], words: Sequence[str]
@@ -249,9 +268,3 @@ def with_words(similar: list[tuple[str, float]], words: Sequence[str]
     taken = dict(similar)
     floor = min(taken.values(), default=0.0)
     return [*similar, *((pid, floor) for pid in dict.fromkeys(words) if pid not in taken)]
-
-
-def relation_record(hit: RelationHit) -> CandidateRelation:
-    """A relation-search hit as a relation record (hop 0)."""
-    return CandidateRelation(hit.id, hit.score, 0, hit.text, hit.passage_ids, hit.subject_id,
-                             hit.object_id, hit.subject_kind, hit.object_kind)

@@ -4,7 +4,7 @@ and the results with the relations that reached each passage
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -93,17 +93,23 @@ class Result:
     metadata: dict[str, Any] | None = None
 
 
-def with_own_relations(query: QueryContext, results: Sequence[Result]
+def with_own_relations(query: QueryContext, results: Sequence[Result],
+                       known: Mapping[str, Sequence[CandidateRelation]] | None = None
                        ) -> Plan[list[NodeWithScore]]:
     """The results, each with ``first_relations`` then its passage's own best relations
     (by similarity to the query, at most ``query.own_relations``, by default
     :data:`~.method.OWN_RELATIONS_PER_PASSAGE`; see :class:`~.requests.OwnRelations`).
     With ``query.own_relations == 0`` nothing is read: each result keeps its
-    ``first_relations``."""
+    ``first_relations``. ``known``: passages' own relations the plan has already read (all
+    of them, most similar first, by passage id): those passages are not read again."""
     wanted = query.own_relations
     limit = wanted + max((len(r.first_relations) for r in results), default=0)
-    owns = ((yield from OwnRelations(tuple(r.node for r in results), query.vector, limit))
-            if results and wanted else [[] for _ in results])
+    known = known or {}
+    unread = [r.node for r in results if r.node.node_id not in known]
+    read = ((yield from OwnRelations(tuple(unread), query.vector, limit))
+            if unread and wanted else [[] for _ in unread])
+    found = {**{node.node_id: own for node, own in zip(unread, read, strict=True)}, **known}
+    owns = [found[r.node.node_id][:limit] if wanted else [] for r in results]
     nodes = []
     for result, own in zip(results, owns, strict=True):
         taken = {c.id for c in result.first_relations}

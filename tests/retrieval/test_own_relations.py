@@ -14,6 +14,12 @@ from llama_index.core.schema import NodeWithScore
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RELATIONS_KEY
 from llama_index_graphrag_milvus.retrieval import QueryContext
+from llama_index_graphrag_milvus.retrieval.passages import (
+    Result,
+    search_passages,
+    with_own_relations,
+)
+from llama_index_graphrag_milvus.retrieval.requests import MilvusRequests, OwnRelations, Plan
 from tests.support.explain_data import QUESTION
 
 pytestmark = pytest.mark.milvus
@@ -77,13 +83,48 @@ def test_own_relations_caps_what_each_result_adds(
 
 def test_no_own_relations_is_one_milvus_request_fewer_on_a_served_graph(
         served_family_index: GraphRAGIndex) -> None:
-    """The bridge and PageRank read their results' own relations; k-hop and PCST attach the
+    """The bridge reads its results' own relations; PageRank those of its results that its
+    similarity search did not bring (it read theirs already); k-hop and PCST attach the
     pool's relations to their results, and read none."""
     served = served_family_index
-    for method, fewer in (("bridge", 1), ("ppr", 1), ("passage", 0), ("pcst", 0)):
-        full = served.as_retriever(method=method).explain(QUESTION).milvus_requests
-        bare = served.as_retriever(method=method, own_relations=0).explain(QUESTION)
+    similar = {n.node.node_id for n in served.as_naive_retriever(similarity_top_k=3)
+               .retrieve(QUESTION)}
+    ranked = {n.node.node_id for n in served.as_retriever(method="ppr", similarity_top_k=3)
+              .retrieve(QUESTION)}
+    for method, fewer in (("bridge", 1), ("ppr", int(bool(ranked - similar))),
+                          ("passage", 0), ("pcst", 0)):
+        retriever = served.as_retriever(method=method, similarity_top_k=3)
+        full = retriever.explain(QUESTION).milvus_requests
+        bare = served.as_retriever(method=method, own_relations=0, similarity_top_k=3
+                                   ).explain(QUESTION)
         assert full is not None and bare.milvus_requests == full - fewer, method
+
+
+def known_owns(query: QueryContext) -> Plan[list[Any]]:
+    """The own relations of the question's 3 most similar passages read by
+    ``with_own_relations`` without, with all and with one of them known, and the Milvus
+    requests of each."""
+    [hits] = yield from search_passages(query, (query.vector,), 3)
+    results = [Result(node, score) for node, score in hits]
+    owns = yield from OwnRelations(tuple(r.node for r in results), query.vector)
+    every = {r.node.node_id: own for r, own in zip(results, owns, strict=True)}
+    answers: list[Any] = []
+    for known in (None, every, dict(list(every.items())[:1])):
+        before = yield from MilvusRequests()
+        nodes = yield from with_own_relations(query, results, known)
+        answers.append((relations(nodes), (yield from MilvusRequests()) - before))
+    return answers
+
+
+@pytest.mark.parametrize("mode", ["memory", "milvus"])
+def test_own_relations_already_read_are_not_read_again(
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str) -> None:
+    index = index_of(mode, shared_family_index, served_family_index)
+    unknown, every, one = index.as_retriever().run(QUESTION, known_owns)
+    assert unknown[0] == every[0] == one[0] and sum(map(len, unknown[0])) > 3
+    if mode == "milvus":
+        assert (unknown[1], every[1], one[1]) == (1, 0, 1)
 
 
 def test_the_async_twin_returns_the_same(served_family_index: GraphRAGIndex) -> None:

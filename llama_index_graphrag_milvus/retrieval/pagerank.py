@@ -218,22 +218,17 @@ class PageRankRetrieval(RetrievalMethod):
              *(c for own in owns for c in own)],
             seeds, similar, self.config, self.passage_weight, query.trace)
         timings = {"ppr": time.perf_counter() - started}
-        # filters may drop some: then fetch twice what is needed; the own relations of those
-        # the similarity search did not bring are read beside them
+        # filters may drop some: then fetch twice what is needed
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]
-        known = {pid: own for (pid, _), own in zip(similar, owns, strict=True)}
-        unknown = [pid for pid in wanted if pid not in known] if query.own_relations else []
-        fetched, extra = yield from side_by_side(
-            fetch_passages([pid for pid in wanted if pid not in nodes], query.where),
-            own_relations_of(query, unknown))
-        nodes.update(fetched)
-        known.update(zip(unknown, extra, strict=True))
+        nodes.update((yield from fetch_passages([pid for pid in wanted if pid not in nodes],
+                                                query.where)))
         mass = {p.id: p.mass for p in ranking}
         hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
         texts = yield from read_relation_texts(attached_relations(hits, pool), seeds, candidates)
         own_similarity = dict(similar)
+        known = {pid: own for (pid, _), own in zip(similar, owns, strict=True)}
         return (yield from with_own_relations(query, [Result(
             node, score,
             [replace(c, text=texts.get(c.id, c.text))

@@ -194,9 +194,10 @@ class OwnRelations(Request[list[list[CandidateRelation]]]):
 
 @dataclass(frozen=True)
 class EntityPassages(Request[dict[str, list[str]]]):
-    """For each entity, at most ``cap`` of the passages its relations come from (the
-    served graph: the first ``cap`` its entity row lists; on an index written before entity
-    rows listed them, and in memory: those of at most ``cap`` of its relations)."""
+    """For each entity, at most ``cap`` of the distinct passages its relations come from
+    (the served graph: the first ``cap`` its entity row lists; in memory: its relations read
+    until ``cap`` passages are found; on an index written before entity rows listed them:
+    those of at most ``cap`` of its relations)."""
 
     entity_ids: tuple[str, ...]
     cap: int

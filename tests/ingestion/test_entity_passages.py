@@ -134,6 +134,31 @@ def entity_fields(index: GraphRAGIndex) -> set[str]:
         index.store.entity_collection)["fields"]}
 
 
+def test_an_entitys_passages_are_counted_alike_in_memory_and_served(
+        tmp_path: Path) -> None:
+    """Each passage gives Sweden three relations: the in-memory graph reads Sweden's
+    relations until it has ``cap`` distinct passages, as the served entity row lists them
+    (reading only its first ``cap`` relations found a hub's first passage or two, and the
+    bridge then took a hub for a bridge in memory only)."""
+    index = GraphRAGIndex(uri=str(tmp_path / "hub.db"), embed_model=HashEmbedding())
+    index.insert_triplets([
+        triplet_doc(f"town{i}", f"Town {i} lies in Sweden.",
+                    [(f"Town {i}", "lies in", "Sweden"), (f"Mayor {i}", "governs in", "Sweden"),
+                     (f"River {i}", "flows through", "Sweden")])
+        for i in range(6)])
+    sweden = Triplet("x", "y", "Sweden").object_id
+    served = GraphRAGIndex(uri=index.store.uri, embed_model=HashEmbedding(), graph="milvus")
+    try:
+        for cap in (2, 4, 6, 10):
+            in_memory = index.graph.entity_passages(sweden, cap)
+            listed = served.store.served.entity_passages([sweden], cap)[sweden]
+            assert len(in_memory) == len(set(in_memory)) == len(listed) == min(cap, 6)
+        assert sorted(in_memory) == sorted(listed)  # all six (the first ones may differ)
+    finally:
+        served.close()
+        index.close()
+
+
 def test_an_index_without_entity_passages_is_read_and_written_without_them(
         milvus_uri: str) -> None:
     """An entity collection created before entities listed their passages: it is used as it

@@ -277,9 +277,9 @@ class EntityRelationGraph:
     def entity_passages(self, entity: str, cap: int = 256) -> list[str]:
         """The distinct passages ``entity``'s relations come from, at most ``cap`` (in the
         order of its relations; empty for an entity the graph does not know), as the
-        entity's row lists them on a served index: its relations are read ``cap`` at a
-        time until ``cap`` passages are found or none is left, so a hub whose first
-        relations share a few passages is still counted as one.
+        entity's row lists them on a served index: its relations are read until ``cap``
+        passages are found or none is left, so a hub whose first relations share a few
+        passages is still counted as one.
 
         >>> rows = [{"id": f"r{i:02d}", "subject_id": "hub", "object_id": f"e{i}",
         ...          "passage_ids": [f"p{i // 4}"], "embedding": [1.0, 0.0]} for i in range(12)]
@@ -290,11 +290,9 @@ class EntityRelationGraph:
         if rows.size == 0:
             return []
         links = self.relation_passages
-        relations = _csr_row(self.incidence, int(rows[0]))
         passages: dict[int, None] = {}
-        for start in range(0, relations.size, max(cap, 1)):
-            for row in relations[start:start + cap].tolist():
-                passages.update(dict.fromkeys(_csr_row(links, row).tolist()))
+        for row in _csr_row(self.incidence, int(rows[0])):
+            passages.update(dict.fromkeys(_csr_row(links, int(row)).tolist()))
             if len(passages) >= cap:
                 break
         return self.passage_ids.ids(np.fromiter(list(passages)[:cap], np.int64))

@@ -14,6 +14,7 @@ from __future__ import annotations
 import importlib
 import inspect
 import sys
+import unicodedata
 from pathlib import Path
 from typing import Any
 
@@ -30,17 +31,48 @@ LITE_MARKER = "collections"
 ``databases/``): a ``.db`` folder without it holds no index."""
 MAX_SHOWN = 200
 """Characters of a failure's message an error line repeats at most."""
+MAX_LISTED = 10
+"""Files a line names at most (then "...")."""
 SERVER_EXAMPLE = "a server URL such as http://localhost:19530"
 
 
-def shorten(text: str, limit: int = MAX_SHOWN) -> str:
-    """``text`` on one line, cut to ``limit`` characters.
+def columns(text: str) -> int:
+    """The terminal columns ``text`` takes: East Asian wide and full-width characters (kanji,
+    kana, hangul) take two.
 
-    >>> shorten("a\\nb  c"), shorten("x" * 10, 5)
-    ('a b c', 'xxxx…')
+    >>> columns("Euler"), columns("オイラー")
+    (5, 8)
+    """
+    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+
+def pad(text: str, width: int) -> str:
+    """``text`` followed by spaces up to ``width`` columns (see :func:`columns`)."""
+    return text + " " * max(0, width - columns(text))
+
+
+def shorten(text: str, limit: int = MAX_SHOWN) -> str:
+    """``text`` on one line, cut to ``limit`` terminal columns (see :func:`columns`), its
+    control characters (a terminal's escape sequences, a stray byte of a file) shown as
+    ``�``.
+
+    >>> shorten("a\\nb  c"), shorten("x" * 10, 5), shorten("red \\x1b[31mtext")
+    ('a b c', 'xxxx…', 'red �[31mtext')
+    >>> shorten("レオンハルト・オイラー", 9)
+    'レオンハ…'
     """
     flat = " ".join(str(text).split())
-    return flat if len(flat) <= limit else flat[:limit - 1] + "…"
+    if not flat.isprintable():
+        flat = "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in flat)
+    if columns(flat) <= limit:
+        return flat
+    kept, used = [], 0
+    for char in flat:
+        used += columns(char)
+        if used > limit - 1:
+            break
+        kept.append(char)
+    return "".join(kept) + "…"
 
 
 def fail(error: BaseException | str) -> int:

@@ -25,14 +25,10 @@ from collections.abc import Sequence
 
 from llama_index.core.schema import MetadataMode, NodeWithScore
 
+from llama_index_graphrag_milvus.cli.common import pad, shorten
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
 
 SEPARATOR = " │ "
-
-
-def _cut(text: str, width: int) -> str:
-    text = " ".join(text.split())
-    return text if len(text) <= width else text[:max(0, width - 1)] + "…"
 
 
 def similarity(hit: NodeWithScore) -> float | None:
@@ -80,7 +76,7 @@ def _cell(hit: NodeWithScore | None, width: int, other: set[str]) -> str:
     mark = "+" if hit.node.node_id not in other else ""
     text = hit.node.get_content(metadata_mode=MetadataMode.NONE)
     head = f"{shown} {source(hit)}: "
-    return _cut(head + text, width - len(mark) - 1 if mark else width) + (
+    return shorten(head + text, width - len(mark) - 1 if mark else width) + (
         f" {mark}" if mark else "")
 
 
@@ -96,10 +92,10 @@ def side_by_side(naive: Sequence[NodeWithScore], graph: Sequence[NodeWithScore],
         left = naive[rank] if rank < len(naive) else None
         right = graph[rank] if rank < len(graph) else None
         label = f"#{rank + 1}"
-        lines.append(f"{label:<3}{_cell(left, column, graph_ids):<{column}}{SEPARATOR}"
+        lines.append(f"{label:<3}{pad(_cell(left, column, graph_ids), column)}{SEPARATOR}"
                      f"{_cell(right, column, naive_ids)}".rstrip())
         if right is not None and (how := how_found(right)):
-            lines.append(f"{'':<3}{'':<{column}}{SEPARATOR}  {_cut(how, column - 2)}".rstrip())
+            lines.append(f"{'':<3}{'':<{column}}{SEPARATOR}  {shorten(how, column - 2)}".rstrip())
     if naive_ids != graph_ids:
         lines.append(f"{'':<3}+ not in the other list")
     return "\n".join(lines)

@@ -62,22 +62,62 @@ class FolderDocument:
 
 @dataclass(frozen=True)
 class Folder:
-    """What :func:`read_folder` read: the documents with text, and the files without."""
+    """What :func:`read_folder` read: the documents with text, the files without (``empty``)
+    and the files it did not read as text (``unread``: file name -> why, see
+    :func:`unreadable`)."""
 
     path: Path
     documents: tuple[FolderDocument, ...]
     empty: tuple[str, ...] = ()
+    unread: tuple[tuple[str, str], ...] = ()
 
     @property
     def passages(self) -> int:
-        """Passages of all the documents."""
-        return sum(len(d.passages) for d in self.documents)
+        """Distinct passages of all the documents (a passage repeated word for word, in one
+        file or in two, is stored once)."""
+        return len({pid for d in self.documents for pid in d.passage_ids})
+
+
+def unreadable(path: Path) -> str | None:
+    """Why a file read as plain text would be garbled, or ``None`` when it is UTF-8 text:
+    ``"UTF-16"`` (its byte-order mark), ``"binary"`` (a NUL byte in its first 8 KiB: an
+    image, an archive, a PDF without a reader) or ``"not UTF-8"`` (Latin-1, Shift JIS...,
+    whose accented or other letters a plain read would drop)."""
+    data = path.read_bytes()
+    if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
+        return "UTF-16"
+    if b"\0" in data[:8192]:
+        return "binary"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return "not UTF-8"
+    return None
+
+
+def _plain_files(reader: SimpleDirectoryReader) -> dict[str, str]:
+    """Keep, among the files ``reader`` reads as plain text (those without a reader for
+    their type), only the UTF-8 ones: the others (file name -> why, see
+    :func:`unreadable`) are taken out of its list."""
+    readers = {*SimpleDirectoryReader.supported_suffix_fn(), *(reader.file_extractor or {})}
+    kept, unread = [], {}
+    for file in reader.input_files:
+        reason = None if Path(file).suffix.lower() in readers else unreadable(Path(file))
+        if reason is None:
+            kept.append(file)
+        else:
+            unread[Path(file).name] = reason
+    reader.input_files = kept
+    return unread
 
 
 def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
                 chunk_size: int = DEFAULT_CHUNK_SIZE,
                 extensions: Sequence[str] | None = None) -> Folder:
-    """Read and split the files under ``path`` (recursive, hidden files skipped).
+    """Read and split the files under ``path`` (recursive, hidden files skipped). A file
+    read as plain text (a type without a reader) that is not UTF-8 text is not read but
+    listed in ``unread`` with the reason (see :func:`unreadable`): a plain read would drop
+    its accented letters, or index the bytes of an image.
 
     ``index_keys`` are the index's ``passage_identity_keys`` (the passage ids depend on
     them); ``extensions`` (``[".txt", ".md"]``) keeps only those files.
@@ -96,7 +136,8 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         reader = SimpleDirectoryReader(input_dir=str(path.resolve()), recursive=True,
                                        filename_as_id=True, required_exts=list(extensions)
                                        if extensions else None)
-        documents = reader.load_data()
+        unread = _plain_files(reader)
+        documents = reader.load_data() if reader.input_files else []
     except ImportError as exc:
         raise InvalidInputError(f"reading {path} needs a package that is not installed: "
                                 f"{shorten(str(exc))}; install it, or keep other files with "
@@ -121,8 +162,11 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         ids = tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
         found.append(FolderDocument(document.doc_id, name, tuple(passages), ids))
     if not found:
-        raise InvalidInputError(f"no file under {path} holds text ({len(empty)} empty)")
-    return Folder(path, tuple(found), tuple(empty))
+        kinds = ", ".join([f"{len(empty)} empty",
+                           *(f"{name}: {why}" for name, why in sorted(unread.items()))])
+        raise InvalidInputError(f"no file under {path} holds text ({kinds}); save text "
+                                "files as UTF-8")
+    return Folder(path, tuple(found), tuple(empty), tuple(sorted(unread.items())))
 
 
 def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:
@@ -191,9 +235,11 @@ def ingest(index: GraphRAGIndex, documents: Sequence[FolderDocument],
            on_batch: Callable[[int, int], Any] | None = None) -> Progress:
     """Extract the triplets of ``documents`` and write them, a batch of about
     ``batch_size`` passages at a time; ``on_batch(documents, passages)`` is called
-    after each batch is stored (a progress bar). A document with passages stored from an
-    older version of its file has them deleted first. ``progress`` is updated as batches
-    are stored, so that a caller interrupted (``KeyboardInterrupt``) can say how far it got.
+    after each batch is stored (a progress bar; ``passages`` counts the documents'
+    ``passage_ids``: a passage repeated word for word in a file is one). A document with
+    passages stored from an older version of its file has them deleted first. ``progress``
+    is updated as batches are stored, so that a caller interrupted (``KeyboardInterrupt``)
+    can say how far it got.
     """
     done = progress if progress is not None else Progress()
     for batch in batches(documents, batch_size):
@@ -204,8 +250,9 @@ def ingest(index: GraphRAGIndex, documents: Sequence[FolderDocument],
                 done.replaced.append(document.name)
         nodes = [node.model_copy(deep=True) for d in batch for node in d.passages]
         index.insert_nodes(kg_extractor(nodes))
+        stored = sum(len(d.passage_ids) for d in batch)
         done.documents += len(batch)
-        done.passages += len(nodes)
+        done.passages += stored
         if on_batch is not None:
-            on_batch(len(batch), len(nodes))
+            on_batch(len(batch), stored)
     return done

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from llama_index_graphrag_milvus.cli.common import (
     INTERRUPTED,
+    MAX_LISTED,
     check_lite_target,
     fail,
     is_server,
@@ -118,6 +119,12 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     say(f"Read {len(folder.documents)} documents ({folder.passages} passages) from "
         f"{args.folder}" + (f"; {len(folder.empty)} empty files skipped" if folder.empty
                             else ""))
+    if folder.unread:
+        say(f"Not read, not UTF-8 text ({len(folder.unread)}): " + ", ".join(
+            f"{name} ({why})" for name, why in folder.unread[:MAX_LISTED])
+            + (", ..." if len(folder.unread) > MAX_LISTED else "")
+            + "; save text files as UTF-8, or install a reader for the type "
+            "(llama-index-readers-file for PDF and Word)")
     started = time.perf_counter()
     say("Loading the models...", end=" ")
     try:

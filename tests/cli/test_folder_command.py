@@ -20,6 +20,7 @@ import pytest
 
 from examples.bernoulli import DATASET, QUESTION
 from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus.cli.common import columns
 from llama_index_graphrag_milvus.cli.folder import batches, read_folder, stored_documents
 from llama_index_graphrag_milvus.cli.main import main
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -280,16 +281,70 @@ def test_the_explorer_opens_on_the_folder_and_ctrl_c_stops_it(folder: Path,
             process.wait()
 
 
+def test_files_not_utf8_text_are_named_not_read_and_shown_safely(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A binary file, a Latin-1 one and a UTF-16 one are listed, not indexed as garbled text
+    (a plain read drops the "é" of a Latin-1 "Café"); a file that repeats a paragraph is
+    counted as its distinct passages, by the summary and the progress bar alike; control
+    characters of a passage are not sent to the terminal, and the table's columns stay
+    aligned beside Japanese text (two columns a character)."""
+    path = tmp_path / "mixed"
+    path.mkdir()
+    (path / "cafe.txt").write_text("Café Procope in Paris was opened by Francesco Procopio.",
+                                   encoding="utf-8")
+    (path / "latin1.txt").write_bytes("Café de Flore is a café in Paris.".encode("latin-1"))
+    (path / "notepad.txt").write_text("Basel is a city on the Rhine.", encoding="utf-16")
+    (path / "photo.jpg").write_bytes(bytes(range(256)) * 4)
+    (path / "ja.txt").write_text("レオンハルト・オイラーはヨハン・ベルヌーイの弟子であった。"
+                                 "ダニエル・ベルヌーイはヨハンの息子である。", encoding="utf-8")
+    (path / "escape.txt").write_text("Paris \x1b[2J\x1b]0;owned\x07 is the capital of France.",
+                                     encoding="utf-8")
+    (path / "repeated.md").write_text("Francesco Procopio opened a café in Paris. " * 400,
+                                      encoding="utf-8")
+    folder = read_folder(path, chunk_size=64)
+    assert sorted(d.name for d in folder.documents) == [
+        "cafe.txt", "escape.txt", "ja.txt", "repeated.md"]
+    assert folder.unread == (("latin1.txt", "not UTF-8"), ("notepad.txt", "UTF-16"),
+                             ("photo.jpg", "binary"))
+    [cafe] = [d for d in folder.documents if d.name == "cafe.txt"]
+    assert "Café Procope" in cafe.passages[0].get_content()
+    [repeated] = [d for d in folder.documents if d.name == "repeated.md"]
+    assert len(repeated.passage_ids) < len(repeated.passages)  # the same chunks, stored once
+    total = folder.passages
+    assert total == len({pid for d in folder.documents for pid in d.passage_ids})
+    code, out, err = run([str(path), "--uri", str(tmp_path / "mixed.db"), "--embed-model",
+                          EMBED, "--chunk-size", "64", "--ask", "Who opened a café in Paris?",
+                          "--ask", "オイラーの先生は誰ですか"], capsys)
+    assert code == 0, err
+    assert f"Read 4 documents ({total} passages)" in out
+    assert ("Not read, not UTF-8 text (3): latin1.txt (not UTF-8), notepad.txt (UTF-16), "
+            "photo.jpg (binary); save text files as UTF-8") in out
+    assert re.search(rf"Indexing 4 documents: 100%.*{total}/{total}", err)  # the bar's own
+    assert "\x1b" not in out and "\x07" not in out
+    assert "\ufffd[2J" in out  # escape.txt, shown with its controls replaced
+    for answer in out.split("Question: ")[1:]:
+        ranks = [r for r in answer.splitlines() if r.startswith("#")]
+        assert ranks and {columns(r.split(" │ ")[0]) for r in ranks} == {columns(
+            answer.splitlines()[1].split(" │ ")[0])}, answer
+    with GraphRAGIndex(uri=str(tmp_path / "mixed.db"), embed_model=HashEmbedding(dim=64)
+                       ) as index:
+        assert index.store.count(index.store.passage_collection) == total
+
+
 def make(tmp_path: Path, kind: str) -> Path:
     """A path a user might pass by mistake."""
     target = {"empty folder": tmp_path / "nothing", "blank files": tmp_path / "blank",
               "a file": tmp_path / "one.txt", "plain folder": tmp_path / "plain",
-              "empty file.db": tmp_path / "x.db", "other files.db": tmp_path / "y.db"}[kind]
+              "empty file.db": tmp_path / "x.db", "other files.db": tmp_path / "y.db",
+              "binary files": tmp_path / "photos"}[kind]
     if kind in ("empty folder", "plain folder", "other files.db"):
         target.mkdir()
     if kind == "blank files":
         target.mkdir()
         (target / "a.txt").write_text("  \n", encoding="utf-8")
+    if kind == "binary files":
+        target.mkdir()
+        (target / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
     if kind in ("a file", "empty file.db"):
         target.write_text("" if kind.startswith("empty") else "text", encoding="utf-8")
     if kind in ("plain folder", "other files.db"):
@@ -302,6 +357,7 @@ def make(tmp_path: Path, kind: str) -> Path:
     ("a file", None, [], "is a file; give the folder that holds it"),
     ("empty folder", None, [], "holds no file to index"),
     ("blank files", None, [], "holds text (1 empty)"),
+    ("binary files", None, [], "holds text (0 empty, a.png: binary); save text files as UTF-8"),
     (None, None, ["--extensions", ".pdf"], "holds no file with the extensions .pdf"),
     (None, "plain folder", [], "Milvus Lite opens only folders whose name ends in .db"),
     (None, "empty file.db", [], "is a file, not a Milvus Lite index"),

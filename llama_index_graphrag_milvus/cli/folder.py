@@ -78,12 +78,20 @@ class Folder:
         return len({pid for d in self.documents for pid in d.passage_ids})
 
 
-def unreadable(path: Path) -> str | None:
-    """Why a file read as plain text would be garbled, or ``None`` when it is UTF-8 text:
-    ``"UTF-16"`` (its byte-order mark), ``"binary"`` (a NUL byte in its first 8 KiB: an
-    image, an archive, a PDF without a reader) or ``"not UTF-8"`` (Latin-1, Shift JIS...,
-    whose accented or other letters a plain read would drop)."""
-    data = path.read_bytes()
+def unreadable(path: Path, plain: bool = True) -> str | None:
+    """Why a file is not read, or ``None`` when it is read: ``"not a regular file"`` (a named
+    pipe or a device, whose read would wait forever), ``"unreadable"`` (the system refused
+    to open it, with its reason); then, for a file read as plain text (``plain``: a type
+    without a reader), ``"UTF-16"`` (its byte-order mark), ``"binary"`` (a NUL byte in its
+    first 8 KiB: an image, an archive, a PDF without a reader) or ``"not UTF-8"`` (Latin-1,
+    Shift JIS..., whose accented or other letters a plain read would drop)."""
+    if not path.is_file():
+        return "not a regular file"
+    try:
+        with path.open("rb") as file:
+            data = file.read() if plain else b""
+    except OSError as exc:
+        return f"unreadable: {exc.strerror or type(exc).__name__}"
     if data[:2] in (b"\xff\xfe", b"\xfe\xff"):
         return "UTF-16"
     if b"\0" in data[:8192]:
@@ -95,14 +103,14 @@ def unreadable(path: Path) -> str | None:
     return None
 
 
-def _plain_files(reader: SimpleDirectoryReader) -> dict[str, str]:
-    """Keep, among the files ``reader`` reads as plain text (those without a reader for
-    their type), only the UTF-8 ones: the others (file name -> why, see
-    :func:`unreadable`) are taken out of its list."""
+def _readable_files(reader: SimpleDirectoryReader) -> dict[str, str]:
+    """Keep in ``reader``'s list only the files it can read: regular files it may open and,
+    among those it reads as plain text (a type without a reader), the UTF-8 ones. The others
+    (file name -> why, see :func:`unreadable`) are taken out of its list."""
     readers = {*SimpleDirectoryReader.supported_suffix_fn(), *(reader.file_extractor or {})}
     kept, unread = [], {}
     for file in reader.input_files:
-        reason = None if Path(file).suffix.lower() in readers else unreadable(Path(file))
+        reason = unreadable(Path(file), plain=Path(file).suffix.lower() not in readers)
         if reason is None:
             kept.append(file)
         else:
@@ -115,9 +123,10 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
                 chunk_size: int = DEFAULT_CHUNK_SIZE,
                 extensions: Sequence[str] | None = None) -> Folder:
     """Read and split the files under ``path`` (recursive, hidden files skipped). A file
-    read as plain text (a type without a reader) that is not UTF-8 text is not read but
-    listed in ``unread`` with the reason (see :func:`unreadable`): a plain read would drop
-    its accented letters, or index the bytes of an image.
+    that is not regular (a named pipe), that cannot be opened, or that is read as plain text
+    (a type without a reader) but is not UTF-8 text is not read but listed in ``unread``
+    with the reason (see :func:`unreadable`): a plain read would wait forever, drop its
+    accented letters, or index the bytes of an image.
 
     ``index_keys`` are the index's ``passage_identity_keys`` (the passage ids depend on
     them); ``extensions`` (``[".txt", ".md"]``) keeps only those files.
@@ -136,7 +145,7 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         reader = SimpleDirectoryReader(input_dir=str(path.resolve()), recursive=True,
                                        filename_as_id=True, required_exts=list(extensions)
                                        if extensions else None)
-        unread = _plain_files(reader)
+        unread = _readable_files(reader)
         documents = reader.load_data() if reader.input_files else []
     except ImportError as exc:
         raise InvalidInputError(f"reading {path} needs a package that is not installed: "

@@ -120,10 +120,10 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
         f"{args.folder}" + (f"; {len(folder.empty)} empty files skipped" if folder.empty
                             else ""))
     if folder.unread:
-        say(f"Not read, not UTF-8 text ({len(folder.unread)}): " + ", ".join(
+        say(f"Not read ({len(folder.unread)}): " + ", ".join(
             f"{name} ({why})" for name, why in folder.unread[:MAX_LISTED])
             + (", ..." if len(folder.unread) > MAX_LISTED else "")
-            + "; save text files as UTF-8, or install a reader for the type "
+            + "; save text files as UTF-8, or install a reader for their type "
             "(llama-index-readers-file for PDF and Word)")
     started = time.perf_counter()
     say("Loading the models...", end=" ")

@@ -281,10 +281,11 @@ def test_the_explorer_opens_on_the_folder_and_ctrl_c_stops_it(folder: Path,
             process.wait()
 
 
-def test_files_not_utf8_text_are_named_not_read_and_shown_safely(
+def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
         tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     """A binary file, a Latin-1 one and a UTF-16 one are listed, not indexed as garbled text
-    (a plain read drops the "é" of a Latin-1 "Café"); a file that repeats a paragraph is
+    (a plain read drops the "é" of a Latin-1 "Café"), and a named pipe is listed, not read
+    (the read would wait forever); a file that repeats a paragraph is
     counted as its distinct passages, by the summary and the progress bar alike; control
     characters of a passage are not sent to the terminal, and the table's columns stay
     aligned beside Japanese text (two columns a character)."""
@@ -295,6 +296,7 @@ def test_files_not_utf8_text_are_named_not_read_and_shown_safely(
     (path / "latin1.txt").write_bytes("Café de Flore is a café in Paris.".encode("latin-1"))
     (path / "notepad.txt").write_text("Basel is a city on the Rhine.", encoding="utf-16")
     (path / "photo.jpg").write_bytes(bytes(range(256)) * 4)
+    os.mkfifo(path / "pipe")  # its read would wait for a writer forever
     (path / "ja.txt").write_text("レオンハルト・オイラーはヨハン・ベルヌーイの弟子であった。"
                                  "ダニエル・ベルヌーイはヨハンの息子である。", encoding="utf-8")
     (path / "escape.txt").write_text("Paris \x1b[2J\x1b]0;owned\x07 is the capital of France.",
@@ -305,7 +307,7 @@ def test_files_not_utf8_text_are_named_not_read_and_shown_safely(
     assert sorted(d.name for d in folder.documents) == [
         "cafe.txt", "escape.txt", "ja.txt", "repeated.md"]
     assert folder.unread == (("latin1.txt", "not UTF-8"), ("notepad.txt", "UTF-16"),
-                             ("photo.jpg", "binary"))
+                             ("photo.jpg", "binary"), ("pipe", "not a regular file"))
     [cafe] = [d for d in folder.documents if d.name == "cafe.txt"]
     assert "Café Procope" in cafe.passages[0].get_content()
     [repeated] = [d for d in folder.documents if d.name == "repeated.md"]
@@ -317,8 +319,8 @@ def test_files_not_utf8_text_are_named_not_read_and_shown_safely(
                           "--ask", "オイラーの先生は誰ですか"], capsys)
     assert code == 0, err
     assert f"Read 4 documents ({total} passages)" in out
-    assert ("Not read, not UTF-8 text (3): latin1.txt (not UTF-8), notepad.txt (UTF-16), "
-            "photo.jpg (binary); save text files as UTF-8") in out
+    assert ("Not read (4): latin1.txt (not UTF-8), notepad.txt (UTF-16), photo.jpg (binary), "
+            "pipe (not a regular file); save text files as UTF-8") in out
     assert re.search(rf"Indexing 4 documents: 100%.*{total}/{total}", err)  # the bar's own
     assert "\x1b" not in out and "\x07" not in out
     assert "\ufffd[2J" in out  # escape.txt, shown with its controls replaced

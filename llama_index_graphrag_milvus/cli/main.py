@@ -34,6 +34,7 @@ from llama_index_graphrag_milvus.cli.common import (
     fail,
     is_server,
     load_embed_model,
+    shorten,
 )
 from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
 from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL, extractor, load_llm
@@ -121,7 +122,7 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
                             else ""))
     if folder.unread:
         say(f"Not read ({len(folder.unread)}): " + ", ".join(
-            f"{name} ({why})" for name, why in folder.unread[:MAX_LISTED])
+            f"{shorten(name, 80)} ({why})" for name, why in folder.unread[:MAX_LISTED])
             + (", ..." if len(folder.unread) > MAX_LISTED else "")
             + "; save text files as UTF-8, or install a reader for their type "
             "(llama-index-readers-file for PDF and Word)")
@@ -161,7 +162,8 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
         ingest(index, todo, kg_extractor, progress, batch_size,
                on_batch=lambda documents, passages: bar.update(passages))
     if progress.replaced:
-        say(f"Changed since they were stored, replaced: {', '.join(progress.replaced)}")
+        say("Changed since they were stored, replaced: "
+            + ", ".join(shorten(name, 80) for name in progress.replaced))
 
 
 def open_index(args: argparse.Namespace, embed_model: Any) -> GraphRAGIndex:

@@ -46,24 +46,34 @@ def columns(text: str) -> int:
     return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
+def one_line(text: object) -> str:
+    """``text`` on one line (runs of whitespace as one space), its control characters (a
+    terminal's escape sequences, a stray byte of a file) shown as ``�``.
+
+    >>> one_line("a\\nb  c \\x1b[2J")
+    'a b c �[2J'
+    """
+    flat = " ".join(str(text).split())
+    if flat.isprintable():
+        return flat
+    return "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in flat)
+
+
 def pad(text: str, width: int) -> str:
     """``text`` followed by spaces up to ``width`` columns (see :func:`columns`)."""
     return text + " " * max(0, width - columns(text))
 
 
 def shorten(text: str, limit: int = MAX_SHOWN) -> str:
-    """``text`` on one line, cut to ``limit`` terminal columns (see :func:`columns`), its
-    control characters (a terminal's escape sequences, a stray byte of a file) shown as
-    ``�``.
+    """``text`` on one line (see :func:`one_line`), cut to ``limit`` terminal columns (see
+    :func:`columns`).
 
     >>> shorten("a\\nb  c"), shorten("x" * 10, 5), shorten("red \\x1b[31mtext")
     ('a b c', 'xxxx…', 'red �[31mtext')
     >>> shorten("レオンハルト・オイラー", 9)
     'レオンハ…'
     """
-    flat = " ".join(str(text).split())
-    if not flat.isprintable():
-        flat = "".join("\ufffd" if unicodedata.category(c) == "Cc" else c for c in flat)
+    flat = one_line(text)
     if columns(flat) <= limit:
         return flat
     kept, used = [], 0
@@ -77,7 +87,7 @@ def shorten(text: str, limit: int = MAX_SHOWN) -> str:
 
 def fail(error: BaseException | str) -> int:
     """Print ``error: ...`` as one line on stderr and return :data:`USAGE_ERROR`."""
-    print(f"error: {' '.join(str(error).split())}", file=sys.stderr, flush=True)
+    print(f"error: {one_line(error)}", file=sys.stderr, flush=True)
     return USAGE_ERROR
 
 

@@ -32,7 +32,7 @@ from llama_index.core.ingestion import run_transformations
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
-from llama_index_graphrag_milvus.cli.common import shorten
+from llama_index_graphrag_milvus.cli.common import MAX_LISTED, shorten
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -63,7 +63,7 @@ class FolderDocument:
 @dataclass(frozen=True)
 class Folder:
     """What :func:`read_folder` read: the documents with text, the files without (``empty``)
-    and the files it did not read as text (``unread``: file name -> why, see
+    and the files it did not read (``unread``: their paths under the folder and why, see
     :func:`unreadable`)."""
 
     path: Path
@@ -103,10 +103,10 @@ def unreadable(path: Path, plain: bool = True) -> str | None:
     return None
 
 
-def _readable_files(reader: SimpleDirectoryReader) -> dict[str, str]:
+def _readable_files(reader: SimpleDirectoryReader, root: Path) -> dict[str, str]:
     """Keep in ``reader``'s list only the files it can read: regular files it may open and,
     among those it reads as plain text (a type without a reader), the UTF-8 ones. The others
-    (file name -> why, see :func:`unreadable`) are taken out of its list."""
+    (path under ``root`` -> why, see :func:`unreadable`) are taken out of its list."""
     readers = {*SimpleDirectoryReader.supported_suffix_fn(), *(reader.file_extractor or {})}
     kept, unread = [], {}
     for file in reader.input_files:
@@ -114,7 +114,7 @@ def _readable_files(reader: SimpleDirectoryReader) -> dict[str, str]:
         if reason is None:
             kept.append(file)
         else:
-            unread[Path(file).name] = reason
+            unread[Path(file).relative_to(root).as_posix()] = reason
     reader.input_files = kept
     return unread
 
@@ -142,10 +142,11 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
     if not path.is_dir():
         raise InvalidInputError(f"{path} is a file; give the folder that holds it")
     try:
-        reader = SimpleDirectoryReader(input_dir=str(path.resolve()), recursive=True,
+        root = path.resolve()
+        reader = SimpleDirectoryReader(input_dir=str(root), recursive=True,
                                        filename_as_id=True, required_exts=list(extensions)
                                        if extensions else None)
-        unread = _readable_files(reader)
+        unread = _readable_files(reader, root)
         documents = reader.load_data() if reader.input_files else []
     except ImportError as exc:
         raise InvalidInputError(f"reading {path} needs a package that is not installed: "
@@ -171,8 +172,10 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         ids = tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
         found.append(FolderDocument(document.doc_id, name, tuple(passages), ids))
     if not found:
+        listed = sorted(unread.items())
         kinds = ", ".join([f"{len(empty)} empty",
-                           *(f"{name}: {why}" for name, why in sorted(unread.items()))])
+                           *(f"{name}: {why}" for name, why in listed[:MAX_LISTED]),
+                           *(["..."] if len(listed) > MAX_LISTED else [])])
         raise InvalidInputError(f"no file under {path} holds text ({kinds}); save text "
                                 "files as UTF-8")
     return Folder(path, tuple(found), tuple(empty), tuple(sorted(unread.items())))

@@ -297,7 +297,8 @@ def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
     (path / "notepad.txt").write_text("Basel is a city on the Rhine.", encoding="utf-16")
     (path / "photo.jpg").write_bytes(bytes(range(256)) * 4)
     os.mkfifo(path / "pipe")  # its read would wait for a writer forever
-    (path / "x\x1b[2Jy.bin").write_bytes(b"\x00\x01")  # a name the terminal would obey
+    (path / "sub").mkdir()
+    (path / "sub" / "x\x1b[2Jy.bin").write_bytes(b"\x00\x01")  # a name the terminal would obey
     (path / "ja.txt").write_text("レオンハルト・オイラーはヨハン・ベルヌーイの弟子であった。"
                                  "ダニエル・ベルヌーイはヨハンの息子である。", encoding="utf-8")
     (path / "escape.txt").write_text("Paris \x1b[2J\x1b]0;owned\x07 is the capital of France.",
@@ -309,7 +310,7 @@ def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
         "cafe.txt", "escape.txt", "ja.txt", "repeated.md"]
     assert folder.unread == (("latin1.txt", "not UTF-8"), ("notepad.txt", "UTF-16"),
                              ("photo.jpg", "binary"), ("pipe", "not a regular file"),
-                             ("x\x1b[2Jy.bin", "binary"))
+                             ("sub/x\x1b[2Jy.bin", "binary"))
     [cafe] = [d for d in folder.documents if d.name == "cafe.txt"]
     assert "Café Procope" in cafe.passages[0].get_content()
     [repeated] = [d for d in folder.documents if d.name == "repeated.md"]
@@ -322,7 +323,8 @@ def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
     assert code == 0, err
     assert f"Read 4 documents ({total} passages)" in out
     assert ("Not read (5): latin1.txt (not UTF-8), notepad.txt (UTF-16), photo.jpg (binary), "
-            "pipe (not a regular file), x\ufffd[2Jy.bin (binary); save text files as UTF-8") in out
+            "pipe (not a regular file), sub/x\ufffd[2Jy.bin (binary); save text files as "
+            "UTF-8") in out
     assert re.search(rf"Indexing 4 documents: 100%.*{total}/{total}", err)  # the bar's own
     assert "\x1b" not in out and "\x07" not in out
     assert "\ufffd[2J" in out  # escape.txt, shown with its controls replaced

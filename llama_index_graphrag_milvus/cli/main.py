@@ -109,6 +109,7 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     check_int("--chunk-size", args.chunk_size, minimum=64)
     check_int("--batch-size", args.batch_size)
     check_int("--top-k", args.top_k, maximum=50)
+    check_int("--port", args.port, minimum=0, maximum=65535, hint="0 takes a free one")
     check_lite_target(args.uri)
     if args.explore:
         from llama_index_graphrag_milvus.explore.server import require_web

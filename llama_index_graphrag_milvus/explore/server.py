@@ -10,6 +10,7 @@ import threading
 from typing import TYPE_CHECKING, Any
 
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
+from llama_index_graphrag_milvus.validation import check_instance, check_int
 
 if TYPE_CHECKING:
     from llama_index.core.vector_stores import MetadataFilters
@@ -49,7 +50,10 @@ def is_loopback(host: str) -> bool:
 
 def bind(host: str, port: int) -> socket.socket:
     """A listening socket on ``host:port`` (``port`` 0: a free one);
-    :class:`InvalidInputError` when the port is taken or the address is not this machine's."""
+    :class:`InvalidInputError` when the port is taken or out of range, or the address is not
+    this machine's."""
+    check_instance("host", host, str, "an address such as 127.0.0.1")
+    port = check_int("port", port, minimum=0, maximum=65535, hint="0 takes a free one")
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)

@@ -373,6 +373,7 @@ def make(tmp_path: Path, kind: str) -> Path:
     (None, None, ["--llm", "tests.support.fakes:HashEmbedding"], "gave a HashEmbedding, not a "
                                                          "LlamaIndex LLM"),
     (None, None, ["--chunk-size", "10"], "--chunk-size must be an integer >= 64"),
+    (None, None, ["--explore", "--port", "70000"], "--port must be an integer from 0 to 65535"),
 ])
 def test_refusals_are_one_line_exit_2_and_touch_nothing(
         folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import selectors
 import signal
 import socket
@@ -11,6 +12,7 @@ import subprocess
 import sys
 import urllib.request
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -53,6 +55,18 @@ def test_a_port_in_use_is_a_clear_error(index: GraphRAGIndex) -> None:
         port = taken.getsockname()[1]
         with pytest.raises(InvalidInputError, match=f"port {port} on 127.0.0.1 is in use"):
             serve(index, port=port)
+
+
+@pytest.mark.parametrize(("host", "port", "message"), [
+    ("127.0.0.1", 65536, "port must be an integer from 0 to 65535, got 65536"),
+    ("127.0.0.1", "8765", "port must be an integer from 0 to 65535, got '8765'"),
+    ("127.0.0.1", True, "port must be an integer from 0 to 65535, got True"),
+    (None, 0, "host must be an address such as 127.0.0.1, got NoneType"),
+])
+def test_a_bad_address_is_a_clear_error(index: GraphRAGIndex, host: Any, port: Any,
+                                        message: str) -> None:
+    with pytest.raises(InvalidInputError, match=re.escape(message)):
+        serve(index, host=host, port=port)
 
 
 @pytest.mark.xdist_group("package_imports")
@@ -109,6 +123,9 @@ def make_path(tmp_path: Path, kind: str) -> Path:
     ("index", ["--embed-model", "tests.explore.test_server:missing_model_files"],
      "missing_model_files failed: FileNotFoundError: [Errno 2] No such file or directory"),
     ("index", ["--embed-model", "tests.support.fakes:ScriptedLLM"], "needs arguments (script)"),
+    ("index", ["--port", "99999"], "port must be an integer from 0 to 65535, got 99999 (0 takes "
+                                   "a free one)"),
+    ("index", ["--port", "-1"], "port must be an integer from 0 to 65535, got -1"),
 ])
 def test_the_command_line_says_what_to_fix_and_leaves_the_path_alone(
         tmp_path: Path, capsys: pytest.CaptureFixture[str], kind: str, arguments: list[str],

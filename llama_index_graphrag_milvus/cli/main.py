@@ -124,9 +124,7 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     if folder.unread:
         say(f"Not read ({len(folder.unread)}): " + ", ".join(
             f"{shorten(name, 80)} ({why})" for name, why in folder.unread[:MAX_LISTED])
-            + (", ..." if len(folder.unread) > MAX_LISTED else "")
-            + "; save text files as UTF-8, or install a reader for their type "
-            "(llama-index-readers-file for PDF and Word)")
+            + (", ..." if len(folder.unread) > MAX_LISTED else "") + unread_hint(folder))
     started = time.perf_counter()
     say("Loading the models...", end=" ")
     try:
@@ -138,6 +136,16 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
         raise
     say(f"{time.perf_counter() - started:.1f} s")
     return folder, embed_model, kg_extractor
+
+
+def unread_hint(folder: Folder) -> str:
+    """What to do about the files :func:`read_folder` did not read, as the end of a line
+    (empty when nothing can be done: a named pipe)."""
+    reasons = {why for _, why in folder.unread}
+    hints = (["save text files as UTF-8"] if reasons & {"not UTF-8", "UTF-16"} else []) + (
+        ["install a reader for their type (llama-index-readers-file for PDF and Word)"]
+        if "binary" in reasons else [])
+    return f"; {', or '.join(hints)}" if hints else ""
 
 
 def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,

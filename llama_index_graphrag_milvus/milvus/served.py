@@ -209,27 +209,31 @@ class ServedGraph:
         return await self.store.aranked_search(self._around_kwargs(vector, entity_ids, limit),
                                                limit)
 
-    def _get_kwargs(self, ids: Sequence[str]) -> dict[str, Any]:
+    def _get_kwargs(self, ids: Sequence[str], ends: bool) -> dict[str, Any]:
+        fields = self.fields if ends else ["text"]
         return {"collection_name": self.store.relation_collection, "ids": list(ids),
-                "output_fields": [*self.fields, "embedding"], **self.store.read_options}
+                "output_fields": [*fields, "embedding"], **self.store.read_options}
 
-    def relations(self, ids: Sequence[str], vector: Sequence[float]) -> list[CandidateRelation]:
-        """Relation rows by id (unknown ids left out), scored against ``vector``."""
+    def relations(self, ids: Sequence[str], vector: Sequence[float], ends: bool = True
+                  ) -> list[CandidateRelation]:
+        """Relation rows by id (unknown ids left out), scored against ``vector``; with
+        ``ends=False`` only their texts are read beside the vectors (no ends, kinds or
+        passages in the records)."""
         if not ids:
             return []
         self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
-            rows = self.store.client.get(**self._get_kwargs(ids))
+            rows = self.store.client.get(**self._get_kwargs(ids, ends))
         return scored_rows(rows, vector)
 
-    async def arelations(self, ids: Sequence[str], vector: Sequence[float]
+    async def arelations(self, ids: Sequence[str], vector: Sequence[float], ends: bool = True
                          ) -> list[CandidateRelation]:
         """Async twin of :meth:`relations`."""
         if not ids:
             return []
         self.on_call()
         with milvus_errors(f"read {self.store.relation_collection}"):
-            rows = await self.store.aclient().get(**self._get_kwargs(ids))
+            rows = await self.store.aclient().get(**self._get_kwargs(ids, ends))
         return scored_rows(rows, vector)
 
     def _passages_kwargs(self, entity_ids: Sequence[str], limit: int) -> dict[str, Any]:

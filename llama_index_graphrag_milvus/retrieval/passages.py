@@ -106,7 +106,7 @@ def with_own_relations(query: QueryContext, results: Sequence[Result],
     limit = wanted + max((len(r.first_relations) for r in results), default=0)
     known = known or {}
     unread = [r.node for r in results if r.node.node_id not in known]
-    read = ((yield from OwnRelations(tuple(unread), query.vector, limit))
+    read = ((yield from OwnRelations(tuple(unread), query.vector, limit, ends=False))
             if unread and wanted else [[] for _ in unread])
     found = {**{node.node_id: own for node, own in zip(unread, read, strict=True)}, **known}
     owns = [found[r.node.node_id][:limit] if wanted else [] for r in results]

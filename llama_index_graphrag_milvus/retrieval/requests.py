@@ -175,21 +175,26 @@ class RelationsAround(Request[list[CandidateRelation]]):
 @dataclass(frozen=True)
 class GetRelations(Request[list[CandidateRelation]]):
     """Relations by id, scored against ``vector``, with their ends, kinds, passages and
-    texts (unknown ids are left out)."""
+    texts (unknown ids are left out). ``ends=False``: their texts and scores are all the
+    asker needs, so a graph served by Milvus may leave out the rest (the ends, kinds and
+    passage lists, the costliest fields of a row)."""
 
     ids: tuple[str, ...]
     vector: Sequence[float]
+    ends: bool = True
 
 
 @dataclass(frozen=True)
 class OwnRelations(Request[list[list[CandidateRelation]]]):
     """Per passage, the relations of its own triplets (with ends, kinds, all their passages
     and texts, ``hop=1``), most similar to ``vector`` first (ties by id), at most ``limit``
-    (``None``: all)."""
+    (``None``: all). ``ends=False``: as :class:`GetRelations`'s (what a result's
+    ``metadata["graphrag_relations"]`` shows: ids, texts, scores)."""
 
     passages: tuple[PassageRef, ...]
     vector: Sequence[float]
     limit: int | None = None
+    ends: bool = True
 
 
 @dataclass(frozen=True)

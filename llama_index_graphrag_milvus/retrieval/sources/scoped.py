@@ -163,13 +163,15 @@ def _rank_passages(inner: Entry) -> Steps[list[list[PassageHit]]]:
 
 def _get_relations(inner: Entry) -> Steps[list[CandidateRelation]]:
     def plan(context: DriverContext, r: GetRelations) -> Plan[list[CandidateRelation]]:
-        return (yield from visible_relations(context, (yield from Delegate(inner, r))))
+        return (yield from visible_relations(  # by their passages: always read them
+            context, (yield from Delegate(inner, replace(r, ends=True)))))
     return Steps(plan)
 
 
 def _own_relations(inner: Entry) -> Steps[list[list[CandidateRelation]]]:
     def plan(context: DriverContext, r: OwnRelations) -> Plan[list[list[CandidateRelation]]]:
-        lists = yield from Delegate(inner, r)
+        # the passages of each relation decide what a tenant sees: always read them
+        lists = yield from Delegate(inner, replace(r, ends=True))
         seen = yield from matching(context, [p for own in lists for c in own
                                              for p in c.passage_ids])
         return [narrowed(own, seen) for own in lists]

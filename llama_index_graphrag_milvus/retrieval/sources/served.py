@@ -172,11 +172,11 @@ async def _aaround(context: DriverContext, r: RelationsAround) -> list[Candidate
 
 
 def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
-    return served(context).relations(r.ids, r.vector)
+    return served(context).relations(r.ids, r.vector, r.ends)
 
 
 async def _arelations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
-    return await served(context).arelations(r.ids, r.vector)
+    return await served(context).arelations(r.ids, r.vector, r.ends)
 
 
 def _own_relations(context: DriverContext, r: OwnRelations
@@ -190,7 +190,7 @@ def _own_relations(context: DriverContext, r: OwnRelations
                 for node in nodes]
     wanted = tuple(dict.fromkeys(rid for ids in triplets for rid in ids))
     found = {c.id: replace(c, hop=1)
-             for c in ((yield from GetRelations(wanted, r.vector)) if wanted else [])}
+             for c in ((yield from GetRelations(wanted, r.vector, r.ends)) if wanted else [])}
     return rank_own([[found[rid] for rid in dict.fromkeys(ids) if rid in found]
                      for ids in triplets], r.limit)
 

@@ -127,6 +127,31 @@ def test_own_relations_already_read_are_not_read_again(
         assert (unknown[1], every[1], one[1]) == (1, 0, 1)
 
 
+def owns_read(query: QueryContext, ends: bool) -> Plan[tuple[list[Any], int]]:
+    """The own relations of the question's 3 most similar passages, read with or without
+    their ends, and the Milvus requests of that read."""
+    [hits] = yield from search_passages(query, (query.vector,), 3)
+    before = yield from MilvusRequests()
+    owns = yield from OwnRelations(tuple(node for node, _ in hits), query.vector, ends=ends)
+    return owns, (yield from MilvusRequests()) - before
+
+
+@pytest.mark.parametrize("mode", ["memory", "milvus"])
+def test_own_relations_without_their_ends_have_the_same_ids_texts_and_scores(
+        shared_family_index: GraphRAGIndex, served_family_index: GraphRAGIndex,
+        mode: str) -> None:
+    index = index_of(mode, shared_family_index, served_family_index)
+    whole, whole_requests = index.as_retriever().run(QUESTION, lambda q: owns_read(q, True))
+    slim, slim_requests = index.as_retriever().run(QUESTION, lambda q: owns_read(q, False))
+    shown = [[(c.id, c.text, round(c.score, 6), c.hop) for c in own] for own in whole]
+    assert [[(c.id, c.text, round(c.score, 6), c.hop) for c in own] for own in slim] == shown
+    assert sum(map(len, shown)) > 3 and all(c.text for own in slim for c in own)
+    assert all(c.passage_ids and c.subject_id for own in whole for c in own)
+    if mode == "milvus":  # the served graph left out what was not asked for
+        assert not any(c.passage_ids or c.subject_id for own in slim for c in own)
+        assert slim_requests == whole_requests == 1
+
+
 def test_the_async_twin_returns_the_same(served_family_index: GraphRAGIndex) -> None:
     retriever = served_family_index.as_retriever(method="ppr", own_relations=0,
                                                  similarity_top_k=5)

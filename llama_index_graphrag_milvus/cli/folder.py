@@ -171,14 +171,14 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
                     if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
         ids = tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
         found.append(FolderDocument(document.doc_id, name, tuple(passages), ids))
+    listed = tuple(sorted(unread.items()))
     if not found:
-        listed = sorted(unread.items())
         kinds = ", ".join([f"{len(empty)} empty",
                            *(f"{name}: {why}" for name, why in listed[:MAX_LISTED]),
                            *(["..."] if len(listed) > MAX_LISTED else [])])
         raise InvalidInputError(f"no file under {path} holds text ({kinds}); save text "
                                 "files as UTF-8")
-    return Folder(path, tuple(found), tuple(empty), tuple(sorted(unread.items())))
+    return Folder(path, tuple(found), tuple(empty), listed)
 
 
 def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:

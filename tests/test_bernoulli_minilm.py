@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
+from tests.support.commands import explorer_command, get_json
 from tests.support.fakes import ScriptedLLM
 
 pytestmark = [
@@ -118,6 +119,9 @@ def test_quick_start_example_runs_offline(tmp_path: Path) -> None:
     assert "was a student of" in subgraph  # the relation that joins Euler to his teacher
     page = tmp_path / "bernoulli_explanation.html"  # next to the Lite file, and said so
     assert f"Why these passages: open {page.as_uri()}" in done.stdout
+    # the explorer opens the quick start's index with its default model (no flag)
+    with explorer_command(tmp_path / "quick.db") as url:
+        assert get_json(url + "api/summary")["counts"]["passages"] == 4
     assert "Johann Bernoulli" in page.read_text(encoding="utf-8")
     assert "Traceback" not in done.stderr and "ERROR" not in done.stderr
     assert "Loading weights" not in done.stderr  # the stage line says it instead

@@ -6,8 +6,9 @@ with its explanation (:mod:`llama_index_graphrag_milvus.explain`); the communiti
 with their reports; passages with their triplets.
 
 - :func:`serve` starts it on an index (a notebook, an app): ``serve(index).url``;
-- ``python -m llama_index_graphrag_milvus.explore --uri ./graphrag.db --embed-model
-  MODULE:CALLABLE`` opens an index and serves it (:mod:`.cli`);
+- ``python -m llama_index_graphrag_milvus.explore --uri ./graphrag.db [--embed-model
+  MODULE:CALLABLE]`` opens an index and serves it (:mod:`.cli`; all-MiniLM-L6-v2 without
+  the flag);
 - :func:`~.app.create_app` is the ASGI app, to mount in a server of your own.
 
 Needs the ``[explorer]`` extra (Starlette and uvicorn); importing this module does not

@@ -18,7 +18,12 @@ from llama_index_graphrag_milvus.cli.common import (
     fail,
     load_embed_model,
 )
-from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
+from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL
+from llama_index_graphrag_milvus.errors import (
+    EmbeddingModelError,
+    GraphRAGError,
+    InvalidInputError,
+)
 
 __all__ = ["USAGE_ERROR", "check_uri", "filters_of", "load_embed_model", "main", "parser"]
 
@@ -41,9 +46,10 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--collection-prefix", default="graphrag",
                         help="the index's collection prefix (default %(default)s)")
     result.add_argument("--token", default="", help="server or Zilliz Cloud credentials")
-    result.add_argument("--embed-model", required=True, metavar="MODULE:CALLABLE",
+    result.add_argument("--embed-model", default=DEFAULT_EMBED_MODEL, metavar="MODULE:CALLABLE",
                         help="a function returning the LlamaIndex embedding model the index "
-                             "was built with")
+                             "was built with (default: all-MiniLM-L6-v2, offline, from the "
+                             "[examples] extra: the model graphrag-milvus FOLDER builds with)")
     result.add_argument("--host", default="127.0.0.1",
                         help="address to listen on (default %(default)s: this machine only)")
     result.add_argument("--port", type=int, default=8765, help="default %(default)s; 0: any")
@@ -99,6 +105,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraphRAGError as exc:
         if index is not None:
             index.close()
+        if isinstance(exc, EmbeddingModelError) and args.embed_model == DEFAULT_EMBED_MODEL:
+            return fail("pass --embed-model MODULE:CALLABLE, a function returning the "
+                        "embedding model the index was built with (the default, "
+                        f"all-MiniLM-L6-v2, is not): {exc}")
         return fail(exc)
     print(f"Explorer of {args.uri} ({args.collection_prefix}): open {server.url}  "
           "(Ctrl-C stops it)", flush=True)

@@ -2,15 +2,8 @@
 
 from __future__ import annotations
 
-import json
-import os
 import re
-import selectors
-import signal
 import socket
-import subprocess
-import sys
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -19,7 +12,9 @@ import pytest
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.explore import serve
 from llama_index_graphrag_milvus.explore.cli import main
-from tests.support.explain_data import build
+from tests.support.commands import explorer_command, get_json
+from tests.support.explain_data import FAMILY_WITH_HOSTILE_PASSAGES, build
+from tests.support.fakes import HashEmbedding
 from tests.support.imports import watched_modules_after_import
 
 pytestmark = pytest.mark.milvus
@@ -33,11 +28,6 @@ def index(tmp_path: Path) -> GraphRAGIndex:
     built = build(tmp_path / "family.db")
     yield built
     built.close()
-
-
-def get_json(url: str) -> object:
-    with urllib.request.urlopen(url, timeout=30) as response:
-        return json.loads(response.read())
 
 
 def test_serve_runs_in_the_background_until_stopped(index: GraphRAGIndex) -> None:
@@ -154,23 +144,26 @@ def test_the_command_line_refuses_a_port_in_use(tmp_path: Path,
 def test_the_command_serves_until_interrupted(tmp_path: Path) -> None:
     db = tmp_path / "family.db"
     build(db).close()  # Milvus Lite: one process per file
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get(
-        "PYTHONPATH", "")])}
-    process = subprocess.Popen(
-        [sys.executable, "-m", "llama_index_graphrag_milvus.explore", "--uri", str(db),
-         "--embed-model", EMBED, "--port", "0"], cwd=ROOT, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-    try:
-        with selectors.DefaultSelector() as selector:
-            selector.register(process.stdout, selectors.EVENT_READ)
-            assert selector.select(timeout=120), "the explorer printed nothing in 120 s"
-        line = process.stdout.readline()
-        assert "open http://127.0.0.1:" in line, (line, process.stderr.read())
-        url = line.split("open ")[1].split()[0]
+    with explorer_command(db, "--embed-model", EMBED) as url:
         assert get_json(url + "api/summary")["counts"]["relations"] == 8
-        process.send_signal(signal.SIGINT)
-        assert process.wait(timeout=60) == 0
-    finally:
-        if process.poll() is None:
-            process.kill()
-            process.wait()
+
+
+@pytest.mark.model
+@pytest.mark.parametrize(("dim", "message"), [
+    (64, "the embedding model gives 384-dimensional vectors"),
+    # as all-MiniLM-L6-v2's: the default model loads, fits, and gives other vectors
+    (384, "was built with HashEmbedding(model_name='unknown', dim=384)"),
+])
+def test_a_default_model_that_did_not_build_the_index_is_refused_with_the_flag_to_pass(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], dim: int, message: str) -> None:
+    db = tmp_path / "family.db"
+    GraphRAGIndex.from_triplets(FAMILY_WITH_HOSTILE_PASSAGES, uri=str(db),
+                                embed_model=HashEmbedding(dim=dim)).close()
+    before = tree(db)
+    assert main(["--uri", str(db)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and message in err, err
+    assert err.startswith("error: pass --embed-model MODULE:CALLABLE, a function returning "
+                          "the embedding model the index was built with (the default, "
+                          "all-MiniLM-L6-v2, is not): "), err
+    assert tree(db) == before

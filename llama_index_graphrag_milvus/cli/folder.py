@@ -176,9 +176,25 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         kinds = ", ".join([f"{len(empty)} empty",
                            *(f"{name}: {why}" for name, why in listed[:MAX_LISTED]),
                            *(["..."] if len(listed) > MAX_LISTED else [])])
-        raise InvalidInputError(f"no file under {path} holds text ({kinds}); save text "
-                                "files as UTF-8")
+        raise InvalidInputError(f"no file under {path} holds text ({kinds})"
+                                + unread_hint(listed))
     return Folder(path, tuple(found), tuple(empty), listed)
+
+
+def unread_hint(unread: Sequence[tuple[str, str]]) -> str:
+    """What to do about the files :func:`read_folder` did not read (``Folder.unread``), as
+    the end of a line: empty when nothing can be done (a named pipe, nothing unread).
+
+    >>> unread_hint([("a.png", "binary"), ("b.txt", "not UTF-8")])
+    '; save text files as UTF-8, or install a reader for their type (llama-index-readers-file for PDF and Word)'
+    >>> unread_hint([("pipe", "not a regular file")])
+    ''
+    """  # noqa: E501
+    reasons = {why for _, why in unread}
+    hints = (["save text files as UTF-8"] if reasons & {"not UTF-8", "UTF-16"} else []) + (
+        ["install a reader for their type (llama-index-readers-file for PDF and Word)"]
+        if "binary" in reasons else [])
+    return f"; {', or '.join(hints)}" if hints else ""
 
 
 def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:

@@ -103,7 +103,7 @@ def say(text: str, end: str = "\n") -> None:
 def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     """Everything checked and loaded before the index is opened (a refused command leaves
     ``--uri`` as it was): the folder read and split, the models, the extractor."""
-    from llama_index_graphrag_milvus.cli.folder import read_folder
+    from llama_index_graphrag_milvus.cli.folder import read_folder, unread_hint
     from llama_index_graphrag_milvus.validation import check_int
 
     check_int("--chunk-size", args.chunk_size, minimum=64)
@@ -124,7 +124,7 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     if folder.unread:
         say(f"Not read ({len(folder.unread)}): " + ", ".join(
             f"{shorten(name, 80)} ({why})" for name, why in folder.unread[:MAX_LISTED])
-            + (", ..." if len(folder.unread) > MAX_LISTED else "") + unread_hint(folder))
+            + (", ..." if len(folder.unread) > MAX_LISTED else "") + unread_hint(folder.unread))
     started = time.perf_counter()
     say("Loading the models...", end=" ")
     try:
@@ -136,16 +136,6 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
         raise
     say(f"{time.perf_counter() - started:.1f} s")
     return folder, embed_model, kg_extractor
-
-
-def unread_hint(folder: Folder) -> str:
-    """What to do about the files :func:`read_folder` did not read, as the end of a line
-    (empty when nothing can be done: a named pipe)."""
-    reasons = {why for _, why in folder.unread}
-    hints = (["save text files as UTF-8"] if reasons & {"not UTF-8", "UTF-16"} else []) + (
-        ["install a reader for their type (llama-index-readers-file for PDF and Word)"]
-        if "binary" in reasons else [])
-    return f"; {', or '.join(hints)}" if hints else ""
 
 
 def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,

@@ -342,7 +342,7 @@ def make(tmp_path: Path, kind: str) -> Path:
     target = {"empty folder": tmp_path / "nothing", "blank files": tmp_path / "blank",
               "a file": tmp_path / "one.txt", "plain folder": tmp_path / "plain",
               "empty file.db": tmp_path / "x.db", "other files.db": tmp_path / "y.db",
-              "binary files": tmp_path / "photos"}[kind]
+              "binary files": tmp_path / "photos", "latin-1 files": tmp_path / "latin"}[kind]
     if kind in ("empty folder", "plain folder", "other files.db"):
         target.mkdir()
     if kind == "blank files":
@@ -351,6 +351,9 @@ def make(tmp_path: Path, kind: str) -> Path:
     if kind == "binary files":
         target.mkdir()
         (target / "a.png").write_bytes(b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")
+    if kind == "latin-1 files":
+        target.mkdir()
+        (target / "a.txt").write_bytes("Café Bernoulli".encode("latin-1"))
     if kind in ("a file", "empty file.db"):
         target.write_text("" if kind.startswith("empty") else "text", encoding="utf-8")
     if kind in ("plain folder", "other files.db"):
@@ -363,7 +366,10 @@ def make(tmp_path: Path, kind: str) -> Path:
     ("a file", None, [], "is a file; give the folder that holds it"),
     ("empty folder", None, [], "holds no file to index"),
     ("blank files", None, [], "holds text (1 empty)"),
-    ("binary files", None, [], "holds text (0 empty, a.png: binary); save text files as UTF-8"),
+    ("binary files", None, [], "holds text (0 empty, a.png: binary); install a reader for "
+                               "their type (llama-index-readers-file for PDF and Word)"),
+    ("latin-1 files", None, [], "holds text (0 empty, a.txt: not UTF-8); save text files as "
+                                "UTF-8"),
     (None, None, ["--extensions", ".pdf"], "holds no file with the extensions .pdf"),
     (None, "plain folder", [], "Milvus Lite opens only folders whose name ends in .db"),
     (None, "empty file.db", [], "is a file, not a Milvus Lite index"),

@@ -53,6 +53,26 @@ CHINESE: dict[str, Any] = {
     "teacher": "约翰·伯努利", "answer": "丹尼尔·伯努利是约翰",
 }
 
+GERMAN: dict[str, Any] = {  # a teacher whose name holds the question's "von" and "der"
+    "passages": [
+        ("Anna Schmidt studierte in Wien bei Walther von der Vogelweide.",
+         [("Anna Schmidt", "studierte bei", "Walther von der Vogelweide"),
+          ("Anna Schmidt", "studierte in", "Wien")]),
+        ("Maria Vogelweide ist die Tochter von Walther von der Vogelweide und gewann die "
+         "Goldene Rose.",
+         [("Maria Vogelweide", "ist die Tochter von", "Walther von der Vogelweide"),
+          ("Maria Vogelweide", "gewann", "Goldene Rose")]),
+        ("Karl Weber ist der Bruder von Walther von der Vogelweide und schrieb über Optik.",
+         [("Karl Weber", "ist der Bruder von", "Walther von der Vogelweide"),
+          ("Karl Weber", "schrieb über", "Optik")]),
+        ("Die Goldene Rose ist ein Preis der Stadt Wien.",
+         [("Goldene Rose", "ist ein Preis der", "Wien")]),
+    ],
+    "question": "Welchen Preis der Stadt gewann die Tochter des Lehrers von Anna Schmidt?",
+    "asked": "Anna Schmidt", "short": "Anna Schmidt",
+    "teacher": "Walther von der Vogelweide", "answer": "Maria Vogelweide ist die Tochter",
+}
+
 
 @pytest.mark.parametrize(("question", "name", "named"), [
     pytest.param("オイラーの先生の息子は何に貢献しましたか？", "レオンハルト・オイラー", True,
@@ -70,6 +90,12 @@ CHINESE: dict[str, Any] = {
     pytest.param("Who taught 欧拉?", "莱昂哈德·欧拉", True, id="mixed"),
     pytest.param("What did the son of Euler's teacher make?", "Leonhard Euler", True,
                  id="english"),
+    # the function words of the question's language name nothing
+    pytest.param(GERMAN["question"], GERMAN["teacher"], False, id="german-von-der"),
+    pytest.param("Quelle est la fable la plus connue de l'élève de Racine ?",
+                 "Jean de La Fontaine", False, id="french-de-la"),
+    pytest.param("Apa yang dibuat putra dari guru Euler?", "Leonhard Euler", True,
+                 id="indonesian"),
 ])
 def test_a_question_names_an_entity_by_half_its_units_in_any_script(
         question: str, name: str, named: bool) -> None:
@@ -91,7 +117,8 @@ def test_names_in_scripts_without_capitals_are_named_not_concepts() -> None:
 
 
 @LITE_ONLY
-@pytest.mark.parametrize("language", [JAPANESE, CHINESE], ids=["japanese", "chinese"])
+@pytest.mark.parametrize("language", [JAPANESE, CHINESE, GERMAN],
+                         ids=["japanese", "chinese", "german"])
 def test_the_bridge_is_the_teacher_and_the_second_query_drops_the_asked_name(
         milvus_uri: str, language: dict[str, Any]) -> None:
     data = [(TextNode(text=text), triplets) for text, triplets in language["passages"]]
@@ -107,6 +134,9 @@ def test_the_bridge_is_the_teacher_and_the_second_query_drops_the_asked_name(
     assert teacher.second_query.endswith(language["teacher"])
     assert f"{language['short']!r} replaced by the bridge" in teacher.reading
     assert all(b.kind == "named" for b in explanation.bridges)
+    # no other entity counts as named by the words of the question's language ("von der"):
+    # its second query would lose them
+    assert {b.named for b in explanation.bridges} <= {language["asked"], None}
     nodes = retriever.retrieve(language["question"])
     assert any(language["answer"] in n.node.get_content() for n in nodes)
     index.close()

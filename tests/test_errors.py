@@ -13,7 +13,11 @@ from pymilvus import MilvusException
 
 from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, MilvusStoreError, errors
 from llama_index_graphrag_milvus.errors import MilvusUnavailableError
-from llama_index_graphrag_milvus.milvus.schema import fresh_connections, milvus_errors
+from llama_index_graphrag_milvus.milvus.schema import (
+    SHARED_CONNECTIONS,
+    fresh_connections,
+    milvus_errors,
+)
 from tests.support.fakes import HashEmbedding
 
 _NODE = re.compile(r"^ *(?:[│ ]   )*(?:[├└]── )?([A-Za-z_.]+)")
@@ -114,7 +118,9 @@ def test_a_server_address_nobody_listens_on_is_unavailable() -> None:
 def test_clients_connect_on_their_own_and_the_callers_grpc_options_win() -> None:
     kwargs = {"timeout": 5, "grpc_options": {"grpc.keepalive_time_ms": 1000,
                                              "grpc.use_local_subchannel_pool": 0}}
+    own = {"dedicated": True} if SHARED_CONNECTIONS else {}
     assert fresh_connections(kwargs) == {
-        "timeout": 5, "grpc_options": {"grpc.use_local_subchannel_pool": 0,
-                                       "grpc.keepalive_time_ms": 1000}}
+        **own, "timeout": 5, "grpc_options": {"grpc.use_local_subchannel_pool": 0,
+                                              "grpc.keepalive_time_ms": 1000}}
     assert fresh_connections({})["grpc_options"] == {"grpc.use_local_subchannel_pool": 1}
+    assert fresh_connections({"dedicated": False}).get("dedicated", False) is False

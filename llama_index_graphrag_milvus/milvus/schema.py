@@ -20,6 +20,7 @@ fields: ``id`` (the primary key), the fields, then ``embedding``.
 
 from __future__ import annotations
 
+import importlib.util
 import re
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
@@ -212,6 +213,11 @@ def milvus_errors(action: str) -> Iterator[None]:
         raise MilvusStoreError(f"Milvus failed to {action}: {exc}") from exc
 
 
+SHARED_CONNECTIONS = importlib.util.find_spec("pymilvus.client.connection_manager") is not None
+"""Whether pymilvus shares client connections per address (2.6 and later; see
+:func:`fresh_connections`)."""
+
+
 def fresh_connections(client_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     """``client_kwargs`` for a pymilvus client whose gRPC channels each connect on their
     own (``grpc.use_local_subchannel_pool``; options the caller gives in ``grpc_options``
@@ -224,11 +230,19 @@ def fresh_connections(client_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     event loop that ended, a reconnect that failed while the server was away), that call
     failed at once with "Fail connecting to server" although the server answered.
 
+    pymilvus 2.6 also shares one client connection per address and token in a process
+    (its ``ConnectionManager``) and keeps it after its clients close: a second index on the
+    same Milvus got the first one's connection, its own ``grpc_options`` (TLS, keepalive)
+    silently ignored, and every closed index left its connection open. Where pymilvus has
+    that manager, the clients ask for a connection of their own (``dedicated=True``, which
+    ``close()`` closes), unless the caller says otherwise.
+
     >>> fresh_connections({"timeout": 5})["grpc_options"]
     {'grpc.use_local_subchannel_pool': 1}
     """
     options = {"grpc.use_local_subchannel_pool": 1, **(client_kwargs.get("grpc_options") or {})}
-    return {**client_kwargs, "grpc_options": options}
+    own = {"dedicated": True} if SHARED_CONNECTIONS else {}
+    return {**own, **client_kwargs, "grpc_options": options}
 
 
 def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],

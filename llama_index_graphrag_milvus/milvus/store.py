@@ -96,8 +96,9 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         collection_prefix: several graphs can share one Milvus under different prefixes.
         consistency_level: Milvus consistency for the collections this store creates.
         client_kwargs: passed on to :class:`pymilvus.MilvusClient` (TLS paths, timeouts...),
-            with ``grpc.use_local_subchannel_pool`` added to its ``grpc_options`` (see
-            :func:`~llama_index_graphrag_milvus.milvus.schema.fresh_connections`).
+            with ``grpc.use_local_subchannel_pool`` added to its ``grpc_options`` and, on
+            pymilvus 2.6, ``dedicated=True``: a connection of the store's own, closed with
+            it (see :func:`~llama_index_graphrag_milvus.milvus.schema.fresh_connections`).
         reads: how whole collections are read (the graph, the entity and passage tables):
             range sizes and the column path; the defaults are the measured ones.
         index_type: the vector index of the collections this store creates (passages,

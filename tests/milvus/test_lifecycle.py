@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.milvus.schema import SHARED_CONNECTIONS
 from tests.support.fakes import HashEmbedding
 
 pytestmark = pytest.mark.milvus  # every test here opens a Milvus Lite file
@@ -209,3 +210,24 @@ async def test_lite_clients_send_no_keepalive_pings(db: Path) -> None:
     with GraphRAGIndex(uri=str(db.with_name("kept.db")), embed_model=HashEmbedding(dim=64),
                        milvus_client_kwargs={"grpc_options": kept}) as index:
         assert index.store.client._get_connection()._grpc_options.items() >= kept.items()
+
+
+def test_a_second_index_on_the_same_milvus_gets_its_own_connection_options(db: Path) -> None:
+    """pymilvus 2.6 shares one connection per address in a process: without a connection
+    of its own, an index opened beside another on the same Milvus ran on the first one's
+    connection, its ``grpc_options`` ignored, and a closed index left its connection open."""
+    kept = {"grpc.keepalive_time_ms": 60_000}
+    with build(db) as first:
+        with GraphRAGIndex(uri=str(db), collection_prefix="other",
+                           embed_model=HashEmbedding(dim=64),
+                           milvus_client_kwargs={"grpc_options": kept}) as second:
+            handlers = [i.store.client._get_connection() for i in (first, second)]
+            assert handlers[1]._grpc_options["grpc.keepalive_time_ms"] == 60_000
+            assert handlers[0]._grpc_options["grpc.keepalive_time_ms"] == 2**31 - 1  # Lite's
+            assert first.as_retriever().retrieve("Euler")
+    if SHARED_CONNECTIONS:  # closed with their index, none kept for the address
+        from pymilvus.client.connection_manager import ConnectionManager
+
+        manager = ConnectionManager.get_instance()
+        held = [m.handler for m in (*manager._dedicated.values(), *manager._registry.values())]
+        assert not any(h is handler for h in held for handler in handlers)

@@ -38,6 +38,7 @@ from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.words import reads_as_english
 
 DEFAULT_CHUNK_SIZE = 1024
 """Tokens per passage (LlamaIndex's ``SentenceSplitter`` default)."""
@@ -76,6 +77,14 @@ class Folder:
         """Distinct passages of all the documents (a passage repeated word for word, in one
         file or in two, is stored once)."""
         return len({pid for d in self.documents for pid in d.passage_ids})
+
+    def languages(self) -> tuple[int, int]:
+        """How many passages do not read as English, of those long enough to tell
+        (:func:`~llama_index_graphrag_milvus.words.reads_as_english`)."""
+        judged = [reads_as_english(p.get_content(metadata_mode=MetadataMode.NONE))
+                  for d in self.documents for p in d.passages]
+        told = [english for english in judged if english is not None]
+        return told.count(False), len(told)
 
 
 def unreadable(path: Path, plain: bool = True) -> str | None:

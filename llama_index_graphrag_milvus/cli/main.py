@@ -125,6 +125,13 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
         say(f"Not read ({len(folder.unread)}): " + ", ".join(
             f"{shorten(name, 80)} ({why})" for name, why in folder.unread[:MAX_LISTED])
             + (", ..." if len(folder.unread) > MAX_LISTED else "") + unread_hint(folder.unread))
+    if not args.llm:
+        other, told = folder.languages()
+        if 2 * other > told:
+            say(f"Note: {other} of {told} passages do not read as English, and spaCy's English "
+                "model extracts poor triplets from other languages (names run into words; "
+                "none from Chinese or Japanese): pass --llm MODULE:CALLABLE to extract them "
+                "with an LLM.")
     started = time.perf_counter()
     say("Loading the models...", end=" ")
     try:

@@ -5,6 +5,7 @@ RAG, Ctrl-C and resume, the explorer, and every refusal (one line, exit 2, path 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import selectors
@@ -24,8 +25,9 @@ from llama_index_graphrag_milvus.cli.common import columns
 from llama_index_graphrag_milvus.cli.folder import batches, read_folder, stored_documents
 from llama_index_graphrag_milvus.cli.main import main
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from tests.explore.test_server import get_json, tree
-from tests.support.fakes import HashEmbedding
+from tests.explore.test_server import tree
+from tests.support.commands import get_json
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 pytestmark = pytest.mark.milvus
 
@@ -98,6 +100,7 @@ def test_a_folder_is_indexed_then_asked_beside_naive_rag(
                          capsys)
     assert code == 0, err
     assert "Read 6 documents (6 passages)" in out and "1 empty files skipped" in out
+    assert "do not read as English" not in out
     assert re.search(r"Indexing 6 documents: 100%.*6/6", err)  # the progress bar
     assert re.search(r"Index: .*notes\.db \(graphrag\), 6 passages, \d+ relations", out)
     first, second = out.split("Question: ")[1:]
@@ -118,6 +121,40 @@ def test_a_folder_is_indexed_then_asked_beside_naive_rag(
         tutorial = {text for text, _ in DATASET}
         assert all(p.metadata["graphrag_triplets"] for p in passages  # spaCy's
                    if p.get_content() in tutorial)
+
+
+ITALIAN = {
+    "eulero.txt": "Leonhard Eulero studiò a Basilea con Johann Bernoulli, che fu il suo maestro "
+                  "e lo guidò nello studio della matematica e della fisica per molti anni.",
+    "daniel.txt": "Daniel Bernoulli, figlio di Johann Bernoulli, diede importanti contributi "
+                  "alla fluidodinamica. La sua opera più nota è Hydrodynamica, pubblicata nel "
+                  "1738, in cui descrive il principio che porta il suo nome.",
+    "daniel_ja.txt": "ダニエル・ベルヌーイはヨハン・ベルヌーイの息子で、流体力学に貢献した。",
+    "basel.txt": "Basel is a city in Switzerland, on the Rhine.",  # too short to tell
+}
+
+
+@pytest.mark.parametrize("llm", [None, "tests.cli.test_folder_command:triplet_llm"])
+def test_a_folder_not_in_english_is_told_that_spacy_reads_english(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], llm: str | None) -> None:
+    folder = tmp_path / "appunti"
+    folder.mkdir()
+    for name, text in ITALIAN.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    code, out, err = run([str(folder), "--uri", str(tmp_path / "appunti.db"), "--embed-model",
+                          EMBED, *(["--llm", llm] if llm else [])], capsys)
+    assert code == 0, err
+    note = ("Note: 3 of 3 passages do not read as English, and spaCy's English model extracts "
+            "poor triplets from other languages")
+    assert (note in out) is (llm is None), out  # an LLM reads them: no note
+    if llm is None:
+        assert out.index(note) < out.index("Loading the models")  # before the wait: Ctrl-C
+
+
+def triplet_llm() -> ScriptedLLM:
+    """An LLM extractor's answers: one triplet per passage."""
+    return ScriptedLLM(lambda prompt: json.dumps(
+        {"triplets": [["Daniel Bernoulli", "figlio di", "Johann Bernoulli"]]}))
 
 
 def test_an_index_made_without_full_text_search_is_asked_beside_naive_rag(

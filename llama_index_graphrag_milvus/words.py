@@ -68,7 +68,7 @@ def function_words(text: str) -> frozenset[str]:
     words = set(_WORD.findall(fold(text)))
     english = len(words & STOP_WORDS)
     found = [lang for lang in FUNCTION_WORDS.values()  # English's own ("as") are no sign
-             if len(words & lang - STOP_WORDS) >= max(LANGUAGE_MIN_WORDS, english + 1)]
+             if len(words & (lang - STOP_WORDS)) >= max(LANGUAGE_MIN_WORDS, english + 1)]
     return STOP_WORDS.union(*found) if found else STOP_WORDS
 
 _UNSPACED = re.compile(

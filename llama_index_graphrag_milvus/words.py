@@ -297,3 +297,19 @@ def reads_as_english(text: str) -> bool | None:
         return None
     return sum(w in STOP_WORDS for w in words) >= ENGLISH_MIN_SHARE * max(len(words), 1)
 
+
+_HAN_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
+                       "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+"""Han characters and kana: Chinese and Japanese, which Milvus's standard analyzer leaves
+unsplit (a run between punctuation marks is one token)."""
+
+
+def mostly_han_or_kana(text: str) -> bool:
+    """Whether most letters of ``text`` are Han characters or kana (Chinese, Japanese).
+
+    >>> mostly_han_or_kana("丹尼尔·伯努利研究流体力学。"), mostly_han_or_kana("Basel (バーゼル)")
+    (True, False)
+    """
+    letters = sum(c.isalpha() for c in text)
+    return letters > 0 and 2 * len(_HAN_KANA.findall(text)) > letters
+

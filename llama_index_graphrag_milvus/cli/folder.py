@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -38,7 +39,7 @@ from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
-from llama_index_graphrag_milvus.words import reads_as_english
+from llama_index_graphrag_milvus.words import mostly_han_or_kana, reads_as_english
 
 DEFAULT_CHUNK_SIZE = 1024
 """Tokens per passage (LlamaIndex's ``SentenceSplitter`` default)."""
@@ -78,13 +79,34 @@ class Folder:
         file or in two, is stored once)."""
         return len({pid for d in self.documents for pid in d.passage_ids})
 
-    def languages(self) -> tuple[int, int]:
-        """How many passages do not read as English, of those long enough to tell
-        (:func:`~llama_index_graphrag_milvus.words.reads_as_english`)."""
-        judged = [reads_as_english(p.get_content(metadata_mode=MetadataMode.NONE))
-                  for d in self.documents for p in d.passages]
-        told = [english for english in judged if english is not None]
-        return told.count(False), len(told)
+    @cached_property
+    def languages(self) -> Languages:
+        """What the passages are written in, as far as the command's defaults care."""
+        texts = [p.get_content(metadata_mode=MetadataMode.NONE)
+                 for d in self.documents for p in d.passages]
+        told = [english for english in map(reads_as_english, texts) if english is not None]
+        return Languages(told.count(False), len(told),
+                         sum(map(mostly_han_or_kana, texts)), len(texts))
+
+
+@dataclass(frozen=True)
+class Languages:
+    """The folder's passages by language: how many do not read as English of those long
+    enough to tell (:func:`~llama_index_graphrag_milvus.words.reads_as_english`), and how
+    many are mostly Chinese or Japanese of all."""
+
+    not_english: int
+    told: int
+    han_or_kana: int
+    passages: int
+
+    @property
+    def mostly_not_english(self) -> bool:
+        return 2 * self.not_english > self.told
+
+    @property
+    def mostly_han_or_kana(self) -> bool:
+        return 2 * self.han_or_kana > self.passages
 
 
 def unreadable(path: Path, plain: bool = True) -> str | None:

@@ -24,6 +24,7 @@ import shutil
 import sys
 import time
 from collections.abc import Sequence
+from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -125,13 +126,12 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
         say(f"Not read ({len(folder.unread)}): " + ", ".join(
             f"{shorten(name, 80)} ({why})" for name, why in folder.unread[:MAX_LISTED])
             + (", ..." if len(folder.unread) > MAX_LISTED else "") + unread_hint(folder.unread))
-    if not args.llm:
-        other, told = folder.languages()
-        if 2 * other > told:
-            say(f"Note: {other} of {told} passages do not read as English, and spaCy's English "
-                "model extracts poor triplets from other languages (names run into words; "
-                "none from Chinese or Japanese): pass --llm MODULE:CALLABLE to extract them "
-                "with an LLM.")
+    languages = folder.languages
+    if not args.llm and languages.mostly_not_english:
+        say(f"Note: {languages.not_english} of {languages.told} passages do not read as "
+            "English, and spaCy's English model extracts poor triplets from other languages "
+            "(names run into words; none from Chinese or Japanese): pass --llm "
+            "MODULE:CALLABLE to extract them with an LLM.")
     started = time.perf_counter()
     say("Loading the models...", end=" ")
     try:
@@ -172,17 +172,40 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
             + ", ".join(shorten(name, 80) for name in progress.replaced))
 
 
-def open_index(args: argparse.Namespace, embed_model: Any) -> GraphRAGIndex:
+def open_index(args: argparse.Namespace, embed_model: Any, han_or_kana: bool = False
+               ) -> GraphRAGIndex:
     """The folder's index: a new one with Milvus's full-text search where Milvus has it
-    (the hybrid baseline, and BM25 in the second hop), an existing one as it was made."""
+    (the hybrid baseline, and BM25 in the second hop), an existing one as it was made. For
+    passages mostly Chinese or Japanese (``han_or_kana``), which Milvus's standard analyzer
+    leaves unsplit, a new index segments them with jieba (Milvus Lite needs the ``jieba``
+    package; a server has it)."""
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
     options = {"uri": args.uri, "token": args.token,
                "collection_prefix": args.collection_prefix, "embed_model": embed_model}
+    segment = han_or_kana and (is_server(args.uri) or find_spec("jieba") is not None)
     try:
-        return GraphRAGIndex(**options, full_text_search=True)
+        return GraphRAGIndex(**options, full_text_search=True,
+                             full_text_analyzer=JIEBA if segment else None)
     except InvalidInputError:  # made without it, or a server before Milvus 2.5
         return GraphRAGIndex(**options)
+
+
+JIEBA = {"tokenizer": "jieba"}
+"""Milvus's analyzer for Chinese (it also splits Japanese at the changes of script)."""
+
+
+def segmentation_note(index: GraphRAGIndex) -> str | None:
+    """What to say when most passages are Chinese or Japanese: how the index's BM25 splits
+    them (``None``: it segments them)."""
+    if not index.store.full_text or index.store.full_text_analyzer == JIEBA:
+        return None
+    how = ("install jieba (pip install jieba), then index the folder into a new index "
+           "(--uri)" if find_spec("jieba") is None and not is_server(index.store.uri)
+           else "index the folder into a new index (--uri): it segments them with jieba")
+    return ("Note: most passages are Chinese or Japanese, which this index's BM25 (Milvus's "
+            "standard analyzer) does not split into words: the hybrid baseline and the "
+            f"graph's word lists match little of them; {how}.")
 
 
 def answer(index: GraphRAGIndex, question: str, method: str, top_k: int) -> None:
@@ -224,7 +247,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     progress = Progress()
     try:
         folder, embed_model, kg_extractor = prepare(args)
-        index = open_index(args, embed_model)
+        han_or_kana = folder.languages.mostly_han_or_kana
+        index = open_index(args, embed_model, han_or_kana)
+        note = segmentation_note(index) if han_or_kana else None
+        if note:
+            say(note)
         index_folder(index, folder, kg_extractor, progress, args.batch_size)
         where = args.uri if is_server(args.uri) else str(Path(args.uri).resolve())
         say(f"Index: {where} ({args.collection_prefix}), "

@@ -151,6 +151,57 @@ def test_a_folder_not_in_english_is_told_that_spacy_reads_english(
         assert out.index(note) < out.index("Loading the models")  # before the wait: Ctrl-C
 
 
+CHINESE = {
+    "euler.txt": "欧拉在巴塞尔师从约翰·伯努利，学习数学和物理。",
+    "daniel.txt": "丹尼尔·伯努利是约翰·伯努利的儿子，研究流体力学。",
+    "jacob.txt": "雅各布·伯努利是约翰·伯努利的哥哥，研究概率论。",
+}
+
+
+def chinese_folder(path: Path) -> Path:
+    path.mkdir()
+    for name, text in CHINESE.items():
+        (path / name).write_text(text, encoding="utf-8")
+    return path
+
+
+def test_chinese_passages_get_an_analyzer_that_splits_their_words(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "zh.db"
+    code, out, err = run([str(chinese_folder(tmp_path / "zh")), "--uri", str(db),
+                          "--embed-model", EMBED], capsys)
+    assert code == 0, err
+    assert "standard analyzer" not in out
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        assert index.store.full_text_analyzer == {"tokenizer": "jieba"}
+        hits = index.as_naive_retriever(similarity_top_k=1, search="bm25").retrieve("流体力学")
+        assert [h.node.get_content() for h in hits] == [CHINESE["daniel.txt"]]
+
+
+@pytest.mark.parametrize("existing", [False, True])
+def test_chinese_passages_without_jieba_are_told_how_to_have_their_words_split(
+        tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch,
+        existing: bool) -> None:
+    db = tmp_path / "zh.db"
+    folder = chinese_folder(tmp_path / "zh")
+    if existing:  # made before, with the standard analyzer: installing jieba is not enough
+        with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64),
+                           full_text_search=True) as made:
+            made.insert_triplets([("Basel is a city.", [("Basel", "is", "city")])])
+    else:
+        from llama_index_graphrag_milvus.cli import main as command
+
+        monkeypatch.setattr(command, "find_spec", lambda name: None)
+    code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)
+    assert code == 0, err
+    assert ("Note: most passages are Chinese or Japanese, which this index's BM25 (Milvus's "
+            "standard analyzer) does not split into words") in out
+    assert ("then index the folder into a new index (--uri)" in out) is not existing
+    assert ("index the folder into a new index (--uri): it segments them with jieba" in out
+            ) is existing
+    assert out.index("standard analyzer") < out.index("Index: ")  # before the long part
+
+
 def triplet_llm() -> ScriptedLLM:
     """An LLM extractor's answers: one triplet per passage."""
     return ScriptedLLM(lambda prompt: json.dumps(

@@ -42,6 +42,7 @@ from llama_index_graphrag_milvus.errors import (
     InvalidInputError,
     MilvusStoreError,
     MissingDependencyError,
+    UnsplitTextWarning,
 )
 from llama_index_graphrag_milvus.extraction import (
     ExtractionCache,
@@ -87,6 +88,7 @@ __all__ = [
     "PageRankRetrieval",
     "SpacyTripletExtractor",
     "TripletExtractor",
+    "UnsplitTextWarning",
     "__version__",
 ]
 

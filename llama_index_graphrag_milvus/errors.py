@@ -131,3 +131,13 @@ class SolverError(GraphRAGError, RuntimeError):
 class NotFoundError(GraphRAGError, LookupError):
     """Raised when the explorer is asked for an entity, passage or community the index does
     not hold (its web app answers 404)."""
+
+
+class UnsplitTextWarning(UserWarning):
+    """Warned when most passages written to an index with full-text search are Chinese or
+    Japanese and its analyzer is Milvus's standard one, which keeps a run of such characters
+    between punctuation marks as one word: BM25 then matches almost nothing in them. Create
+    the index with ``full_text_analyzer={"tokenizer": "jieba"}`` instead (Milvus Lite needs
+    ``pip install jieba``), or silence it with
+    ``warnings.filterwarnings("ignore", category=UnsplitTextWarning)``."""
+

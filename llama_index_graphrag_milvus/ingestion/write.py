@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 import time
+import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -20,6 +21,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode
 
+from llama_index_graphrag_milvus.errors import UnsplitTextWarning
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.entity_rows import (
@@ -35,6 +37,7 @@ from llama_index_graphrag_milvus.ingestion.tenants import (
 )
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.words import mostly_han_or_kana
 
 logger = logging.getLogger(__name__)
 
@@ -127,6 +130,7 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
         node.embedding = vector
     with timed("write_passages"):
         store.upsert_passages(plan.passages)
+    warn_unsplit(store, [p.get_content(metadata_mode=MetadataMode.NONE) for p in plan.passages])
     relation_rows: list[dict[str, Any]] = []
     for rid, planned in plan.relations.items():
         stored = stored_relations.get(rid)
@@ -176,3 +180,19 @@ def timed_stage(seconds: dict[str, float], stage: str) -> Iterator[None]:
         yield
     finally:
         seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
+
+
+def warn_unsplit(store: MilvusGraphStore, texts: Sequence[str]) -> None:
+    """Warn (once per process, as Python shows a warning) when most of ``texts`` are Chinese
+    or Japanese and the index's full-text search uses Milvus's standard analyzer, which
+    keeps a run of such characters between punctuation marks as one word: BM25 would match
+    almost nothing in them."""
+    if (store.full_text and store.full_text_analyzer is None and texts
+            and 2 * sum(map(mostly_han_or_kana, texts)) > len(texts)):
+        warnings.warn(
+            "most of these passages are Chinese or Japanese, which the standard analyzer of "
+            "this index's full-text search does not split into words: BM25 (hybrid search, "
+            "the second hop's word lists) will match little of them. Create the index with "
+            "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba).",
+            UnsplitTextWarning, stacklevel=2)
+

@@ -5,13 +5,19 @@ and naive RAG as a Milvus user builds it: ``as_naive_retriever(search="dense" | 
 from __future__ import annotations
 
 import asyncio
+import warnings
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
-from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus import (
+    GraphRAGIndex,
+    InvalidInputError,
+    MilvusStoreError,
+    UnsplitTextWarning,
+)
 from llama_index_graphrag_milvus.retrieval import NaiveSearch
 from tests.conftest import FAMILY
 from tests.support.fakes import HashEmbedding
@@ -154,6 +160,26 @@ def test_an_analyzer_for_chinese_text(milvus_uri: str, embed_model: HashEmbeddin
     assert index.store.full_text
     hits = index.as_naive_retriever(similarity_top_k=1, search="bm25").retrieve("流体力学")
     assert texts(hits) == [passages[1][0]]
+    index.close()
+
+
+@LITE_ONLY
+@pytest.mark.parametrize("analyzer", [None, {"tokenizer": "jieba"}])
+def test_chinese_passages_under_the_standard_analyzer_are_warned_about(
+        milvus_uri: str, embed_model: HashEmbedding, analyzer: dict[str, str] | None) -> None:
+    passages = [("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")]),
+                ("Basel is a city.", [("Basel", "is", "city")]),
+                ("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")])]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        index = GraphRAGIndex.from_triplets(passages, uri=milvus_uri, embed_model=embed_model,
+                                            full_text_search=True, full_text_analyzer=analyzer)
+    unsplit = [w for w in caught if issubclass(w.category, UnsplitTextWarning)]
+    assert len(unsplit) == (analyzer is None)
+    if analyzer is None:
+        assert "full_text_analyzer={'tokenizer': 'jieba'}" in str(unsplit[0].message)
+        # what it warns about: the standard analyzer keeps the run whole
+        assert not index.as_naive_retriever(search="bm25").retrieve("流体力学")
     index.close()
 
 

@@ -23,6 +23,7 @@ import argparse
 import shutil
 import sys
 import time
+import warnings
 from collections.abc import Sequence
 from importlib.util import find_spec
 from pathlib import Path
@@ -39,7 +40,11 @@ from llama_index_graphrag_milvus.cli.common import (
 )
 from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
 from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL, extractor, load_llm
-from llama_index_graphrag_milvus.errors import GraphRAGError, InvalidInputError
+from llama_index_graphrag_milvus.errors import (
+    GraphRAGError,
+    InvalidInputError,
+    UnsplitTextWarning,
+)
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.cli.folder import Folder, Progress
@@ -252,7 +257,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = segmentation_note(index) if han_or_kana else None
         if note:
             say(note)
-        index_folder(index, folder, kg_extractor, progress, args.batch_size)
+        with warnings.catch_warnings():  # the note above says it in the command's words
+            warnings.simplefilter("ignore", UnsplitTextWarning)
+            index_folder(index, folder, kg_extractor, progress, args.batch_size)
         where = args.uri if is_server(args.uri) else str(Path(args.uri).resolve())
         say(f"Index: {where} ({args.collection_prefix}), "
             f"{index.store.count(index.store.passage_collection)} passages, "

@@ -14,13 +14,14 @@ import subprocess
 import sys
 import threading
 import urllib.request
+import warnings
 from pathlib import Path
 from typing import Any, ClassVar
 
 import pytest
 
 from examples.bernoulli import DATASET, QUESTION
-from llama_index_graphrag_milvus import GraphRAGIndex
+from llama_index_graphrag_milvus import GraphRAGIndex, UnsplitTextWarning
 from llama_index_graphrag_milvus.cli.common import columns
 from llama_index_graphrag_milvus.cli.folder import batches, read_folder, stored_documents
 from llama_index_graphrag_milvus.cli.main import main
@@ -192,8 +193,12 @@ def test_chinese_passages_without_jieba_are_told_how_to_have_their_words_split(
         from llama_index_graphrag_milvus.cli import main as command
 
         monkeypatch.setattr(command, "find_spec", lambda name: None)
-    code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)
     assert code == 0, err
+    # said once, in the command's words (not also as the API's warning)
+    assert not [w for w in caught if issubclass(w.category, UnsplitTextWarning)]
     assert ("Note: most passages are Chinese or Japanese, which this index's BM25 (Milvus's "
             "standard analyzer) does not split into words") in out
     assert ("then index the folder into a new index (--uri)" in out) is not existing

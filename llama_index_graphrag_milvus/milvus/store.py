@@ -171,6 +171,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 (lite_connection(self) if self.is_lite else nullcontext()):
             self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
         self._async_clients: dict[int, AsyncMilvusClient] = {}
+        self._warned_loops = False
         # threads start on first use; a shared pool bounds them however many threads query
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKER_PREFIX)
         self._inner_pool = ThreadPoolExecutor(max_workers=4,
@@ -435,6 +436,14 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         loop_id = id(asyncio.get_running_loop())
         client = self._async_clients.get(loop_id)
         if client is None:
+            if self._async_clients and not self._warned_loops:
+                self._warned_loops = True
+                logger.warning(
+                    "%s: async calls from another event loop (asyncio.run per call?): each "
+                    "loop gets its own Milvus connection, and pymilvus keeps those of ended "
+                    "loops open (two file descriptors each) until the index is closed. Run "
+                    "the async calls on one long-lived event loop, or use the sync methods.",
+                    self.uri)
             with milvus_errors(f"connect to {self.uri!r}"):
                 client = AsyncMilvusClient(uri=self.uri, token=self._token,
                                            **self._client_kwargs)

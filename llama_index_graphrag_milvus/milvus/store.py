@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import threading
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import nullcontext
@@ -171,6 +172,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 (lite_connection(self) if self.is_lite else nullcontext()):
             self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
         self._async_clients: dict[int, AsyncMilvusClient] = {}
+        self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
         self._warned_loops = False
         # threads start on first use; a shared pool bounds them however many threads query
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKER_PREFIX)
@@ -431,23 +433,32 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         return self._passages
 
     def aclient(self) -> AsyncMilvusClient:
-        """One async client per running event loop (a gRPC channel is bound to its loop)."""
+        """One async client per running event loop (a gRPC channel is bound to its loop).
+
+        The client of the loop before is closed when that loop has ended (``asyncio.run``
+        per call: pymilvus would keep its connection, two file descriptors, until the
+        store closes), from a fresh loop in a worker thread, as :meth:`close` does; a loop
+        that still runs (another thread's) keeps its client open, with one warning."""
         self._check_open()
-        loop_id = id(asyncio.get_running_loop())
-        client = self._async_clients.get(loop_id)
+        loop = asyncio.get_running_loop()
+        client = self._async_clients.get(id(loop))
         if client is None:
-            if self._async_clients and not self._warned_loops:
+            before = [*self._async_clients.values()]
+            ended = self._async_loop() if self._async_loop is not None else None
+            if before and (ended is None or ended.is_closed()):
+                self._pool.submit(asyncio.run, _close_async_clients(before))
+            elif before and not self._warned_loops:
                 self._warned_loops = True
                 logger.warning(
-                    "%s: async calls from another event loop (asyncio.run per call?): each "
-                    "loop gets its own Milvus connection, and pymilvus keeps those of ended "
-                    "loops open (two file descriptors each) until the index is closed. Run "
-                    "the async calls on one long-lived event loop, or use the sync methods.",
+                    "%s: async calls from two event loops at once (threads?): each loop gets "
+                    "a Milvus connection, and the one left while its loop runs stays open "
+                    "until the index is closed. Run the async calls on one event loop.",
                     self.uri)
             with milvus_errors(f"connect to {self.uri!r}"):
                 client = AsyncMilvusClient(uri=self.uri, token=self._token,
                                            **self._client_kwargs)
-            self._async_clients = {loop_id: client}
+            self._async_clients = {id(loop): client}
+            self._async_loop = weakref.ref(loop)
         return client
 
     # ------------------------------------------------------------------ lifecycle

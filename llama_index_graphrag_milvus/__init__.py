@@ -42,7 +42,6 @@ from llama_index_graphrag_milvus.errors import (
     InvalidInputError,
     MilvusStoreError,
     MissingDependencyError,
-    UnsplitTextWarning,
 )
 from llama_index_graphrag_milvus.extraction import (
     ExtractionCache,
@@ -88,7 +87,6 @@ __all__ = [
     "PageRankRetrieval",
     "SpacyTripletExtractor",
     "TripletExtractor",
-    "UnsplitTextWarning",
     "__version__",
 ]
 

@@ -139,5 +139,6 @@ class UnsplitTextWarning(UserWarning):
     between punctuation marks as one word: BM25 then matches almost nothing in them. Create
     the index with ``full_text_analyzer={"tokenizer": "jieba"}`` instead (Milvus Lite needs
     ``pip install jieba``), or silence it with
-    ``warnings.filterwarnings("ignore", category=UnsplitTextWarning)``."""
+    ``warnings.filterwarnings("ignore", category=UnsplitTextWarning)`` (imported from
+    ``llama_index_graphrag_milvus.errors``)."""
 

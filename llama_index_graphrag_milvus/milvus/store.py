@@ -442,6 +442,8 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         self._check_open()
         loop = asyncio.get_running_loop()
         client = self._async_clients.get(id(loop))
+        if client is not None and (self._async_loop is None or self._async_loop() is not loop):
+            client = None  # an ended loop's, whose id the running one reuses
         if client is None:
             before = [*self._async_clients.values()]
             ended = self._async_loop() if self._async_loop is not None else None

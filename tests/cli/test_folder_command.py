@@ -21,10 +21,11 @@ from typing import Any, ClassVar
 import pytest
 
 from examples.bernoulli import DATASET, QUESTION
-from llama_index_graphrag_milvus import GraphRAGIndex, UnsplitTextWarning
+from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.cli.common import columns
 from llama_index_graphrag_milvus.cli.folder import batches, read_folder, stored_documents
 from llama_index_graphrag_milvus.cli.main import main
+from llama_index_graphrag_milvus.errors import UnsplitTextWarning
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from tests.explore.test_server import tree
 from tests.support.commands import get_json

@@ -12,12 +12,8 @@ from pathlib import Path
 import pytest
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
-from llama_index_graphrag_milvus import (
-    GraphRAGIndex,
-    InvalidInputError,
-    MilvusStoreError,
-    UnsplitTextWarning,
-)
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.errors import UnsplitTextWarning
 from llama_index_graphrag_milvus.retrieval import NaiveSearch
 from tests.conftest import FAMILY
 from tests.support.fakes import HashEmbedding

@@ -141,4 +141,3 @@ class UnsplitTextWarning(UserWarning):
     ``pip install jieba``), or silence it with
     ``warnings.filterwarnings("ignore", category=UnsplitTextWarning)`` (imported from
     ``llama_index_graphrag_milvus.errors``)."""
-

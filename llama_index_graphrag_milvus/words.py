@@ -312,4 +312,3 @@ def mostly_han_or_kana(text: str) -> bool:
     """
     letters = sum(c.isalpha() for c in text)
     return letters > 0 and 2 * len(_HAN_KANA.findall(text)) > letters
-

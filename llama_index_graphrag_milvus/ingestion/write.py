@@ -19,7 +19,7 @@ from functools import partial
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import MetadataMode
+from llama_index.core.schema import BaseNode, MetadataMode
 
 from llama_index_graphrag_milvus.errors import UnsplitTextWarning
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
@@ -130,7 +130,7 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
         node.embedding = vector
     with timed("write_passages"):
         store.upsert_passages(plan.passages)
-    warn_unsplit(store, [p.get_content(metadata_mode=MetadataMode.NONE) for p in plan.passages])
+    warn_unsplit(store, plan.passages)
     relation_rows: list[dict[str, Any]] = []
     for rid, planned in plan.relations.items():
         stored = stored_relations.get(rid)
@@ -182,17 +182,19 @@ def timed_stage(seconds: dict[str, float], stage: str) -> Iterator[None]:
         seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
 
 
-def warn_unsplit(store: MilvusGraphStore, texts: Sequence[str]) -> None:
-    """Warn (once per process, as Python shows a warning) when most of ``texts`` are Chinese
+def warn_unsplit(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> None:
+    """Warn (once per process, as Python shows a warning) when most ``passages`` are Chinese
     or Japanese and the index's full-text search uses Milvus's standard analyzer, which
     keeps a run of such characters between punctuation marks as one word: BM25 would match
     almost nothing in them."""
-    if (store.full_text and store.full_text_analyzer is None and texts
-            and 2 * sum(map(mostly_han_or_kana, texts)) > len(texts)):
+    if not store.full_text or store.full_text_analyzer is not None or not passages:
+        return
+    unsplit = sum(mostly_han_or_kana(p.get_content(metadata_mode=MetadataMode.NONE))
+                  for p in passages)
+    if 2 * unsplit > len(passages):
         warnings.warn(
             "most of these passages are Chinese or Japanese, which the standard analyzer of "
             "this index's full-text search does not split into words: BM25 (hybrid search, "
             "the second hop's word lists) will match little of them. Create the index with "
             "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba).",
             UnsplitTextWarning, stacklevel=2)
-

@@ -171,9 +171,11 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         with milvus_errors(f"connect to {uri!r}"), \
                 (lite_connection(self) if self.is_lite else nullcontext()):
             self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
-        self._async_clients: dict[int, AsyncMilvusClient] = {}
-        self._async_loop: weakref.ref[asyncio.AbstractEventLoop] | None = None
-        self._warned_loops = False
+        self._async: tuple[weakref.ref[asyncio.AbstractEventLoop], AsyncMilvusClient] | None = None
+        """The async client, and (weakly) the event loop it is bound to."""
+        self._left_open: list[AsyncMilvusClient] = []
+        """Async clients of loops that still ran when another loop came (closed with the
+        store)."""
         # threads start on first use; a shared pool bounds them however many threads query
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKER_PREFIX)
         self._inner_pool = ThreadPoolExecutor(max_workers=4,
@@ -441,26 +443,23 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         that still runs (another thread's) keeps its client open, with one warning."""
         self._check_open()
         loop = asyncio.get_running_loop()
-        client = self._async_clients.get(id(loop))
-        if client is not None and (self._async_loop is None or self._async_loop() is not loop):
-            client = None  # an ended loop's, whose id the running one reuses
-        if client is None:
-            before = [*self._async_clients.values()]
-            ended = self._async_loop() if self._async_loop is not None else None
-            if before and (ended is None or ended.is_closed()):
-                self._pool.submit(asyncio.run, _close_async_clients(before))
-            elif before and not self._warned_loops:
-                self._warned_loops = True
-                logger.warning(
-                    "%s: async calls from two event loops at once (threads?): each loop gets "
-                    "a Milvus connection, and the one left while its loop runs stays open "
-                    "until the index is closed. Run the async calls on one event loop.",
-                    self.uri)
-            with milvus_errors(f"connect to {self.uri!r}"):
-                client = AsyncMilvusClient(uri=self.uri, token=self._token,
-                                           **self._client_kwargs)
-            self._async_clients = {id(loop): client}
-            self._async_loop = weakref.ref(loop)
+        if self._async is not None:
+            bound, client = self._async[0](), self._async[1]
+            if bound is loop:
+                return client
+            if bound is None or bound.is_closed():
+                self._pool.submit(asyncio.run, _close_async_clients([client]))
+            else:  # its requests may be in flight: closed with the store
+                self._left_open.append(client)
+                if len(self._left_open) == 1:
+                    logger.warning(
+                        "%s: async calls from two event loops at once (threads?): each loop "
+                        "gets a Milvus connection, and the one left while its loop runs stays "
+                        "open until the index is closed. Run the async calls on one event "
+                        "loop.", self.uri)
+        with milvus_errors(f"connect to {self.uri!r}"):
+            client = AsyncMilvusClient(uri=self.uri, token=self._token, **self._client_kwargs)
+        self._async = (weakref.ref(loop), client)
         return client
 
     # ------------------------------------------------------------------ lifecycle
@@ -504,8 +503,8 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         if self._closed:
             return
         self._closed = True
-        async_clients = [*self._async_clients.values()]
-        self._async_clients = {}
+        async_clients = [*self._left_open, *([self._async[1]] if self._async else [])]
+        self._async, self._left_open = None, []
         try:
             if self._passages is not None:
                 self._passages.client.close()
@@ -527,8 +526,8 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         on it, the rest in a worker thread."""
         if self._closed:
             return
-        client = self._async_clients.pop(id(asyncio.get_running_loop()), None)
-        if client is not None:
+        if self._async is not None and self._async[0]() is asyncio.get_running_loop():
+            client, self._async = self._async[1], None
             await client.close()
         await asyncio.to_thread(self.close)
 

@@ -259,7 +259,7 @@ def test_asyncio_run_per_call_does_not_keep_a_connection_per_call(
 def test_async_calls_from_two_running_event_loops_are_warned_about_once(
         db: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A loop that still runs (another thread's) keeps its client: its requests may be in
-    flight. Said once."""
+    flight. Said once; closed with the index."""
     other = asyncio.new_event_loop()
     thread = threading.Thread(target=other.run_forever, daemon=True)
     thread.start()
@@ -273,6 +273,9 @@ def test_async_calls_from_two_running_event_loops_are_warned_about_once(
                     assert asyncio.run(retriever.aretrieve("Euler"))
             warned = [r for r in caplog.records if "two event loops" in r.getMessage()]
             assert len(warned) == 1 and "one event loop" in warned[0].getMessage()
+            left = list(index.store._left_open)
+            assert left  # the running loop's client, kept for its requests in flight
+        assert all(client._closed for client in left)  # ... and closed with the index
     finally:
         other.call_soon_threadsafe(other.stop)
         thread.join(timeout=30)

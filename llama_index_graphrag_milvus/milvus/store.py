@@ -171,11 +171,10 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         with milvus_errors(f"connect to {uri!r}"), \
                 (lite_connection(self) if self.is_lite else nullcontext()):
             self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
-        self._async: tuple[weakref.ref[asyncio.AbstractEventLoop], AsyncMilvusClient] | None = None
-        """The async client, and (weakly) the event loop it is bound to."""
-        self._left_open: list[AsyncMilvusClient] = []
-        """Async clients of loops that still ran when another loop came (closed with the
-        store)."""
+        self._async: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop],
+                                     AsyncMilvusClient]] = {}
+        """The async client of each running event loop (by id), with (weakly) its loop."""
+        self._warned_loops = False
         # threads start on first use; a shared pool bounds them however many threads query
         self._pool = ThreadPoolExecutor(max_workers=4, thread_name_prefix=WORKER_PREFIX)
         self._inner_pool = ThreadPoolExecutor(max_workers=4,
@@ -437,29 +436,30 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
     def aclient(self) -> AsyncMilvusClient:
         """One async client per running event loop (a gRPC channel is bound to its loop).
 
-        The client of the loop before is closed when that loop has ended (``asyncio.run``
-        per call: pymilvus would keep its connection, two file descriptors, until the
-        store closes), from a fresh loop in a worker thread, as :meth:`close` does; a loop
-        that still runs (another thread's) keeps its client open, with one warning."""
+        The clients of loops that have ended are closed when another loop comes
+        (``asyncio.run`` per call: pymilvus would keep each one's connection, two file
+        descriptors, until the store closes), from a fresh loop in a worker thread, as
+        :meth:`close` does. Loops that run at once (one per thread) keep a client each,
+        with one warning."""
         self._check_open()
         loop = asyncio.get_running_loop()
-        if self._async is not None:
-            bound, client = self._async[0](), self._async[1]
-            if bound is loop:
-                return client
-            if bound is None or bound.is_closed():
-                self._pool.submit(asyncio.run, _close_async_clients([client]))
-            else:  # its requests may be in flight: closed with the store
-                self._left_open.append(client)
-                if len(self._left_open) == 1:
-                    logger.warning(
-                        "%s: async calls from two event loops at once (threads?): each loop "
-                        "gets a Milvus connection, and the one left while its loop runs stays "
-                        "open until the index is closed. Run the async calls on one event "
-                        "loop.", self.uri)
+        found = self._async.get(id(loop))
+        if found is not None and found[0]() is loop:
+            return found[1]
+        ended = {key for key, (ref, _) in self._async.items()
+                 if (bound := ref()) is None or bound.is_closed()}  # an id reused: ended too
+        if ended:
+            self._pool.submit(asyncio.run, _close_async_clients(
+                [self._async.pop(key)[1] for key in ended]))
+        if self._async and not self._warned_loops:
+            self._warned_loops = True
+            logger.warning(
+                "%s: async calls from two event loops at once (threads?): each loop gets a "
+                "Milvus connection of its own, kept until the loop ends. Run the async calls "
+                "on one event loop where you can.", self.uri)
         with milvus_errors(f"connect to {self.uri!r}"):
             client = AsyncMilvusClient(uri=self.uri, token=self._token, **self._client_kwargs)
-        self._async = (weakref.ref(loop), client)
+        self._async[id(loop)] = (weakref.ref(loop), client)
         return client
 
     # ------------------------------------------------------------------ lifecycle
@@ -503,8 +503,8 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         if self._closed:
             return
         self._closed = True
-        async_clients = [*self._left_open, *([self._async[1]] if self._async else [])]
-        self._async, self._left_open = None, []
+        async_clients = [client for _, client in self._async.values()]
+        self._async = {}
         try:
             if self._passages is not None:
                 self._passages.client.close()
@@ -526,9 +526,11 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         on it, the rest in a worker thread."""
         if self._closed:
             return
-        if self._async is not None and self._async[0]() is asyncio.get_running_loop():
-            client, self._async = self._async[1], None
-            await client.close()
+        loop = asyncio.get_running_loop()
+        found = self._async.get(id(loop))
+        if found is not None and found[0]() is loop:
+            del self._async[id(loop)]
+            await found[1].close()
         await asyncio.to_thread(self.close)
 
     def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:

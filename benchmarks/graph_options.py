@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import tempfile
 import time
 from collections.abc import Callable
@@ -223,6 +224,10 @@ def main(argv: list[str] | None = None) -> None:
                   **measure(client, graph, args.queries, args.limit, args.query_cap,
                             efs=tuple(args.ef), only=tuple(args.only))}
         client.close()
+        if kind == "lite":  # stop its Lite server before the folder goes: it may still write
+            from milvus_lite.server_manager import server_manager_instance
+
+            server_manager_instance.release_server(os.path.abspath(target))
     args.out.mkdir(parents=True, exist_ok=True)
     name = "lite" if kind == "lite" else "server"
     (args.out / f"graph_options_{name}.json").write_text(json.dumps(report, indent=2))

@@ -71,14 +71,14 @@ def function_words(text: str) -> frozenset[str]:
              if len(words & (lang - STOP_WORDS)) >= max(LANGUAGE_MIN_WORDS, english + 1)]
     return STOP_WORDS.union(*found) if found else STOP_WORDS
 
+_HAN_KANA_RANGES = ("\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"  # Hiragana, Katakana (and half-width)
+                    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f")  # Han
 _UNSPACED = re.compile(
     "[\u0e00-\u0eff"   # Thai, Lao
     "\u1000-\u109f"    # Myanmar
     "\u1780-\u17ff"    # Khmer
     "\u1100-\u11ff\u3130-\u318f\uac00-\ud7af"  # Hangul (words carry their particles)
-    "\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"  # Hiragana, Katakana (and half-width)
-    "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff"  # Han
-    "\U00020000-\U0003134f]")
+    f"{_HAN_KANA_RANGES}]")
 """Characters of the scripts matched as text rather than by words."""
 _UNSPACED_RUN = re.compile(f"{_UNSPACED.pattern}+(?:[\u00b7\u2027\uff65]{_UNSPACED.pattern}+)*")
 """A run of unspaced characters, middle dots between them kept ("约翰·伯努利" is one name)."""
@@ -298,8 +298,7 @@ def reads_as_english(text: str) -> bool | None:
     return sum(w in STOP_WORDS for w in words) >= ENGLISH_MIN_SHARE * max(len(words), 1)
 
 
-_HAN_KANA = re.compile("[\u3040-\u30ff\u31f0-\u31ff\uff66-\uff9f"
-                       "\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\U00020000-\U0003134f]")
+_HAN_KANA = re.compile(f"[{_HAN_KANA_RANGES}]")
 """Han characters and kana: Chinese and Japanese, which Milvus's standard analyzer leaves
 unsplit (a run between punctuation marks is one token)."""
 

@@ -140,10 +140,14 @@ class GraphRAGIndex(DocumentMaintenance):
             (the default) reuses the recorded key when reopening. Filters keep a tenant's
             answers its own with or without it (see the tenants documentation).
         full_text_search: give the passage collection Milvus's BM25 full-text search (an
-            analysed ``text`` field and a sparse field Milvus fills on insert), for
+            analysed ``text`` field and a sparse field Milvus fills on insert), for the
+            second hop's word lists (:class:`BridgeRetrieval`'s ``match_words``) and
             ``as_naive_retriever(search="bm25")`` or ``"hybrid"`` (dense + BM25, fused by
-            reciprocal rank). Chosen at creation; ``None`` (the default) reads it from an
-            existing index (a new one has none).
+            reciprocal rank). Chosen at creation; ``None`` (the default) gives a new index
+            full-text search wherever Milvus has BM25 (Milvus Lite, servers from 2.5; an
+            older server's new index has none) and reads it from an existing index;
+            ``False`` keeps a new index to dense search (a smaller collection, faster
+            writes).
         full_text_analyzer: Milvus analyzer parameters for that search (default Milvus's
             ``standard`` analyzer; ``{"tokenizer": "jieba"}`` for Chinese text). Implies
             ``full_text_search=True``.
@@ -455,14 +459,14 @@ class GraphRAGIndex(DocumentMaintenance):
                            ) -> NaiveRetriever:
         """Naive RAG over the passage collection, for comparison: ``search="dense"``
         (vector search, the default), ``"bm25"`` (Milvus's full-text search) or
-        ``"hybrid"`` (both, fused by reciprocal rank); the last two need an index created
-        with ``full_text_search=True``. ``filters`` on passage metadata as for
-        :class:`GraphRAGRetriever`: the same Milvus expression, so both retrievers keep the
-        same passages.
+        ``"hybrid"`` (both, fused by reciprocal rank); the last two need an index with
+        full-text search (the default of a new index where Milvus has BM25). ``filters``
+        on passage metadata as for :class:`GraphRAGRetriever`: the same Milvus expression,
+        so both retrievers keep the same passages.
 
         Example::
 
-            index = GraphRAGIndex(uri="./graphrag.db", full_text_search=True)
+            index = GraphRAGIndex(uri="./graphrag.db")  # Milvus Lite: BM25 included
             hybrid = index.as_naive_retriever(similarity_top_k=5, search="hybrid")
         """
         vector_index = VectorStoreIndex.from_vector_store(self.store.passages,

@@ -180,20 +180,20 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
 def open_index(args: argparse.Namespace, embed_model: Any, han_or_kana: bool = False
                ) -> GraphRAGIndex:
     """The folder's index: a new one with Milvus's full-text search where Milvus has it
-    (the hybrid baseline, and BM25 in the second hop), an existing one as it was made. For
-    passages mostly Chinese or Japanese (``han_or_kana``), which Milvus's standard analyzer
-    leaves unsplit, a new index segments them with jieba (Milvus Lite needs the ``jieba``
-    package; a server has it)."""
+    (the index's default: the hybrid baseline, and BM25 in the second hop), an existing one
+    as it was made. For passages mostly Chinese or Japanese (``han_or_kana``), which Milvus's
+    standard analyzer leaves unsplit, a new index segments them with jieba (Milvus Lite
+    needs the ``jieba`` package; a server has it)."""
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
     options = {"uri": args.uri, "token": args.token,
                "collection_prefix": args.collection_prefix, "embed_model": embed_model}
-    segment = han_or_kana and (is_server(args.uri) or find_spec("jieba") is not None)
-    try:
-        return GraphRAGIndex(**options, full_text_search=True,
-                             full_text_analyzer=JIEBA if segment else None)
-    except InvalidInputError:  # made without it, or a server before Milvus 2.5
-        return GraphRAGIndex(**options)
+    if han_or_kana and (is_server(args.uri) or find_spec("jieba") is not None):
+        try:
+            return GraphRAGIndex(**options, full_text_analyzer=JIEBA)
+        except InvalidInputError:  # made without it, or a server before Milvus 2.5
+            pass
+    return GraphRAGIndex(**options)
 
 
 JIEBA = {"tokenizer": "jieba"}

@@ -190,14 +190,34 @@ def bind_tenant_key(store: MilvusGraphStore, tenant_key: str | None) -> None:
             "a new index (another collection_prefix) with this key.")
 
 
+BM25_SINCE = (2, 5)
+"""The first Milvus (and Milvus Lite) version with BM25 functions."""
+
+
+def has_bm25(store: MilvusGraphStore) -> bool:
+    """Whether the Milvus behind ``store`` has BM25 functions (Lite and servers from
+    :data:`BM25_SINCE`; a version that cannot be read is taken to be recent).
+
+    >>> from types import SimpleNamespace
+    >>> def store(version):
+    ...     return SimpleNamespace(client=SimpleNamespace(get_server_version=lambda: version))
+    >>> has_bm25(store("v2.3.5")), has_bm25(store("v2.5.4")), has_bm25(store("milvus_lite-3.2.2"))
+    (False, True, True)
+    """
+    version = str(store.client.get_server_version()).removeprefix("milvus_lite-")
+    return (server_version(version) or BM25_SINCE) >= BM25_SINCE
+
+
 def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
                    analyzer: Mapping[str, Any] | None) -> None:
-    """Whether the index on ``store`` has BM25 full-text search: ``full_text_search`` for a
-    new index (``None``: no), the collection's own for an existing one.
+    """Whether the index on ``store`` has BM25 full-text search: for a new index
+    ``full_text_search``, where ``None`` (the default) gives it one wherever Milvus has BM25
+    (Milvus Lite, servers from 2.5; an older server's new index has none, the log says so);
+    the collection's own for an existing one.
 
     Raises:
         InvalidInputError: ``full_text_search=True`` (or an analyzer) for an existing index
-            created without it.
+            created without it, or for a new one on a server before 2.5.
     """
     if full_text_search is not None and not isinstance(full_text_search, bool):
         raise InvalidInputError(
@@ -207,19 +227,21 @@ def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
         raise InvalidInputError(
             "full_text_analyzer is given with full_text_search=False: the analyzer splits "
             "the passages for BM25; pass full_text_search=True or drop the analyzer.")
-    wanted = bool(full_text_search) or analyzer is not None
+    asked = bool(full_text_search) or analyzer is not None
     if store.dim is None:
-        version = "" if store.is_lite or not wanted else str(
-            store.client.get_server_version())
-        if version and (2, 5) > (server_version(version) or (2, 5)):
+        available = full_text_search is not False and has_bm25(store)
+        if asked and not available:
             raise InvalidInputError(
                 f"full_text_search needs Milvus 2.5 or later (BM25 functions), and the "
-                f"server at {store.uri!r} runs {version}: upgrade the server, use Milvus "
-                "Lite, or create the index without full_text_search.")
-        store.full_text = wanted
+                f"server at {store.uri!r} runs {store.client.get_server_version()}: upgrade "
+                "the server, use Milvus Lite, or create the index without full_text_search.")
+        if full_text_search is None and not available:
+            logger.info("the Milvus at %r has no BM25 (before 2.5): the new index %r gets "
+                        "dense search only", store.uri, store.prefix)
+        store.full_text = asked or available
         store.full_text_analyzer = analyzer
         return
-    if wanted and not store.full_text:
+    if asked and not store.full_text:
         raise InvalidInputError(
             f"the index {store.prefix!r} at {store.uri!r} was created without full-text "
             "search, which Milvus adds only to a new collection: build a new index (another "

@@ -196,5 +196,6 @@ def warn_unsplit(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> None:
             "most of these passages are Chinese or Japanese, which the standard analyzer of "
             "this index's full-text search does not split into words: BM25 (hybrid search, "
             "the second hop's word lists) will match little of them. Create the index with "
-            "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba).",
+            "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba), or "
+            "with full_text_search=False to go without BM25.",
             UnsplitTextWarning, stacklevel=2)

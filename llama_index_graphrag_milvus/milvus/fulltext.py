@@ -1,6 +1,7 @@
 """Milvus full-text search (BM25) on the passage collection.
 
-An index created with ``GraphRAGIndex(full_text_search=True)`` gets, on its passage
+An index created with full-text search (``GraphRAGIndex(full_text_search=...)``, on by
+default where Milvus has BM25) gets, on its passage
 collection, what llama-index-vector-stores-milvus gives a ``MilvusVectorStore`` created with
 ``enable_sparse=True`` and a :class:`BM25BuiltInFunction` (a sparse field
 ``sparse_embedding`` that Milvus fills with BM25 terms on every insert, and a sparse index

@@ -316,7 +316,8 @@ class BridgeRetrieval(RetrievalMethod):
             a bridge of last resort. Default 64.
         named_relations: the relations of the entities the question names (most similar to
             it) that may offer bridges after the relation hits. Default 5.
-        match_words: on an index with full-text search (``full_text_search=True``), each
+        match_words: on an index with full-text search (a new index's default where
+            Milvus has BM25, see ``GraphRAGIndex``'s ``full_text_search``), each
             list (the question's and each bridge's second query's) is followed by Milvus's
             BM25 list of the same text, taken after the lists by meaning in each round of
             the interleaving, so that names matched as words (a title, a rare surname) add

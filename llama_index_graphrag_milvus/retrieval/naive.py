@@ -71,8 +71,9 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
                 raise InvalidInputError(
                     f"search={self.search.value!r} needs Milvus's full-text search on the "
                     f"passages, and the index {store.prefix!r} was created without it: build "
-                    "the index with GraphRAGIndex(..., full_text_search=True), or use "
-                    "search='dense'.")
+                    "a new index (another collection_prefix) with full_text_search=True or "
+                    "left unset (the default where Milvus has BM25: Lite, servers from 2.5), "
+                    "or use search='dense'.")
             if "vector_store_query_mode" in kwargs:
                 raise InvalidInputError(
                     "pass search= or vector_store_query_mode, not both.")

@@ -58,8 +58,8 @@ class SearchPlace(Choice):
 
 class NaiveSearch(Choice):
     """How :meth:`~llama_index_graphrag_milvus.GraphRAGIndex.as_naive_retriever` searches
-    the passages (``search=``); BM25 and hybrid need an index created with
-    ``full_text_search=True``."""
+    the passages (``search=``); BM25 and hybrid need an index with full-text search (the
+    default of a new index where Milvus has BM25, see ``GraphRAGIndex``)."""
 
     DENSE = "dense"
     """Vector search with the embedding model (naive RAG)."""

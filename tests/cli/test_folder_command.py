@@ -217,8 +217,8 @@ def triplet_llm() -> ScriptedLLM:
 def test_an_index_made_without_full_text_search_is_asked_beside_naive_rag(
         folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "older.db"
-    GraphRAGIndex.from_triplets(DATASET[:1], uri=str(db), embed_model=HashEmbedding(dim=64)
-                                ).close()
+    GraphRAGIndex.from_triplets(DATASET[:1], uri=str(db), embed_model=HashEmbedding(dim=64),
+                                full_text_search=False).close()
     code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
                           "--ask", QUESTION, "--top-k", "2"], capsys)
     assert code == 0, err

@@ -82,7 +82,7 @@ def test_labels_do_not_overlap_and_stay_legible(driver: Any, quick_start_pages: 
     driver.get(quick_start_pages[method].as_uri())
     wait(driver, lambda d: js(d, f"return !!{PAGE_GRAPH}"), "the page's graph")
     boxes = driver.execute_script(LABEL_BOXES, ".gr-graph")
-    assert len(boxes) >= {"bridge": 20, "ppr": 25}[method]
+    assert len(boxes) >= {"bridge": 18, "ppr": 25}[method]  # a busy graph: about 20 labels
     assert overlapping(boxes) == []
     zoom, width, height, drawn_width, drawn_height = js(
         driver, f"var cy = {PAGE_GRAPH}; var b = cy.elements().renderedBoundingBox();"

@@ -365,10 +365,12 @@ def test_bridge_makes_one_relation_call_and_one_batched_passage_search(
     retriever = family_index.as_retriever(max_bridges=2, relation_search=relation_search,
                                           passage_search="milvus")
     hits = retriever.retrieve(QUESTION)
-    searches = [(name, collection, n) for name, collection, n in spy.calls]
-    assert searches[:-1] == first_calls
-    assert searches[-1][:2] == ("search", "graphrag_passages")
-    assert 2 <= searches[-1][2] <= 3  # the question and one or two bridges, one call
+    assert family_index.store.full_text  # the default: BM25 lists beside the lists by meaning
+    *first, by_meaning, by_words = spy.calls
+    assert first == first_calls
+    assert by_meaning[:2] == by_words[:2] == ("search", "graphrag_passages")
+    # the question and one or two bridges, one call for their vectors, one for their words
+    assert 2 <= by_meaning[2] == by_words[2] <= 3
     assert DANIEL in texts(hits)[:2]
     scores = [h.score for h in hits]
     assert scores == sorted(scores, reverse=True)

@@ -5,6 +5,7 @@ and naive RAG as a Milvus user builds it: ``as_naive_retriever(search="dense" | 
 from __future__ import annotations
 
 import asyncio
+import logging
 import warnings
 from collections.abc import Iterator
 from pathlib import Path
@@ -112,9 +113,35 @@ def test_filters_hold_in_bm25_and_hybrid_search(milvus_uri: str, embed_model: Ha
 
 
 @LITE_ONLY
+def test_a_new_index_has_full_text_search_unless_told_not_to(
+        milvus_uri: str, embed_model: HashEmbedding, tmp_path: Path) -> None:
+    """Left unset, a new index gets BM25 where Milvus has it (Lite here): hybrid search and
+    the second hop's word lists work with no option; ``False`` keeps dense search only, and
+    reopening keeps what was chosen at creation."""
+    question = "Which manuscript from Zwolle names a mathematician?"
+    with GraphRAGIndex.from_triplets([*FAMILY, RARE], uri=milvus_uri,
+                                     embed_model=embed_model) as index:
+        assert index.store.full_text and index.store.full_text_analyzer is None
+        assert texts(index.as_naive_retriever(search="hybrid").retrieve(question))[0] == RARE[0]
+        found = index.as_retriever().retrieve(question)
+        assert any("words" in hit.node.metadata["graphrag_found_by"] for hit in found)
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reopened:
+        assert reopened.store.full_text
+    dense_only = str(tmp_path / "dense.db")
+    with GraphRAGIndex.from_triplets(FAMILY, uri=dense_only, embed_model=embed_model,
+                                     full_text_search=False) as index:
+        assert not index.store.full_text
+        found = index.as_retriever().retrieve(question)
+        assert not any("words" in hit.node.metadata["graphrag_found_by"] for hit in found)
+    with GraphRAGIndex(uri=dense_only, embed_model=embed_model) as reopened:
+        assert not reopened.store.full_text
+
+
+@LITE_ONLY
 def test_bad_full_text_input_is_refused_and_stores_nothing_wrong(
         milvus_uri: str, embed_model: HashEmbedding, tmp_path: Path) -> None:
-    index = GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model)
+    index = GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
+                                        full_text_search=False)
     with pytest.raises(InvalidInputError, match="full_text_search=True"):
         index.as_naive_retriever(search="hybrid")
     with pytest.raises(InvalidInputError, match="dense, bm25, hybrid"):
@@ -181,7 +208,7 @@ def test_chinese_passages_under_the_standard_analyzer_are_warned_about(
 
 @SERVER_ONLY
 def test_a_server_without_bm25_functions_is_refused_in_one_clear_error(
-        milvus_uri: str, embed_model: HashEmbedding) -> None:
+        milvus_uri: str, embed_model: HashEmbedding, caplog: pytest.LogCaptureFixture) -> None:
     from pymilvus import MilvusClient
 
     from llama_index_graphrag_milvus.milvus.tenants import server_version
@@ -194,6 +221,14 @@ def test_a_server_without_bm25_functions_is_refused_in_one_clear_error(
             GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, full_text_search=True)
         with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
             assert index.store.dim is None  # nothing was created
+        # left unset, a new index there gets dense search only: no error, and it works
+        with caplog.at_level(logging.INFO, "llama_index_graphrag_milvus"):
+            index = GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model)
+        assert "has no BM25 (before 2.5)" in caplog.text
+        with index:
+            assert not index.store.full_text
+            assert "Daniel Bernoulli" in " ".join(texts(index.as_retriever().retrieve(
+                "What did the son of Euler's teacher contribute?")))
     else:
         with GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
                                          full_text_search=True) as index:

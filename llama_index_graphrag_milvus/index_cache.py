@@ -19,8 +19,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from collections.abc import Callable
-from typing import Any, TypeVar
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar, cast
 
 from llama_index_graphrag_milvus.communities.around import CommunityInfo
 from llama_index_graphrag_milvus.communities.build import (
@@ -30,7 +30,7 @@ from llama_index_graphrag_milvus.communities.build import (
 )
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
-from llama_index_graphrag_milvus.graph.word_table import WordTable
+from llama_index_graphrag_milvus.graph.word_table import Analyzer, WordTable, analyze
 from llama_index_graphrag_milvus.milvus.fulltext import is_standard
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
@@ -65,6 +65,32 @@ def graph_bytes(relations: int, dim: int) -> int:
     """
     return relations * (GRAPH_BYTES_PER_RELATION + 4 * dim)
 
+
+
+def memory_analyzer(params: Mapping[str, Any] | None, is_lite: bool) -> Analyzer | None:
+    """The function that splits texts into words as the index's full-text search does, for
+    BM25 in memory: :func:`~.graph.word_table.analyze` for Milvus's standard analyzer; on
+    Milvus Lite, whose analyzers run in Python, Lite's own for any other (``{"tokenizer":
+    "jieba"}``: the same words, so the same scores); ``None`` for another analyzer on a
+    server (its own code, not reproduced here: Milvus runs BM25) or one Lite cannot build.
+
+    >>> memory_analyzer(None, is_lite=False)("Euler's teacher")
+    ['euler', 's', 'teacher']
+    >>> memory_analyzer({"tokenizer": "jieba"}, is_lite=False) is None
+    True
+    """
+    if is_standard(params):
+        return analyze
+    if not is_lite or params is None:
+        return None
+    try:
+        from milvus_lite.analyzer import create_analyzer
+
+        return cast(Analyzer, create_analyzer(dict(params)).tokenize)
+    except Exception as exc:  # a version without it, jieba missing...
+        logger.info("BM25 stays in Milvus Lite: its analyzer %r is not available here (%s)",
+                    dict(params), exc)
+        return None
 
 class IndexCache:
     """The in-memory copies of one store's collections, built on first use, dropped on
@@ -175,16 +201,17 @@ class IndexCache:
     def word_table(self, max_floats: int | None = None) -> WordTable | None:
         """The passages' BM25 term weights (:class:`WordTable`), under the same budget as
         :meth:`passage_table`; ``None`` above it, when the passages have no full-text
-        search, or when their analyzer is not Milvus's standard one (Milvus runs BM25 with
-        it then)."""
+        search, or when their words cannot be split here as Milvus splits them (see
+        :func:`memory_analyzer`: Milvus runs BM25 then)."""
         store = self.store
-        if not store.full_text or not is_standard(store.full_text_analyzer):
+        if not store.full_text:
             return None
-        if self._too_large(max_floats, self.passage_count):
+        analyzer = memory_analyzer(store.full_text_analyzer, store.is_lite)
+        if analyzer is None or self._too_large(max_floats, self.passage_count):
             return None
         return self.get(WORDS, lambda: WordTable.from_texts(
             store.read_passage_words(show_progress=self.show_progress),
-            *store.full_text_bm25()))
+            *store.full_text_bm25(), analyzer=analyzer))
 
     async def aword_table(self, max_floats: int | None = None) -> WordTable | None:
         """:meth:`word_table` without blocking the event loop when it has to be read."""

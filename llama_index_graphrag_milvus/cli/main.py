@@ -45,6 +45,7 @@ from llama_index_graphrag_milvus.errors import (
     InvalidInputError,
     UnsplitTextWarning,
 )
+from llama_index_graphrag_milvus.milvus.fulltext import JIEBA
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.cli.folder import Folder, Progress
@@ -194,10 +195,6 @@ def open_index(args: argparse.Namespace, embed_model: Any, han_or_kana: bool = F
         except InvalidInputError:  # made without it, or a server before Milvus 2.5
             pass
     return GraphRAGIndex(**options)
-
-
-JIEBA = {"tokenizer": "jieba"}
-"""Milvus's analyzer for Chinese (it also splits Japanese at the changes of script)."""
 
 
 def segmentation_note(index: GraphRAGIndex) -> str | None:

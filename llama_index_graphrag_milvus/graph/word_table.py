@@ -8,8 +8,10 @@ batch of texts multiplies in well under a millisecond.
 
 It computes what Milvus computes with its standard analyzer: words are runs of ``\\w``
 characters, lower-cased (Milvus Lite's standard analyzer exactly; a server's splits words by
-Unicode's rules, which differ on apostrophes and on scripts written without spaces); a
-text's term counts are its query weights; the score of a passage is
+Unicode's rules, which differ on apostrophes and on scripts written without spaces), or the
+words another function gives (on Milvus Lite, the analyzer of the index, jieba's for
+Chinese: see :func:`~llama_index_graphrag_milvus.index_cache.memory_analyzer`); a text's
+term counts are its query weights; the score of a passage is
 ``sum idf(t) * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`` with
 ``idf(t) = ln(1 + (N - df + 0.5) / (df + 0.5))``, over the whole collection (Lite weighs
 each of its segments apart). Passages that share no word with a text are not listed.
@@ -24,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 
 import numpy as np
 from scipy import sparse
@@ -37,6 +39,10 @@ DEFAULT_K1 = 1.2
 """BM25's term-frequency saturation on a Milvus server (Milvus Lite's default is 1.5)."""
 DEFAULT_B = 0.75
 """BM25's length normalisation (Milvus's default)."""
+
+
+Analyzer = Callable[[str], list[str]]
+"""A function that splits a text into the words BM25 counts."""
 
 
 def analyze(text: str) -> list[str]:
@@ -56,19 +62,23 @@ class WordTable:
         ids: the passages' ids (a passage's row is its id's).
         weights: ``len(ids) x len(vocabulary)`` BM25 weights (compressed sparse columns).
         vocabulary: word -> column.
+        analyzer: the function that splits a text into its words (the passages' and the
+            searched texts'): :func:`analyze` by default.
     """
 
     def __init__(self, ids: IdTable, weights: sparse.csc_matrix,
-                 vocabulary: dict[str, int]) -> None:
+                 vocabulary: dict[str, int], analyzer: Analyzer = analyze) -> None:
         self.ids = ids
         self.weights = weights
         self.vocabulary = vocabulary
+        self.analyzer = analyzer
 
     @classmethod
     def from_texts(cls, batches: Iterable[tuple[Sequence[str], Sequence[str]]],
-                   k1: float = DEFAULT_K1, b: float = DEFAULT_B) -> WordTable:
+                   k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+                   analyzer: Analyzer = analyze) -> WordTable:
         """The table of ``(ids, texts)`` batches (one text per id), with BM25's ``k1`` and
-        ``b``."""
+        ``b``, words split by ``analyzer``."""
         ids: list[str] = []
         vocabulary: dict[str, int] = {}
         rows: list[int] = []
@@ -76,7 +86,7 @@ class WordTable:
         counts: list[int] = []
         for batch_ids, texts in batches:
             for pid, text in zip(batch_ids, texts, strict=True):
-                for word, count in Counter(analyze(text)).items():
+                for word, count in Counter(analyzer(text)).items():
                     rows.append(len(ids))
                     columns.append(vocabulary.setdefault(word, len(vocabulary)))
                     counts.append(count)
@@ -89,7 +99,7 @@ class WordTable:
             (np.asarray(counts, np.float64), (position[np.asarray(rows, np.int64)],
                                               np.asarray(columns, np.int64))),
             shape=(len(ids), len(vocabulary)))
-        return cls(IdTable(keys[order]), _bm25_weights(tf, k1, b), vocabulary)
+        return cls(IdTable(keys[order]), _bm25_weights(tf, k1, b), vocabulary, analyzer)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -105,7 +115,7 @@ class WordTable:
         best first, ties by id."""
         lists: list[list[tuple[str, float]]] = []
         for text in texts:
-            terms = Counter(w for w in analyze(text) if w in self.vocabulary)
+            terms = Counter(w for w in self.analyzer(text) if w in self.vocabulary)
             if not terms or limit <= 0:
                 lists.append([])
                 continue

@@ -16,12 +16,13 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
+from importlib.util import find_spec
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode
 
-from llama_index_graphrag_milvus.errors import UnsplitTextWarning
+from llama_index_graphrag_milvus.errors import MilvusStoreError, UnsplitTextWarning
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.entity_rows import (
@@ -35,6 +36,7 @@ from llama_index_graphrag_milvus.ingestion.tenants import (
     passage_tenants,
     relation_tenants,
 )
+from llama_index_graphrag_milvus.milvus.fulltext import JIEBA
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.words import mostly_han_or_kana
@@ -124,7 +126,16 @@ def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEm
     existed = store.dim is not None
     if not existed and passage_vectors:
         with timed("create"):
-            store.create(len(passage_vectors[0]), properties)
+            chosen = choose_analyzer(store, plan.passages)
+            try:
+                store.create(len(passage_vectors[0]), properties)
+            except MilvusStoreError:
+                if not chosen:
+                    raise
+                logger.warning("Milvus refused its jieba analyzer for %r: the standard one "
+                               "splits the passages' words instead", store.prefix)
+                store.full_text_analyzer = None
+                store.create(len(passage_vectors[0]), properties)
 
     for node, vector in zip(plan.passages, passage_vectors, strict=True):
         node.embedding = vector
@@ -182,6 +193,32 @@ def timed_stage(seconds: dict[str, float], stage: str) -> Iterator[None]:
         seconds[stage] = seconds.get(stage, 0.0) + time.perf_counter() - start
 
 
+def mostly_unsplit(passages: Sequence[BaseNode]) -> bool:
+    """Whether most ``passages`` are Chinese or Japanese, whose words Milvus's standard
+    analyzer does not split (it keeps a run of such characters between punctuation marks as
+    one word)."""
+    unsplit = sum(mostly_han_or_kana(p.get_content(metadata_mode=MetadataMode.NONE))
+                  for p in passages)
+    return 2 * unsplit > len(passages)
+
+
+def choose_analyzer(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> bool:
+    """For a new index with full-text search and no analyzer given, whose first passages
+    are mostly Chinese or Japanese: Milvus's ``jieba`` analyzer, which splits their words,
+    where Milvus has it (a server; Milvus Lite with the ``jieba`` package). Else the
+    standard analyzer stays, and :func:`warn_unsplit` says what to do. Returns whether it
+    chose jieba."""
+    if (not store.full_text or store.full_text_analyzer is not None or not passages
+            or not mostly_unsplit(passages)):
+        return False
+    if store.is_lite and find_spec("jieba") is None:
+        return False
+    store.full_text_analyzer = dict(JIEBA)
+    logger.info("most passages are Chinese or Japanese: the full-text search of %r splits "
+                "their words with Milvus's jieba analyzer", store.prefix)
+    return True
+
+
 def warn_unsplit(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> None:
     """Warn (once per process, as Python shows a warning) when most ``passages`` are Chinese
     or Japanese and the index's full-text search uses Milvus's standard analyzer, which
@@ -189,13 +226,12 @@ def warn_unsplit(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> None:
     almost nothing in them."""
     if not store.full_text or store.full_text_analyzer is not None or not passages:
         return
-    unsplit = sum(mostly_han_or_kana(p.get_content(metadata_mode=MetadataMode.NONE))
-                  for p in passages)
-    if 2 * unsplit > len(passages):
+    if mostly_unsplit(passages):
         warnings.warn(
             "most of these passages are Chinese or Japanese, which the standard analyzer of "
             "this index's full-text search does not split into words: BM25 (hybrid search, "
             "the second hop's word lists) will match little of them. Create the index with "
-            "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba), or "
+            "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba; "
+            "then a new index written with such passages first takes it by itself), or "
             "with full_text_search=False to go without BM25.",
             UnsplitTextWarning, stacklevel=2)

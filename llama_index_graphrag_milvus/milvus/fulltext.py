@@ -40,6 +40,9 @@ FULL_TEXT_FIELD = "sparse_embedding"
 """The passage collection's BM25 field (the vector store's default sparse field)."""
 TEXT_FIELD = "text"
 """The passage text (what a collection made by ``MilvusVectorStore`` alone analyses)."""
+JIEBA = {"tokenizer": "jieba"}
+"""Milvus's analyzer for Chinese (it also splits Japanese at the changes of script): a new
+index whose first passages are mostly Chinese or Japanese takes it where Milvus has it."""
 LEXICAL_FIELD = "full_text"
 """What the BM25 function reads in a collection the package creates: the passage as it is
 embedded (``node.get_content(MetadataMode.EMBED)``: its text and the metadata the embedding

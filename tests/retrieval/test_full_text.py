@@ -187,23 +187,49 @@ def test_an_analyzer_for_chinese_text(milvus_uri: str, embed_model: HashEmbeddin
 
 
 @LITE_ONLY
-@pytest.mark.parametrize("analyzer", [None, {"tokenizer": "jieba"}])
-def test_chinese_passages_under_the_standard_analyzer_are_warned_about(
-        milvus_uri: str, embed_model: HashEmbedding, analyzer: dict[str, str] | None) -> None:
+@pytest.mark.parametrize(("analyzer", "jieba"), [(None, False), (None, True),
+                                                 ({"tokenizer": "jieba"}, True),
+                                                 ({"tokenizer": "standard"}, True)])
+def test_chinese_passages_get_their_words_split_or_a_warning(
+        milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch,
+        analyzer: dict[str, str] | None, jieba: bool) -> None:
+    """A new index whose first passages are mostly Chinese takes Milvus's jieba analyzer
+    when none is given and Milvus Lite can run it; without the jieba package the standard
+    analyzer stays and a warning says what to do; an analyzer given is kept."""
+    from llama_index_graphrag_milvus.ingestion import write
+
+    if not jieba:
+        monkeypatch.setattr(write, "find_spec", lambda name: None)
     passages = [("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")]),
                 ("Basel is a city.", [("Basel", "is", "city")]),
                 ("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")])]
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         index = GraphRAGIndex.from_triplets(passages, uri=milvus_uri, embed_model=embed_model,
-                                            full_text_search=True, full_text_analyzer=analyzer)
+                                            full_text_analyzer=analyzer)
     unsplit = [w for w in caught if issubclass(w.category, UnsplitTextWarning)]
-    assert len(unsplit) == (analyzer is None)
-    if analyzer is None:
+    assert len(unsplit) == (not jieba)
+    split = jieba and analyzer != {"tokenizer": "standard"}
+    assert index.store.full_text_analyzer == (
+        {"tokenizer": "jieba"} if split else analyzer)
+    found = texts(index.as_naive_retriever(search="bm25").retrieve("流体力学"))
+    if split:
+        assert found[:1] == [passages[0][0]]  # found inside the run of characters
+    else:
+        assert not found  # the standard analyzer keeps the run whole
+    if not jieba:
         assert "full_text_analyzer={'tokenizer': 'jieba'}" in str(unsplit[0].message)
-        # what it warns about: the standard analyzer keeps the run whole
-        assert not index.as_naive_retriever(search="bm25").retrieve("流体力学")
     index.close()
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reopened:
+        assert reopened.store.full_text_analyzer == index.store.full_text_analyzer
+
+
+@LITE_ONLY
+def test_english_first_passages_keep_the_standard_analyzer(
+        milvus_uri: str, embed_model: HashEmbedding) -> None:
+    with GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri,
+                                     embed_model=embed_model) as index:
+        assert index.store.full_text and index.store.full_text_analyzer is None
 
 
 @SERVER_ONLY

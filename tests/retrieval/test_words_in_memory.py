@@ -189,16 +189,52 @@ def test_a_write_drops_the_words_held_in_memory(blind: GraphRAGIndex) -> None:
     assert "The quokka lives on Rottnest Island." in texts
 
 
+CHINESE = [("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")]),
+           ("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")]),
+           ("约翰·伯努利是丹尼尔·伯努利的父亲，也在巴塞尔大学教授数学。",
+            [("约翰·伯努利", "父亲", "丹尼尔·伯努利")]),
+           ("流体力学研究液体和气体的运动。", [("流体力学", "研究", "运动")])]
+CHINESE_QUESTIONS = ["流体力学", "欧拉的老师的儿子研究什么？", "巴塞尔大学的数学", "柏林"]
+
+
 @pytest.mark.milvus
 @LITE_ONLY
-def test_another_analyzer_is_read_back_and_keeps_bm25_in_milvus(
+def test_another_analyzer_is_read_back_and_run_in_memory_as_milvus_lite_runs_it(
         milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch) -> None:
-    data = [("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")]),
-            ("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")])]
-    GraphRAGIndex.from_triplets(data, uri=milvus_uri, embed_model=embed_model,
+    """Milvus Lite runs its analyzers in Python: BM25 in memory splits the words with the
+    same code (jieba's here), so its lists are Lite's, and no query asks Milvus for them."""
+    GraphRAGIndex.from_triplets(CHINESE, uri=milvus_uri, embed_model=embed_model,
                                 full_text_analyzer={"tokenizer": "jieba"}).close()
     with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
         assert index.store.full_text_analyzer == {"tokenizer": "jieba"}
+        table = index.cache.word_table()
+        assert table is not None and len(table) == len(CHINESE)
+        in_memory = table.search(CHINESE_QUESTIONS, 5)
+        in_milvus = index.store.match_passage_words(CHINESE_QUESTIONS, 5)
+        assert [[pid for pid, _ in hits] for hits in in_memory] == \
+            [[node.node_id for node, _ in hits] for hits in in_milvus]
+        np.testing.assert_allclose([s for hits in in_memory for _, s in hits],
+                                   [s for hits in in_milvus for _, s in hits], rtol=1e-5)
+        assert len(in_memory[0]) == 2 and in_memory[-1] == []  # split: found inside runs
+        calls = counted(index, monkeypatch)
+        hits = index.as_retriever(method=BridgeRetrieval(), similarity_top_k=2,
+                                  passage_search="memory").retrieve("流体力学")
+        assert calls[0] == 0 and CHINESE[1][0] in [h.node.get_content() for h in hits]
+
+
+@pytest.mark.milvus
+@LITE_ONLY
+def test_an_analyzer_lite_cannot_build_here_keeps_bm25_in_milvus(
+        milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch) -> None:
+    data = CHINESE[:2]
+    GraphRAGIndex.from_triplets(data, uri=milvus_uri, embed_model=embed_model,
+                                full_text_analyzer={"tokenizer": "jieba"}).close()
+    import milvus_lite.analyzer
+
+    def missing(params: Any) -> Any:
+        raise ImportError("JiebaAnalyzer requires the 'jieba' package")
+    monkeypatch.setattr(milvus_lite.analyzer, "create_analyzer", missing)
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
         assert index.cache.word_table() is None
         calls = counted(index, monkeypatch)
         hits = index.as_retriever(method=BridgeRetrieval(), similarity_top_k=2,

@@ -225,6 +225,29 @@ def test_chinese_passages_get_their_words_split_or_a_warning(
 
 
 @LITE_ONLY
+def test_an_analyzer_milvus_refuses_falls_back_to_the_standard_one(
+        milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """The analyzer chosen for Chinese passages (not asked for) refused by Milvus: the
+    index is created with the standard one instead, nothing half-created is left."""
+    from llama_index_graphrag_milvus.ingestion import write
+
+    monkeypatch.setattr(write, "JIEBA", {"tokenizer": "no-such-tokenizer"})
+    passages = [("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")])]
+    with caplog.at_level(logging.WARNING), warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        index = GraphRAGIndex.from_triplets(passages, uri=milvus_uri, embed_model=embed_model)
+    assert "Milvus refused its jieba analyzer" in caplog.text
+    assert [w for w in caught if issubclass(w.category, UnsplitTextWarning)]
+    with index:
+        assert index.store.full_text and index.store.full_text_analyzer is None
+        assert index.store.count(index.store.passage_collection) == 1
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reopened:
+        assert reopened.store.full_text_analyzer is None
+        assert texts(reopened.as_retriever().retrieve("流体力学")) == [passages[0][0]]
+
+
+@LITE_ONLY
 def test_english_first_passages_keep_the_standard_analyzer(
         milvus_uri: str, embed_model: HashEmbedding) -> None:
     with GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri,

@@ -157,8 +157,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             (PageRank's, PCST's, the k-hop pool's) is ranked among those the filter keeps.
             On an index with full-text search the passages' words follow the same setting:
             BM25 (the bridge's and PageRank's ``match_words``) is then computed in memory,
-            as Milvus's standard analyzer and BM25 compute it (an index with another
-            analyzer, or a filtered retrieval, uses Milvus's).
+            as Milvus's analyzer and BM25 compute it (a filtered retrieval, or another
+            analyzer than the standard one on a server, uses Milvus's); on Milvus Lite,
+            whose BM25 is Python code run at every query, the words are held in memory
+            above ``memory_search_max_floats`` too (``"milvus"`` still sends them to Lite).
         memory_search_max_floats: this retriever's budget of ``"auto"`` in the three settings
             above: ``rows * dim`` floats. Default 20 million (about 52,000 rows of 384
             dimensions; :data:`~.settings.MEMORY_SEARCH_MAX_FLOATS`). Each retriever of an

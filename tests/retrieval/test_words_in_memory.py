@@ -106,17 +106,25 @@ def counted(index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> list[int]:
     return calls
 
 
-@pytest.mark.milvus
-@LITE_ONLY
-def test_bm25_in_memory_ranks_as_milvus_lite_does(blind: GraphRAGIndex) -> None:
-    table = blind.cache.word_table()
-    assert table is not None and len(table) == len(FAMILY) + 3
-    in_memory = table.search(QUESTIONS, 5)
-    in_milvus = blind.store.match_passage_words(QUESTIONS, 5)
+def lists_as_milvus_lists_them(index: GraphRAGIndex, texts: list[str], passages: int
+                               ) -> list[list[tuple[str, float]]]:
+    """The word table's BM25 lists of ``texts``, checked against Milvus's own: the same
+    passages in the same order, the same scores."""
+    table = index.cache.word_table()
+    assert table is not None and len(table) == passages
+    in_memory = table.search(texts, 5)
+    in_milvus = index.store.match_passage_words(texts, 5)
     assert [[pid for pid, _ in hits] for hits in in_memory] == \
         [[node.node_id for node, _ in hits] for hits in in_milvus]
     np.testing.assert_allclose([s for hits in in_memory for _, s in hits],
                                [s for hits in in_milvus for _, s in hits], rtol=1e-5)
+    return in_memory
+
+
+@pytest.mark.milvus
+@LITE_ONLY
+def test_bm25_in_memory_ranks_as_milvus_lite_does(blind: GraphRAGIndex) -> None:
+    in_memory = lists_as_milvus_lists_them(blind, QUESTIONS, len(FAMILY) + 3)
     assert in_memory[-1] == [] and in_memory[0] and in_memory[3]
 
 
@@ -223,14 +231,7 @@ def test_another_analyzer_is_read_back_and_run_in_memory_as_milvus_lite_runs_it(
                                 full_text_analyzer={"tokenizer": "jieba"}).close()
     with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
         assert index.store.full_text_analyzer == {"tokenizer": "jieba"}
-        table = index.cache.word_table()
-        assert table is not None and len(table) == len(CHINESE)
-        in_memory = table.search(CHINESE_QUESTIONS, 5)
-        in_milvus = index.store.match_passage_words(CHINESE_QUESTIONS, 5)
-        assert [[pid for pid, _ in hits] for hits in in_memory] == \
-            [[node.node_id for node, _ in hits] for hits in in_milvus]
-        np.testing.assert_allclose([s for hits in in_memory for _, s in hits],
-                                   [s for hits in in_milvus for _, s in hits], rtol=1e-5)
+        in_memory = lists_as_milvus_lists_them(index, CHINESE_QUESTIONS, len(CHINESE))
         assert len(in_memory[0]) == 2 and in_memory[-1] == []  # split: found inside runs
         calls = counted(index, monkeypatch)
         hits = index.as_retriever(method=BridgeRetrieval(), similarity_top_k=2,

@@ -22,6 +22,7 @@ from llama_index_graphrag_milvus.retrieval.bridge import (
     DEFAULT_HUB_PASSAGES,
     Bridge,
     BridgeRetrieval,
+    closest_bridge_first,
     content_words,
     distinct_bridges,
     endpoint_names,
@@ -329,6 +330,35 @@ def test_interleave_takes_each_lists_next_passage_in_turn() -> None:
         ("a", 0, 0), ("b", 0, 1), ("c", 1, 1), ("d", 0, 2)]
     assert [r.node.node_id for r in interleave(lists, 2)] == ["a", "b"]
     assert interleave([], 5) == [] and interleave([[], []], 5) == []
+
+
+def test_the_closest_bridge_first_moves_only_first_round_places_within_a_rank() -> None:
+    """Each bridge's first passage, by its similarity to its second query, within the
+    bridges of one rank; the question's list, the words' lists, later rounds and the set of
+    passages stay as the interleaving gave them."""
+    import random
+
+    randomly = random.Random(7)
+    for _ in range(200):
+        bridges = randomly.randint(0, 4)
+        lists = [[(f"{source}-{i}-{randomly.randint(0, 3)}", randomly.random())
+                  for i in range(randomly.randint(0, 4))] for source in range(1 + bridges)]
+        words = [[(f"w{source}-{i}", 0.0) for i in range(randomly.randint(0, 2))]
+                 for source in range(1 + bridges)]
+        ranks = [(False, randomly.random() < 0.3, randomly.randint(0, 2))
+                 for _ in range(bridges)]
+        taken = interleave([*lists, *words], randomly.randint(1, 12), str)
+        moved = closest_bridge_first(taken, ranks)
+        assert sorted(r.node for r in moved) == sorted(r.node for r in taken)
+        for before, after in zip(taken, moved, strict=True):
+            if before != after:  # a bridge's first, swapped with one of the same rank
+                assert before.round == after.round == 0
+                assert 0 < before.source <= bridges and 0 < after.source <= bridges
+                assert ranks[before.source - 1] == ranks[after.source - 1]
+        for rank in set(ranks):
+            firsts = [r.similarity for r in moved if r.round == 0 and 0 < r.source <= bridges
+                      and ranks[r.source - 1] == rank]
+            assert firsts == sorted(firsts, reverse=True)
 
 
 # ---------------------------------------------------------------------- on Milvus

@@ -66,7 +66,6 @@ def graph_bytes(relations: int, dim: int) -> int:
     return relations * (GRAPH_BYTES_PER_RELATION + 4 * dim)
 
 
-
 def memory_analyzer(params: Mapping[str, Any] | None, is_lite: bool) -> Analyzer | None:
     """The function that splits texts into words as the index's full-text search does, for
     BM25 in memory: :func:`~.graph.word_table.analyze` for Milvus's standard analyzer; on
@@ -91,6 +90,7 @@ def memory_analyzer(params: Mapping[str, Any] | None, is_lite: bool) -> Analyzer
         logger.info("BM25 stays in Milvus Lite: its analyzer %r is not available here (%s)",
                     dict(params), exc)
         return None
+
 
 class IndexCache:
     """The in-memory copies of one store's collections, built on first use, dropped on
@@ -207,15 +207,16 @@ class IndexCache:
         or when their words cannot be split here as Milvus splits them (see
         :func:`memory_analyzer`: Milvus runs BM25 then)."""
         store = self.store
-        if not store.full_text:
+        if not store.full_text or (not store.is_lite
+                                   and self._too_large(max_floats, self.passage_count)):
             return None
-        analyzer = memory_analyzer(store.full_text_analyzer, store.is_lite)
-        if analyzer is None or (not store.is_lite
-                                and self._too_large(max_floats, self.passage_count)):
-            return None
-        return self.get(WORDS, lambda: WordTable.from_texts(
-            store.read_passage_words(show_progress=self.show_progress),
-            *store.full_text_bm25(), analyzer=analyzer))
+
+        def build() -> WordTable | None:
+            analyzer = memory_analyzer(store.full_text_analyzer, store.is_lite)
+            return None if analyzer is None else WordTable.from_texts(
+                store.read_passage_words(show_progress=self.show_progress),
+                *store.full_text_bm25(), analyzer=analyzer)
+        return self.get(WORDS, build)
 
     async def aword_table(self, max_floats: int | None = None) -> WordTable | None:
         """:meth:`word_table` without blocking the event loop when it has to be read."""

@@ -194,18 +194,15 @@ BM25_SINCE = (2, 5)
 """The first Milvus (and Milvus Lite) version with BM25 functions."""
 
 
-def has_bm25(store: MilvusGraphStore) -> bool:
-    """Whether the Milvus behind ``store`` has BM25 functions (Lite and servers from
-    :data:`BM25_SINCE`; a version that cannot be read is taken to be recent).
+def has_bm25(version: str) -> bool:
+    """Whether a Milvus of ``version`` (as its client reports it) has BM25 functions: Milvus
+    Lite and servers from :data:`BM25_SINCE`; a version that cannot be read is taken to be
+    recent.
 
-    >>> from types import SimpleNamespace
-    >>> def store(version):
-    ...     return SimpleNamespace(client=SimpleNamespace(get_server_version=lambda: version))
-    >>> has_bm25(store("v2.3.5")), has_bm25(store("v2.5.4")), has_bm25(store("milvus_lite-3.2.2"))
+    >>> has_bm25("v2.3.5"), has_bm25("v2.5.4"), has_bm25("milvus_lite-3.2.2")
     (False, True, True)
     """
-    version = str(store.client.get_server_version()).removeprefix("milvus_lite-")
-    return (server_version(version) or BM25_SINCE) >= BM25_SINCE
+    return (server_version(version.removeprefix("milvus_lite-")) or BM25_SINCE) >= BM25_SINCE
 
 
 def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
@@ -229,12 +226,13 @@ def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
             "the passages for BM25; pass full_text_search=True or drop the analyzer.")
     asked = bool(full_text_search) or analyzer is not None
     if store.dim is None:
-        available = full_text_search is not False and has_bm25(store)
+        version = "" if full_text_search is False else str(store.client.get_server_version())
+        available = full_text_search is not False and has_bm25(version)
         if asked and not available:
             raise InvalidInputError(
                 f"full_text_search needs Milvus 2.5 or later (BM25 functions), and the "
-                f"server at {store.uri!r} runs {store.client.get_server_version()}: upgrade "
-                "the server, use Milvus Lite, or create the index without full_text_search.")
+                f"server at {store.uri!r} runs {version}: upgrade the server, use Milvus "
+                "Lite, or create the index without full_text_search.")
         if full_text_search is None and not available:
             logger.info("the Milvus at %r has no BM25 (before 2.5): the new index %r gets "
                         "dense search only", store.uri, store.prefix)

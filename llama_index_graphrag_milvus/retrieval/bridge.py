@@ -15,10 +15,10 @@ and one batched passage search (the question and every bridge in the same Milvus
 beside the read of where they lead when every bridge that may be chosen is chosen); on an
 index with full-text search, one batched BM25 search of the same texts beside it, whose
 lists follow the lists by meaning in each round. The lists are interleaved: the question's
-1st passage, each bridge's 1st (the one most similar to its second query first), the
-question's 2nd, and so on, skipping passages already taken. A query whose relations yield
-no bridge is plain vector search over the passages; passages without triplets are ranked
-like any other.
+1st passage, each bridge's 1st (among bridges of the same rank, the one closest to its
+second query first), the question's 2nd, and so on, skipping passages already taken. A
+query whose relations yield no bridge is plain vector search over the passages; passages
+without triplets are ranked like any other.
 """
 
 from __future__ import annotations
@@ -210,14 +210,11 @@ def choosable(bridges: Sequence[Bridge], limit: int) -> list[Bridge]:
     >>> [b.name for b in choosable([Bridge("c", t, kind="concept"), *named], 4)]
     ['A', 'B', 'C', 'c']
     """
-    def rank(bridge: Bridge) -> tuple[bool, bool]:
-        return bridge.kind not in SPECIFIC_KINDS, bridge.fallback
-
-    ordered = sorted(bridges, key=rank)
+    ordered = sorted(bridges, key=bridge_rank)  # no spreads: where they lead is not known
     if len(ordered) <= limit:
         return ordered
-    last = rank(ordered[limit - 1])
-    return [b for b in ordered if rank(b) <= last]
+    last = bridge_rank(ordered[limit - 1])
+    return [b for b in ordered if bridge_rank(b) <= last]
 
 
 def reached_by(bridges: Sequence[Bridge]) -> list[tuple[str, RelationHit]]:

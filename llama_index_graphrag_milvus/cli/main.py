@@ -25,7 +25,6 @@ import sys
 import time
 import warnings
 from collections.abc import Sequence
-from importlib.util import find_spec
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -45,7 +44,7 @@ from llama_index_graphrag_milvus.errors import (
     InvalidInputError,
     UnsplitTextWarning,
 )
-from llama_index_graphrag_milvus.milvus.fulltext import JIEBA
+from llama_index_graphrag_milvus.milvus.fulltext import JIEBA, runs_jieba
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.cli.folder import Folder, Progress
@@ -189,7 +188,7 @@ def open_index(args: argparse.Namespace, embed_model: Any, han_or_kana: bool = F
 
     options = {"uri": args.uri, "token": args.token,
                "collection_prefix": args.collection_prefix, "embed_model": embed_model}
-    if han_or_kana and (is_server(args.uri) or find_spec("jieba") is not None):
+    if han_or_kana and runs_jieba(not is_server(args.uri)):
         try:
             return GraphRAGIndex(**options, full_text_analyzer=JIEBA)
         except InvalidInputError:  # made without it, or a server before Milvus 2.5
@@ -203,7 +202,7 @@ def segmentation_note(index: GraphRAGIndex) -> str | None:
     if not index.store.full_text or index.store.full_text_analyzer == JIEBA:
         return None
     how = ("install jieba (pip install jieba), then index the folder into a new index "
-           "(--uri)" if find_spec("jieba") is None and not is_server(index.store.uri)
+           "(--uri)" if not runs_jieba(index.store.is_lite)
            else "index the folder into a new index (--uri): it segments them with jieba")
     return ("Note: most passages are Chinese or Japanese, which this index's BM25 (Milvus's "
             "standard analyzer) does not split into words: the hybrid baseline and the "

@@ -16,7 +16,6 @@ from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
-from importlib.util import find_spec
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -36,7 +35,7 @@ from llama_index_graphrag_milvus.ingestion.tenants import (
     passage_tenants,
     relation_tenants,
 )
-from llama_index_graphrag_milvus.milvus.fulltext import JIEBA
+from llama_index_graphrag_milvus.milvus.fulltext import JIEBA, runs_jieba
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.words import mostly_han_or_kana
@@ -211,7 +210,7 @@ def choose_analyzer(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> bo
     if (not store.full_text or store.full_text_analyzer is not None or not passages
             or not mostly_unsplit(passages)):
         return False
-    if store.is_lite and find_spec("jieba") is None:
+    if not runs_jieba(store.is_lite):
         return False
     store.full_text_analyzer = dict(JIEBA)
     logger.info("most passages are Chinese or Japanese: the full-text search of %r splits "

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
+from importlib.util import find_spec
 from typing import Any
 
 from llama_index.core.schema import BaseNode, MetadataMode
@@ -43,6 +44,14 @@ TEXT_FIELD = "text"
 JIEBA = {"tokenizer": "jieba"}
 """Milvus's analyzer for Chinese (it also splits Japanese at the changes of script): a new
 index whose first passages are mostly Chinese or Japanese takes it where Milvus has it."""
+
+
+def runs_jieba(is_lite: bool) -> bool:
+    """Whether the Milvus of an index can run :data:`JIEBA`: a server has it (from 2.5, as
+    BM25), Milvus Lite runs it with the ``jieba`` package."""
+    return not is_lite or find_spec("jieba") is not None
+
+
 LEXICAL_FIELD = "full_text"
 """What the BM25 function reads in a collection the package creates: the passage as it is
 embedded (``node.get_content(MetadataMode.EMBED)``: its text and the metadata the embedding

@@ -191,11 +191,10 @@ def test_chinese_passages_without_jieba_are_told_how_to_have_their_words_split(
                            full_text_search=True) as made:
             made.insert_triplets([("Basel is a city.", [("Basel", "is", "city")])])
     else:
-        from llama_index_graphrag_milvus.cli import main as command
-        from llama_index_graphrag_milvus.ingestion import write
+        from llama_index_graphrag_milvus.milvus import fulltext
 
-        for module in (command, write):  # jieba missing for the command and the index
-            monkeypatch.setattr(module, "find_spec", lambda name: None)
+        # jieba missing, for the command and the index alike
+        monkeypatch.setattr(fulltext, "find_spec", lambda name: None)
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
         code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)

@@ -196,10 +196,10 @@ def test_chinese_passages_get_their_words_split_or_a_warning(
     """A new index whose first passages are mostly Chinese takes Milvus's jieba analyzer
     when none is given and Milvus Lite can run it; without the jieba package the standard
     analyzer stays and a warning says what to do; an analyzer given is kept."""
-    from llama_index_graphrag_milvus.ingestion import write
+    from llama_index_graphrag_milvus.milvus import fulltext
 
     if not jieba:
-        monkeypatch.setattr(write, "find_spec", lambda name: None)
+        monkeypatch.setattr(fulltext, "find_spec", lambda name: None)
     passages = [("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")]),
                 ("Basel is a city.", [("Basel", "is", "city")]),
                 ("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")])]

@@ -23,7 +23,7 @@ Example::
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -78,6 +78,14 @@ class Folder:
         """Distinct passages of all the documents (a passage repeated word for word, in one
         file or in two, is stored once)."""
         return len({pid for d in self.documents for pid in d.passage_ids})
+
+    def keyed(self, index_keys: Sequence[str] | str) -> Folder:
+        """The same passages with the ids an index whose ``passage_identity_keys`` are
+        ``index_keys`` gives them (the ids depend on that rule): the files are not read
+        again, so the chunk size and the extensions the folder was read with hold."""
+        return replace(self, documents=tuple(
+            replace(d, passage_ids=passage_ids(d.passages, index_keys))
+            for d in self.documents))
 
     @cached_property
     def languages(self) -> Languages:
@@ -200,8 +208,8 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
             continue
         passages = [node for node in run_transformations([document], [splitter])
                     if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
-        ids = tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
-        found.append(FolderDocument(document.doc_id, name, tuple(passages), ids))
+        found.append(FolderDocument(document.doc_id, name, tuple(passages),
+                                    passage_ids(passages, index_keys)))
     listed = tuple(sorted(unread.items()))
     if not found:
         kinds = ", ".join([f"{len(empty)} empty",
@@ -210,6 +218,13 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         raise InvalidInputError(f"no file under {path} holds text ({kinds})"
                                 + unread_hint(listed))
     return Folder(path, tuple(found), tuple(empty), listed)
+
+
+def passage_ids(passages: Sequence[BaseNode], index_keys: Sequence[str] | str
+                ) -> tuple[str, ...]:
+    """The ids of ``passages`` in an index whose ``passage_identity_keys`` are
+    ``index_keys``."""
+    return tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
 
 
 def unread_hint(unread: Sequence[tuple[str, str]]) -> str:

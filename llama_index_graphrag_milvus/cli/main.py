@@ -158,9 +158,7 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
     from llama_index_graphrag_milvus.cli.folder import ingest, stored_documents
 
     if index.passage_identity_keys != "*":  # the ids depend on the index's rule
-        from llama_index_graphrag_milvus.cli.folder import read_folder
-
-        folder = read_folder(folder.path, index.passage_identity_keys)
+        folder = folder.keyed(index.passage_identity_keys)
     stored = stored_documents(index, folder)
     todo = [d for d in folder.documents if d.doc_id not in stored]
     if stored:

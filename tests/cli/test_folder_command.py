@@ -230,6 +230,28 @@ def test_an_index_made_without_full_text_search_is_asked_beside_naive_rag(
         assert index.store.count(index.store.passage_collection) == 7  # its own and the 6
 
 
+def test_an_index_with_other_identity_keys_stores_the_chunks_and_files_asked(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "keyed.db"
+    (folder / "long.txt").write_text("Basel lies on the Rhine, where Euler was born. " * 60,
+                                     encoding="utf-8")
+    GraphRAGIndex.from_triplets(DATASET[:1], uri=str(db), embed_model=HashEmbedding(dim=64),
+                                passage_identity_keys=["file_name"]).close()
+    code, out, err = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
+                          "--chunk-size", "64", "--extensions", "txt"], capsys)
+    assert code == 0, err
+    asked = read_folder(folder, ["file_name"], chunk_size=64, extensions=[".txt"])
+    assert "long.txt" in {d.name for d in asked.documents}
+    assert f"({asked.passages} passages)" in out
+    assert "fluids.md" not in {d.name for d in asked.documents}
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        stored = {p.node_id for p in index.store.get_passages(
+            [pid for d in asked.documents for pid in d.passage_ids])}
+        assert stored == {pid for d in asked.documents for pid in d.passage_ids}
+        assert index.store.count(index.store.passage_collection) == asked.passages + 1
+    assert asked.passages > read_folder(folder, ["file_name"], extensions=[".txt"]).passages
+
+
 def test_run_again_it_skips_what_is_stored_and_replaces_changed_files(
         folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     db = tmp_path / "notes.db"

@@ -20,17 +20,18 @@ back from the collection's schema when the index is reopened.
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from importlib.util import find_spec
 from typing import Any
 
+from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode
 from llama_index.core.utils import iter_batch
 from llama_index.core.vector_stores.types import VectorStoreQuery
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from llama_index.vector_stores.milvus.utils import BM25BuiltInFunction
-from pymilvus import DataType, FunctionType
+from pymilvus import AsyncMilvusClient, DataType, FunctionType
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph.word_table import DEFAULT_B, DEFAULT_K1
@@ -71,6 +72,20 @@ class PassageVectorStore(MilvusVectorStore):
     ``drop_ratio_search``: the vector store asks for 0.2, which Milvus refuses on a BM25
     field ("only drop_ratio_search=0 is supported"). Its scores are BM25's, positive on
     every Milvus."""
+
+    _loop_clients: Callable[[], AsyncMilvusClient] | None = PrivateAttr(default=None)
+
+    def use_loop_clients(self, clients: Callable[[], AsyncMilvusClient]) -> None:
+        """Take the async client of each event loop from ``clients`` (the graph store's
+        ``aclient``): the one ``MilvusVectorStore`` makes is bound to the first loop that
+        uses it, so a second ``asyncio.run`` found its channel closed."""
+        self._loop_clients = clients
+
+    @property
+    def aclient(self) -> AsyncMilvusClient | None:
+        """The running event loop's async client (see :meth:`use_loop_clients`)."""
+        return (self._loop_clients() if self._loop_clients is not None
+                else self._async_milvusclient)
 
     def _reads_lexical_field(self) -> bool:
         function = self.sparse_embedding_function

@@ -302,6 +302,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                     **sparse,
                     **self._client_kwargs,
                 )
+            self._passages.use_loop_clients(self.aclient)
             self.client.load_collection(self.passage_collection)
 
     def _partition_key(self) -> bool:
@@ -508,8 +509,9 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         try:
             if self._passages is not None:
                 self._passages.client.close()
-                if self._passages.aclient is not None:
-                    async_clients.append(self._passages.aclient)
+                own = self._passages._async_milvusclient  # the rest are the store's
+                if own is not None:
+                    async_clients.append(own)
             self._client.close()
             if async_clients:
                 # their channels belong to event loops that may be gone or busy: release

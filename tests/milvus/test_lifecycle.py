@@ -256,6 +256,22 @@ def test_asyncio_run_per_call_does_not_keep_a_connection_per_call(
         assert not [r for r in caplog.records if "event loop" in r.getMessage()]
 
 
+@pytest.mark.parametrize("search", ["dense", "bm25", "hybrid"])
+def test_naive_search_answers_from_one_event_loop_after_another(db: Path, search: str
+                                                                 ) -> None:
+    """The passage vector store's own async client was bound to the first event loop that
+    used it: every naive ``aretrieve`` from a later ``asyncio.run`` failed ("Event loop is
+    closed"). It now takes the store's client of the running loop, as the graph does."""
+    with build(db) as index:
+        assert index.store.full_text
+        retriever = index.as_naive_retriever(search=search, similarity_top_k=2)
+        expected = [n.node.node_id for n in retriever.retrieve("Euler")]
+        for _ in range(3):
+            found = asyncio.run(retriever.aretrieve("Euler"))
+            assert [n.node.node_id for n in found] == expected
+        assert len(index.store._async) == 1  # the ended loops' clients were given up
+
+
 def test_async_calls_from_two_running_event_loops_are_warned_about_once(
         db: Path, caplog: pytest.LogCaptureFixture) -> None:
     """A loop that still runs (another thread's) keeps its client: its requests may be in

@@ -189,7 +189,8 @@ def open_index(args: argparse.Namespace, embed_model: Any, han_or_kana: bool = F
     if han_or_kana and runs_jieba(not is_server(args.uri)):
         try:
             return GraphRAGIndex(**options, full_text_analyzer=JIEBA)
-        except InvalidInputError:  # made without it, or a server before Milvus 2.5
+        except InvalidInputError:  # made without it or with another analyzer, or a server
+            # before Milvus 2.5
             pass
     return GraphRAGIndex(**options)
 

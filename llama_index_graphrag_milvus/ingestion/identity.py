@@ -24,7 +24,7 @@ from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RETRIEVAL_KEYS, TRIPLETS_KEY
-from llama_index_graphrag_milvus.milvus.fulltext import check_analyzer
+from llama_index_graphrag_milvus.milvus.fulltext import check_analyzer, same_analyzer
 from llama_index_graphrag_milvus.milvus.tenants import server_version
 
 if TYPE_CHECKING:
@@ -239,12 +239,27 @@ def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
         store.full_text = asked or available
         store.full_text_analyzer = analyzer
         return
+    where = f"the index {store.prefix!r} at {store.uri!r}"
     if asked and not store.full_text:
         raise InvalidInputError(
-            f"the index {store.prefix!r} at {store.uri!r} was created without full-text "
-            "search, which Milvus adds only to a new collection: build a new index (another "
-            "collection_prefix) with full_text_search=True, or leave it unset to open this "
-            "one with dense search only.")
+            f"{where} was created without full-text search, which Milvus adds only to a new "
+            "collection: build a new index (another collection_prefix) with "
+            "full_text_search=True, or leave it unset to open this one with dense search "
+            "only.")
+    if full_text_search is False and store.full_text:
+        raise InvalidInputError(
+            f"{where} was created with full-text search (BM25), which Milvus cannot take "
+            "out of a collection: leave full_text_search unset to open it (its retrievers "
+            "take as_retriever(match_words=False) to rank by meaning alone), or build a new "
+            "index (another collection_prefix) with full_text_search=False.")
+    if analyzer is not None and store.full_text and not same_analyzer(
+            analyzer, store.full_text_analyzer):
+        raise InvalidInputError(
+            f"{where} splits its passages for BM25 with the analyzer "
+            f"{store.full_text_analyzer or {'tokenizer': 'standard'}!r}, not {analyzer!r}: "
+            "Milvus fixes it when the collection is created. Leave full_text_analyzer unset "
+            "to open this index, or build a new one (another collection_prefix) with the "
+            "analyzer.")
 
 
 def bind_settings(store: MilvusGraphStore, embed_model: BaseEmbedding,

@@ -234,6 +234,19 @@ def analyzer_of(collection_info: Mapping[str, Any], field: str) -> dict[str, Any
     return None
 
 
+def same_analyzer(first: Mapping[str, Any] | None, second: Mapping[str, Any] | None
+                  ) -> bool:
+    """Whether two analyzer parameters split words alike as far as they can be compared:
+    both Milvus's standard analyzer, or the same parameters.
+
+    >>> same_analyzer({"tokenizer": "standard"}, None), same_analyzer(None, {"tokenizer": "jieba"})
+    (True, False)
+    """
+    if is_standard(first) and is_standard(second):
+        return True
+    return dict(first or {}) == dict(second or {})
+
+
 def is_standard(analyzer: Mapping[str, Any] | None) -> bool:
     """Whether ``analyzer`` is Milvus's standard analyzer (words lower-cased, no stop
     words), the one BM25 in memory reproduces.

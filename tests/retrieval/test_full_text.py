@@ -127,6 +127,15 @@ def test_a_new_index_has_full_text_search_unless_told_not_to(
         assert any("words" in hit.node.metadata["graphrag_found_by"] for hit in found)
     with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reopened:
         assert reopened.store.full_text
+    # what cannot change once the collection is made is refused, not ignored
+    with pytest.raises(InvalidInputError, match="match_words=False"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, full_text_search=False)
+    with pytest.raises(InvalidInputError, match=r"analyzer \{'tokenizer': 'standard'\}, not"):
+        GraphRAGIndex(uri=milvus_uri, embed_model=embed_model,
+                      full_text_analyzer={"tokenizer": "jieba"})
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model, full_text_search=True,
+                       full_text_analyzer={"tokenizer": "standard"}) as reopened:
+        assert reopened.as_naive_retriever(search="bm25").retrieve("Zwolle")
     dense_only = str(tmp_path / "dense.db")
     with GraphRAGIndex.from_triplets(FAMILY, uri=dense_only, embed_model=embed_model,
                                      full_text_search=False) as index:

@@ -352,15 +352,20 @@ def test_a_worker_opened_before_the_first_ingestion_answers_once_it_exists(
 @LITE_ONLY
 def test_query_on_passages_without_relations(make_index: MakeIndex,
                                              caplog: pytest.LogCaptureFixture) -> None:
-    """Every method answers by the passages' own similarity, in both graph modes; the graph
+    """Every method answers by the passages' own similarity, in both graph modes, also with
+    a passage no more similar than 0 (PageRank gave it no mass, and dropped it); the graph
     held in memory says why in a warning."""
-    index = make_index([("Only a passage.", [])])
+    index = make_index([("Only a passage.", []), ("Nothing about wombats.", [])])
     served = GraphRAGIndex(uri=index.store.uri, embed_model=index.embed_model, graph="milvus")
     try:
+        vectors = [index.embed_model.get_text_embedding(t)
+                   for t in ("passage", "Nothing about wombats.")]
+        assert sum(a * b for a, b in zip(*vectors)) <= 0
         for opened in (index, served):
             for method in ("bridge", "passage", "ppr", "pcst"):
                 hits = opened.as_retriever(method=method).retrieve("passage")
-                assert [h.node.get_content() for h in hits] == ["Only a passage."]
+                assert [h.node.get_content() for h in hits] == [
+                    "Only a passage.", "Nothing about wombats."], method
         assert "holds passages but no relations" in caplog.text
     finally:
         served.close()

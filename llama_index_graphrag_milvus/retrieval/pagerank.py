@@ -220,10 +220,12 @@ class PageRankRetrieval(RetrievalMethod):
         timings = {"ppr": time.perf_counter() - started}
         # filters may drop some: then fetch twice what is needed
         wanted = [p.id for p in ranking[:(2 if query.where else 1) * query.similarity_top_k]]
+        if len(wanted) < query.similarity_top_k:  # the mass reached fewer: by similarity
+            wanted += [pid for pid, _ in similar if pid not in wanted]
         nodes.update((yield from fetch_passages([pid for pid in wanted if pid not in nodes],
                                                 query.where)))
         mass = {p.id: p.mass for p in ranking}
-        hits = [(nodes[pid], mass[pid]) for pid in wanted if pid in nodes]
+        hits = [(nodes[pid], mass.get(pid, 0.0)) for pid in wanted if pid in nodes]
         hits = hits[:query.similarity_top_k]
         pool = select_passages(candidates, len(candidates) * len(wanted) + 1)
         texts = yield from read_relation_texts(attached_relations(hits, pool), seeds, candidates)

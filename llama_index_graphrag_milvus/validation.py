@@ -199,3 +199,16 @@ def _problem(error: Any) -> str:
         message = str(error["msg"]).removeprefix("Value error, ").rstrip(".")
         return f"{where}: {message}."
     return f"{where}: {error['msg']}, got {error.get('input')!r:.200}."
+
+
+def is_utf8(text: str) -> bool:
+    """Whether ``text`` encodes to UTF-8 (no lone surrogates such as ``"\\ud800"``).
+
+    >>> is_utf8("Ōsaka"), is_utf8("bad \\ud800")
+    (True, False)
+    """
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True

@@ -47,8 +47,8 @@ from llama_index_graphrag_milvus import (
     GraphRAGIndex,
     GraphRelationRerank,
 )
-from llama_index_graphrag_milvus.extraction.triplets import is_utf8
 from llama_index_graphrag_milvus.retrieval.pcst import SUBGRAPH_NODE_PREFIX
+from llama_index_graphrag_milvus.validation import is_utf8
 from tests.conftest import FAMILY
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 

@@ -360,7 +360,7 @@ def test_query_on_passages_without_relations(make_index: MakeIndex,
     try:
         vectors = [index.embed_model.get_text_embedding(t)
                    for t in ("passage", "Nothing about wombats.")]
-        assert sum(a * b for a, b in zip(*vectors)) <= 0
+        assert sum(a * b for a, b in zip(*vectors, strict=True)) <= 0
         for opened in (index, served):
             for method in ("bridge", "passage", "ppr", "pcst"):
                 hits = opened.as_retriever(method=method).retrieve("passage")

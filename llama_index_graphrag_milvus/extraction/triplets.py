@@ -21,21 +21,9 @@ from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY, hide_from_models
 from llama_index_graphrag_milvus.parsing import find_json
 from llama_index_graphrag_milvus.records import Triplet
+from llama_index_graphrag_milvus.validation import is_utf8
 
 logger = logging.getLogger(__name__)
-
-
-def is_utf8(text: str) -> bool:
-    """Whether ``text`` encodes to UTF-8 (no lone surrogates such as ``"\\ud800"``).
-
-    >>> is_utf8("Ōsaka"), is_utf8("bad \\ud800")
-    (True, False)
-    """
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        return False
-    return True
 
 
 def part_text(part: Any) -> str | None:

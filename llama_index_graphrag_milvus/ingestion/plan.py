@@ -20,7 +20,6 @@ from pydantic_core import to_jsonable_python
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.kinds import ENTITY_KINDS, stronger_kind
 from llama_index_graphrag_milvus.extraction.triplets import (
-    is_utf8,
     store_triplets,
     to_triplets,
     triplets_from_node,
@@ -34,6 +33,7 @@ from llama_index_graphrag_milvus.ingestion.identity import (
 from llama_index_graphrag_milvus.limits import PASSAGE_TEXT_MAX_BYTES, RELATION_TEXT_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
 from llama_index_graphrag_milvus.records import Triplet
+from llama_index_graphrag_milvus.validation import is_utf8
 
 logger = logging.getLogger(__name__)
 

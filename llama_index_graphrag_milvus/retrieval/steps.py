@@ -24,6 +24,7 @@ from llama_index_graphrag_milvus.metadata import (
 )
 from llama_index_graphrag_milvus.parsing import find_json, string_list
 from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
+from llama_index_graphrag_milvus.validation import is_utf8
 
 logger = logging.getLogger(__name__)
 
@@ -74,6 +75,12 @@ def check_query(query_bundle: QueryBundle) -> str:
         raise InvalidInputError(
             "the query is empty or whitespace; pass the question as a non-empty string."
         )
+    if not is_utf8(query):
+        raise InvalidInputError(
+            "the query holds characters UTF-8 cannot encode (lone surrogates such as "
+            "'\\ud800', often from text decoded with errors='surrogateescape'), which Milvus "
+            "cannot search for; clean it, for example text.encode('utf-8', 'replace')"
+            ".decode('utf-8').")
     return query.strip()
 
 

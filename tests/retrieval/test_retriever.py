@@ -251,6 +251,29 @@ def test_empty_query(shared_family_index: GraphRAGIndex, query: str) -> None:
         asyncio.run(khop(shared_family_index).aretrieve(query))
 
 
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_a_query_with_a_lone_surrogate_is_refused_by_every_retriever(
+        shared_family_index: GraphRAGIndex, graph: str) -> None:
+    """Milvus cannot encode it: the graph in memory answered, a search sent to Milvus (BM25,
+    a served graph, naive RAG's BM25 and hybrid search) failed with a gRPC error."""
+    index = shared_family_index
+    opened = (index if graph == "memory" else
+              GraphRAGIndex(uri=index.store.uri, embed_model=index.embed_model, graph="milvus"))
+    try:
+        retrievers = [opened.as_retriever(), opened.as_retriever(passage_search="milvus"),
+                      opened.as_naive_retriever()]
+        if opened.store.full_text:
+            retrievers += [opened.as_naive_retriever(search="hybrid")]
+        for retriever in retrievers:
+            with pytest.raises(InvalidInputError, match="lone surrogates"):
+                retriever.retrieve("Daniel \ud800 Bernoulli")
+            with pytest.raises(InvalidInputError, match="lone surrogates"):
+                asyncio.run(retriever.aretrieve("Daniel \ud800 Bernoulli"))
+    finally:
+        if opened is not index:
+            opened.close()
+
+
 @pytest.mark.parametrize("kwargs, match", [
     ({"hops": -1}, "hops must be an integer >= 0"),
     ({"entity_top_k": 0}, "entity_top_k must be an integer"),

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
@@ -39,6 +40,10 @@ WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
     "a number instead of a triplet list": lambda i: i.insert_triplets([("fine", 3)]),
     "bad passage after good ones": lambda i: i.insert_triplets(
         [("good passage one", [("a", "b", "c")]), (SURROGATE, [])]),
+    "a metadata key full-text search keeps": lambda i: i.insert_triplets(
+        [(TextNode(text="fine", metadata={"sparse_embedding": 1}), [("a", "b", "c")])]),
+    "a metadata key Milvus keeps": lambda i: i.insert_triplets(
+        [(TextNode(text="fine", metadata={"$meta": 1}), [("a", "b", "c")])]),
     "delete(None)": lambda i: i.delete(None),
     "delete(123)": lambda i: i.delete(123),
     "delete('')": lambda i: i.delete(""),
@@ -52,8 +57,7 @@ def test_bad_writes_are_package_errors_and_write_nothing(
     before = counts(family_index)
     with pytest.raises(InvalidInputError) as raised:
         WRITES[case](family_index)
-    assert "got" in str(raised.value) or "expected" in str(raised.value) or "UTF-8" in str(
-        raised.value)
+    assert any(word in str(raised.value) for word in ("got", "expected", "UTF-8", "rename"))
     assert counts(family_index) == before
 
 
@@ -80,7 +84,8 @@ def test_bad_retriever_arguments_are_package_errors(shared_family_index: GraphRA
         shared_family_index.as_retriever(**kwargs)
 
 
-BAD_QUERIES: list[Any] = [None, 42, ["x"], b"who taught Euler", {"q": 1}, "", "   \n"]
+BAD_QUERIES: list[Any] = [None, 42, ["x"], b"who taught Euler", {"q": 1}, "", "   \n",
+                          SURROGATE]
 
 
 @pytest.mark.parametrize("query", BAD_QUERIES, ids=repr)

@@ -32,6 +32,7 @@ from llama_index_graphrag_milvus.ingestion.identity import (
 )
 from llama_index_graphrag_milvus.limits import PASSAGE_TEXT_MAX_BYTES, RELATION_TEXT_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.validation import is_utf8
 
@@ -121,6 +122,12 @@ def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[
             "a Milvus VARCHAR holds; split long documents first, for example with "
             "SentenceSplitter(chunk_size=1024)."
         )
+    reserved = [key for key in metadata if key == FULL_TEXT_FIELD or key.startswith("$")]
+    if reserved:
+        raise InvalidInputError(
+            f"the metadata of passage {position} has the key {reserved[0]!r}, a name Milvus "
+            "keeps for itself (" + ("its dynamic field" if reserved[0].startswith("$") else
+                                    "full-text search's BM25 terms") + "): rename the key.")
     try:  # what Milvus stores: the JSON form pydantic gives (dates as text...), UTF-8
         json.dumps(to_jsonable_python(metadata), ensure_ascii=False, allow_nan=False).encode()
     except (TypeError, ValueError) as exc:  # PydanticSerializationError, UnicodeEncodeError

@@ -25,6 +25,8 @@ from llama_index.core.vector_stores import (
 )
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD, LEXICAL_FIELD
+from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS
 
 
 def quote(value: str) -> str:
@@ -63,8 +65,9 @@ def in_list(field: str, values: Sequence[str]) -> str:
 
 
 _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
-_FIELDS = frozenset({"id", "text", "embedding"})
-"""Fields of the passage collection, not metadata: Milvus would compare the field itself."""
+_FIELDS = frozenset({"id", "embedding", *PASSAGE_FIELDS, LEXICAL_FIELD, FULL_TEXT_FIELD})
+"""Fields of the passage collection (full-text search's included), not metadata: Milvus would
+compare the field itself."""
 _INT64 = (-(2**63), 2**63 - 1)
 _COMPARISONS = {
     FilterOperator.EQ: "==", FilterOperator.NE: "!=", FilterOperator.GT: ">",

@@ -203,6 +203,10 @@ def test_quote_escapes_what_milvus_reads_as_escapes() -> None:
     (group("and", where("tenant_id", OP.IN, ["ok", "\udcff"])), "UTF-8 cannot encode"),
     (group("and", where("year", OP.GT, float("nan"))), "not a finite number"),
     (group("and", where("year", OP.LT, float("inf"))), "not a finite number"),
+    # the fields full-text search adds compare the field, not the metadata of that name
+    (group("and", where("full_text", OP.EQ, "yes")), "field of the passage collection"),
+    (group("and", where("sparse_embedding", OP.EQ, "yes")), "field of the passage"),
+    (group("and", where("_node_content", OP.EQ, "yes")), "field of the passage"),
 ])
 def test_values_milvus_cannot_match_are_refused(filters: MetadataFilters, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import inspect
 import logging
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -232,16 +232,12 @@ class GraphRAGIndex(DocumentMaintenance):
         Raises :class:`~llama_index_graphrag_milvus.errors.InvalidInputError` before writing
         anything when a passage is empty or longer than Milvus allows.
         """
-        index = cls(**kwargs)
-        index.insert_triplets(data)
-        return index
+        return cls._filled(kwargs, lambda index: index.insert_triplets(data))
 
     @classmethod
     def from_nodes(cls, nodes: Sequence[BaseNode], **kwargs: Any) -> GraphRAGIndex:
         """Build an index from nodes whose metadata carries triplets (see :meth:`insert_nodes`)."""
-        index = cls(**kwargs)
-        index.insert_nodes(nodes)
-        return index
+        return cls._filled(kwargs, lambda index: index.insert_nodes(nodes))
 
     @classmethod
     def from_documents(cls, documents: Sequence[Document], **kwargs: Any) -> GraphRAGIndex:
@@ -262,8 +258,21 @@ class GraphRAGIndex(DocumentMaintenance):
                 show_progress=True)
         """
         options, constructor = split_options(kwargs)
+        return cls._filled(constructor,
+                           lambda index: index.insert_documents(documents, **options))
+
+    @classmethod
+    def _filled(cls, constructor: dict[str, Any], fill: Callable[[GraphRAGIndex], object]
+                ) -> GraphRAGIndex:
+        """The index the ``constructor`` arguments open, after ``fill``; closed when
+        ``fill`` raises (refused input, an interrupted build): the caller has no handle to
+        close it, and it would keep a Milvus Lite file held until the process ends."""
         index = cls(**constructor)
-        index.insert_documents(documents, **options)
+        try:
+            fill(index)
+        except BaseException:
+            index.close()
+            raise
         return index
 
     # ------------------------------------------------------------------ the in-memory copies

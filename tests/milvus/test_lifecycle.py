@@ -14,6 +14,7 @@ import subprocess
 import sys
 import threading
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -106,6 +107,21 @@ def test_an_index_dropped_without_close_does_not_keep_the_file_held(db: Path) ->
         assert opened.returncode == 0, opened.stdout + opened.stderr
     finally:
         gc.enable()
+
+
+@pytest.mark.parametrize("build_with", ["from_triplets", "from_nodes"])
+def test_a_refused_build_leaves_the_file_free(db: Path, build_with: str) -> None:
+    """``from_triplets`` and its siblings give no index when the input is refused: the one
+    they opened is closed, not left holding the file with no handle to close it."""
+    from llama_index.core.schema import TextNode
+
+    data: Any = ([*DATA, ("   ", [])] if build_with == "from_triplets"
+                 else [TextNode(text="Euler was in Basel."), TextNode(text="   ")])
+    with pytest.raises(InvalidInputError, match="empty or whitespace"):
+        getattr(GraphRAGIndex, build_with)(data, uri=str(db), embed_model=HashEmbedding(dim=64))
+    assert not lite_file_is_locked(db)
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        assert index.store.dim is None  # nothing of it was written
 
 
 def test_close_is_idempotent_and_any_later_use_raises_the_package_error(db: Path) -> None:

@@ -44,6 +44,8 @@ WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
         [(TextNode(text="fine", metadata={"sparse_embedding": 1}), [("a", "b", "c")])]),
     "a metadata key Milvus keeps": lambda i: i.insert_triplets(
         [(TextNode(text="fine", metadata={"$meta": 1}), [("a", "b", "c")])]),
+    "insert_nodes of strings": lambda i: i.insert_nodes(["Euler was born in Basel."]),
+    "insert_nodes of a string": lambda i: i.insert_nodes("Euler was born in Basel."),
     "delete(None)": lambda i: i.delete(None),
     "delete(123)": lambda i: i.delete(123),
     "delete('')": lambda i: i.delete(""),

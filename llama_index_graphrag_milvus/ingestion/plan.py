@@ -214,10 +214,22 @@ def _stored_triplets(node: TextNode) -> list[Triplet]:
 
 def plan_from_nodes(nodes: Sequence[BaseNode], identity_keys: Sequence[str] | str = ALL_METADATA
                     ) -> IngestionPlan:
-    """:func:`plan_ingestion` for nodes that carry their triplets in metadata."""
+    """:func:`plan_ingestion` for nodes that carry their triplets in metadata.
+
+    Raises:
+        InvalidInputError: ``nodes`` is not a list of LlamaIndex nodes."""
+    if isinstance(nodes, str | bytes | BaseNode) or not isinstance(nodes, Iterable):
+        raise InvalidInputError(
+            f"nodes must be a list of LlamaIndex nodes, got a {type(nodes).__name__}: pass "
+            "[TextNode(text=...)], or (text, triplets) pairs to insert_triplets.")
     pairs = []
     dropped = 0
-    for node in nodes:
+    for position, node in enumerate(nodes):
+        if not isinstance(node, BaseNode):
+            raise InvalidInputError(
+                f"node {position} is not a LlamaIndex node (got a {type(node).__name__}): "
+                "pass TextNode(text=...) objects, or (text, triplets) pairs to "
+                "insert_triplets.")
         triplets, skipped = triplets_from_node(node)
         dropped += skipped
         pairs.append((node, triplets))

@@ -109,6 +109,15 @@ def test_naive_similarity_top_k_is_checked(shared_family_index: GraphRAGIndex,
         shared_family_index.as_naive_retriever(similarity_top_k=top_k)
 
 
+def test_naive_retriever_refuses_arguments_it_would_ignore(
+        shared_family_index: GraphRAGIndex) -> None:
+    with pytest.raises(InvalidInputError, match=r"unexpected arguments \['similarity_topk'\]"):
+        shared_family_index.as_naive_retriever(similarity_topk=5)
+    # what VectorIndexRetriever takes still goes to it
+    naive = shared_family_index.as_naive_retriever(verbose=False, vector_store_kwargs={})
+    assert naive.retrieve(QUESTION)
+
+
 def test_naive_retriever_refuses_a_model_of_another_dimension(
         shared_family_index: GraphRAGIndex) -> None:
     naive = shared_family_index.as_naive_retriever(embed_model=HashEmbedding(dim=32))

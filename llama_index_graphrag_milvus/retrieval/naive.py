@@ -13,6 +13,7 @@ store's translation: both retrievers read the same filter language with the same
 
 from __future__ import annotations
 
+import inspect
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core import VectorStoreIndex
@@ -41,6 +42,14 @@ if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 
+_VECTOR_RETRIEVER_ARGUMENTS = frozenset(
+    name for name, parameter in inspect.signature(VectorIndexRetriever.__init__).parameters.items()
+    if parameter.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
+    and name not in ("self", "index", "similarity_top_k", "filters")) | {"vector_store_kwargs"}
+"""What ``VectorIndexRetriever`` takes beside the naive retriever's own arguments (it keeps
+any other keyword and ignores it: a misspelt one would change nothing, silently)."""
+
+
 class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
     """Plain vector search over the passages (what :meth:`GraphRAGIndex.as_naive_retriever`
     returns), or BM25, or both fused (``search``: :class:`~.settings.NaiveSearch`), with the
@@ -64,6 +73,12 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
     def __init__(self, store: MilvusGraphStore, index: VectorStoreIndex,
                  similarity_top_k: int = 2, filters: MetadataFilters | None = None,
                  search: NaiveSearch | str = NaiveSearch.DENSE, **kwargs: Any) -> None:
+        unknown = sorted(set(kwargs) - _VECTOR_RETRIEVER_ARGUMENTS)
+        if unknown:
+            raise InvalidInputError(
+                f"as_naive_retriever got unexpected arguments {unknown}: it takes "
+                "similarity_top_k, filters, search and VectorIndexRetriever's "
+                f"({', '.join(sorted(_VECTOR_RETRIEVER_ARGUMENTS))}).")
         self._graph_store = store
         self.search = NaiveSearch.of("search", search)
         if self.search is not NaiveSearch.DENSE:

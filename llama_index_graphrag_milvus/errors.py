@@ -30,6 +30,10 @@ True
 
 from __future__ import annotations
 
+import os
+import sys
+import warnings
+
 
 class GraphRAGError(Exception):
     """Base class of every error raised on purpose by this package."""
@@ -141,3 +145,17 @@ class UnsplitTextWarning(UserWarning):
     ``pip install jieba``), or silence it with
     ``warnings.filterwarnings("ignore", category=UnsplitTextWarning)`` (imported from
     ``llama_index_graphrag_milvus.errors``)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def warn(message: str, category: type[Warning]) -> None:
+    """``warnings.warn`` attributed to the first caller outside the package (the user's
+    line, whatever the depth of the package's own calls in between), as
+    ``skip_file_prefixes`` does from Python 3.12."""
+    frame = sys._getframe(1)
+    level = 2
+    while frame is not None and frame.f_code.co_filename.startswith(_PACKAGE):
+        frame, level = frame.f_back, level + 1  # type: ignore[assignment]
+    warnings.warn(message, category, stacklevel=level)

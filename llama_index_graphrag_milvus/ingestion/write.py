@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import time
-import warnings
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -21,7 +20,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode
 
-from llama_index_graphrag_milvus.errors import MilvusStoreError, UnsplitTextWarning
+from llama_index_graphrag_milvus.errors import MilvusStoreError, UnsplitTextWarning, warn
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.entity_rows import (
@@ -226,11 +225,11 @@ def warn_unsplit(store: MilvusGraphStore, passages: Sequence[BaseNode]) -> None:
     if not store.full_text or store.full_text_analyzer is not None or not passages:
         return
     if mostly_unsplit(passages):
-        warnings.warn(
+        warn(
             "most of these passages are Chinese or Japanese, which the standard analyzer of "
             "this index's full-text search does not split into words: BM25 (hybrid search, "
             "the second hop's word lists) will match little of them. Create the index with "
             "full_text_analyzer={'tokenizer': 'jieba'} (Milvus Lite: pip install jieba; "
             "then a new index written with such passages first takes it by itself), or "
             "with full_text_search=False to go without BM25.",
-            UnsplitTextWarning, stacklevel=2)
+            UnsplitTextWarning)

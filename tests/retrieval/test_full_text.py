@@ -228,6 +228,7 @@ def test_chinese_passages_get_their_words_split_or_a_warning(
         assert not found  # the standard analyzer keeps the run whole
     if not jieba:
         assert "full_text_analyzer={'tokenizer': 'jieba'}" in str(unsplit[0].message)
+        assert unsplit[0].filename == __file__  # the caller's line, not the package's
     index.close()
     with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reopened:
         assert reopened.store.full_text_analyzer == index.store.full_text_analyzer

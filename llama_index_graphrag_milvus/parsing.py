@@ -22,6 +22,10 @@ def find_json(raw: str, key: str | None = None) -> Any | None:
     {'picked': [1]}
     >>> find_json("no json here") is None
     True
+    >>> find_json("Sure: " + "[" * 5000 + '{"picked": [2]}', key="picked")
+    {'picked': [2]}
+    >>> find_json('{"picked": [' + "9" * 5000 + "]}") is None
+    True
     """
     if not isinstance(raw, str):
         return None
@@ -30,8 +34,11 @@ def find_json(raw: str, key: str | None = None) -> Any | None:
     while (start := _next_opening(raw, start)) >= 0:
         try:
             value, end = _DECODER.raw_decode(raw, start)
-        except json.JSONDecodeError:
+        except ValueError:  # not JSON here, or an integer past Python's digit limit
             start += 1
+            continue
+        except RecursionError:  # nested past the interpreter's limit: skip the run
+            start = _last_opening(raw, start)
             continue
         if key is None or (isinstance(value, dict) and key in value):
             return value
@@ -39,6 +46,22 @@ def find_json(raw: str, key: str | None = None) -> Any | None:
             first = value
         start = end
     return first
+
+
+def _last_opening(raw: str, start: int) -> int:
+    """Index of the last ``{`` or ``[`` of the run of them (white space between them
+    included) that starts at ``start``: where a value nested past the interpreter's limit
+    may hold one that is not; ``start + 1`` when the run is that one character.
+
+    >>> _last_opening('[[ [{"a": 1}]', 0), _last_opening("[1]", 0)
+    (4, 1)
+    """
+    last, end = start, start + 1
+    while end < len(raw) and (raw[end] in "{[" or raw[end].isspace()):
+        if raw[end] in "{[":
+            last = end
+        end += 1
+    return last if last > start else start + 1
 
 
 def _next_opening(raw: str, start: int) -> int:

@@ -219,8 +219,10 @@ def test_all_invented_keeps_incoming_order_and_warns(caplog: pytest.LogCaptureFi
         '{"thought_process": "hmm"}',
         '{"useful_relationships": "[1] a"}',
         "",
+        "Sure: " + "[" * 3000,  # a model stuck in a loop: nested past Python's limit
+        '{"useful_relationships": [' + "9" * 5000 + "]}",  # past Python's digit limit
     ],
-    ids=["prose", "truncated", "missing-key", "not-a-list", "empty"],
+    ids=["prose", "truncated", "missing-key", "not-a-list", "empty", "nested", "bigint"],
 )
 def test_malformed_answer_keeps_incoming_order(raw: str,
                                                caplog: pytest.LogCaptureFixture) -> None:

@@ -18,9 +18,27 @@ inline in Jupyter).
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
+
+
+def finite(value: Any) -> Any:
+    """``value`` with every float that is not finite (a custom method's NaN score) as
+    ``None``: JSON has no literal for it, and a browser's ``JSON.parse`` refuses the page's
+    data whole on a bare ``NaN``.
+
+    >>> finite({"score": float("nan"), "scores": [1.5, float("inf")]})
+    {'score': None, 'scores': [1.5, None]}
+    """
+    if isinstance(value, float):
+        return value if math.isfinite(value) else None
+    if isinstance(value, dict):
+        return {key: finite(item) for key, item in value.items()}
+    if isinstance(value, list | tuple):
+        return [finite(item) for item in value]
+    return value
 
 
 def plain(value: Any) -> Any:
@@ -258,7 +276,8 @@ class Explanation(_Record):
 
     def to_json(self, indent: int | None = None) -> str:
         """The record as JSON (see :meth:`to_dict`)."""
-        return json.dumps(self.to_dict(), indent=indent, ensure_ascii=False)
+        return json.dumps(finite(self.to_dict()), indent=indent, ensure_ascii=False,
+                          allow_nan=False)
 
     def to_html(self) -> str:
         """A self-contained HTML page (scripts and styles inline, nothing fetched) with the

@@ -23,7 +23,7 @@ from functools import cache
 from importlib import resources
 from typing import Any
 
-from llama_index_graphrag_milvus.explain.explanation import Explanation
+from llama_index_graphrag_milvus.explain.explanation import Explanation, finite
 
 ASSETS = "llama_index_graphrag_milvus.explain"
 """The package whose ``assets/`` folder holds the vendored and own assets."""
@@ -47,7 +47,7 @@ def script_json(value: Any) -> str:
     >>> print(script_json({"text": "</script>"}))
     {"text": "\u003c/script\u003e"}
     """
-    text = json.dumps(value, ensure_ascii=False)
+    text = json.dumps(finite(value), ensure_ascii=False, allow_nan=False)
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"),
                          ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)

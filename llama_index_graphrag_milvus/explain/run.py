@@ -13,7 +13,7 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING
 
-from llama_index.core.schema import QueryBundle
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llama_index_graphrag_milvus.explain.assemble import build_explanation
 from llama_index_graphrag_milvus.explain.explanation import Explanation
@@ -44,7 +44,11 @@ def explain_plan(retriever: GraphRAGRetriever, query: QueryContext) -> Plan[Expl
     trace = query.trace if query.trace is not None else Trace()
     started = time.perf_counter()
     before = yield from MilvusRequests()
-    nodes = yield from retriever.method.plan(query, retriever.seed_config)
+    planned = yield from retriever.method.plan(query, retriever.seed_config)
+    by_id: dict[str, NodeWithScore] = {}  # what retrieve() returns: LlamaIndex keeps
+    for hit in planned:                      # the first node of each id
+        by_id.setdefault(hit.node.node_id, hit)
+    nodes = list(by_id.values())
     trace.milvus_requests = (yield from MilvusRequests()) - before
     retrieved = time.perf_counter()
     naive = first((yield from search_passages(query, (query.vector,), query.similarity_top_k)))

@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
+from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus import EmptyIndexError, GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.explain import Explanation, Trace
@@ -123,6 +125,41 @@ def test_explain_checks_the_question_like_retrieve(index: GraphRAGIndex,
     with pytest.raises(EmptyIndexError, match="ingest passages first"):
         empty.as_retriever().explain(QUESTION)
     empty.close()
+
+
+class Twice(RetrievalMethod):
+    """A custom method that lists each passage twice, with no score a number can hold."""
+
+    name = "twice"
+
+    def plan(self, query: QueryContext, seeds_config: Any) -> Any:
+        from llama_index_graphrag_milvus.retrieval import Result, first, search_passages
+
+        hits = first((yield from search_passages(query, (query.vector,), 2)))
+        return [NodeWithScore(node=r.node, score=float("nan"))
+                for r in [Result(node, score) for node, score in hits] * 2]
+
+    def describe(self) -> dict[str, Any]:
+        return {"passage_scoring": self.name}
+
+
+def test_a_custom_method_s_repeats_and_nan_scores_are_explained_as_retrieved(
+        index: GraphRAGIndex, tmp_path: Path) -> None:
+    """LlamaIndex keeps a node id's first node: so does the explanation; a NaN score is no
+    number in its JSON (a browser's JSON.parse refuses a bare NaN, and the page is blank)."""
+    retriever = index.as_retriever(method=Twice(), similarity_top_k=2)
+    retrieved = [n.node.node_id for n in retriever.retrieve(QUESTION)]
+    explanation = retriever.explain(QUESTION)
+    assert [p.id for p in explanation.passages] == retrieved and len(retrieved) == 2
+    assert [p.rank for p in explanation.passages] == [1, 2]
+
+    def refuse(constant: str) -> None:
+        raise AssertionError(f"{constant} is not JSON")
+
+    data = json.loads(explanation.to_json(), parse_constant=refuse)
+    assert [p["score"] for p in data["passages"]] == [None, None]
+    page = explanation.save_html(tmp_path / "nan.html").read_text(encoding="utf-8")
+    assert ": NaN" not in page and "\"score\": null" in page  # its data block
 
 
 def test_the_page_of_an_explanation_is_written(index: GraphRAGIndex, tmp_path: Path) -> None:

@@ -182,11 +182,13 @@ def _community_data(hierarchy: CommunityHierarchy, communities: Sequence[Communi
 
 
 def _findings_json(findings: Sequence[Finding]) -> str:
+    """The findings that fit the field, in order: one too long for what is left is skipped,
+    not the ones after it."""
     kept: list[dict[str, str]] = []
     for finding in findings:
         candidate = [*kept, asdict(finding)]
         if len(json.dumps(candidate, ensure_ascii=False).encode()) > COMMUNITY_TEXT_MAX_BYTES:
-            break
+            continue
         kept = candidate
     return json.dumps(kept, ensure_ascii=False)
 

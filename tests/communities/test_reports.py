@@ -128,3 +128,18 @@ def test_every_default_prompt_shows_its_json_example_with_single_braces() -> Non
         text = prompt.format(**{name: "X" for name in prompt.template_vars})
         assert "{{" not in text and "}}" not in text, text[:80]
         assert prompt is DEFAULT_REDUCE_PROMPT or '{"' in text  # its JSON example
+
+
+def test_a_finding_too_long_for_the_row_is_skipped_not_those_after_it() -> None:
+    import json
+
+    from llama_index_graphrag_milvus.communities.build import _findings_json
+    from llama_index_graphrag_milvus.milvus.schema import COMMUNITY_TEXT_MAX_BYTES
+    from llama_index_graphrag_milvus.records import Finding
+
+    findings = [Finding("Euler studied under Johann", "a"),
+                Finding("A long one", "x" * COMMUNITY_TEXT_MAX_BYTES),
+                Finding("Daniel was Johann's son", "b"), Finding("Basel", "c")]
+    stored = json.loads(_findings_json(findings))
+    assert [f["summary"] for f in stored] == [
+        "Euler studied under Johann", "Daniel was Johann's son", "Basel"]

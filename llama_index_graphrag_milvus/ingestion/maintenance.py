@@ -210,6 +210,8 @@ class DocumentMaintenance:
         return await asyncio.to_thread(self.upgrade)
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
+        if self.store.open_if_created():
+            self.store.read_layout()  # another process may have upgraded it
         stats = delete_document(self.store, ref_doc_id, where)
         self.cache.drop()
         return stats
@@ -219,6 +221,8 @@ class DocumentMaintenance:
         if not self.store.open_if_created():  # this write creates them: record the settings
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
+        else:
+            self.store.read_layout()  # another process may have upgraded it
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
         self.cache.drop()
         return stats

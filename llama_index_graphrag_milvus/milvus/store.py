@@ -253,10 +253,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                            self.entity_collection, self.upgrade_collection,
                            self.entity_collection)
             self.finish_upgrade()
-        with milvus_errors(f"describe {self.entity_collection}"):
-            entity_info = self.client.describe_collection(self.entity_collection)
-        self.records_entity_passages = ("passage_ids" in
-                                        {f["name"] for f in entity_info["fields"]})
+        self.read_layout()
         if not self.records_entity_passages:
             logger.info("%s was written before entities recorded their passages: they are "
                         "read from the relations (slower on a served graph); "
@@ -367,6 +364,16 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                     if name not in existing and self.client.has_collection(name):
                         self.client.drop_collection(name)
             raise
+
+    def read_layout(self) -> None:
+        """Read again whether the entity rows list their passages
+        (``records_entity_passages``): another process's ``index.upgrade()`` may have added
+        the field since this store opened, and a write without it is refused by Milvus.
+        Called before each write and by ``index.refresh()``."""
+        with milvus_errors(f"describe {self.entity_collection}"):
+            entity_info = self.client.describe_collection(self.entity_collection)
+        self.records_entity_passages = ("passage_ids" in
+                                        {f["name"] for f in entity_info["fields"]})
 
     def finish_upgrade(self) -> None:
         """Put the entity collection an upgrade built in the old one's place (dropped

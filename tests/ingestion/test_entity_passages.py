@@ -219,6 +219,28 @@ def test_upgrade_lists_the_passages_of_an_older_index(milvus_uri: str,
     reopened.close()
 
 
+def test_an_index_opened_before_another_s_upgrade_writes_with_the_new_layout(
+        milvus_uri: str) -> None:
+    """A long-lived index object (a worker's) opened before an upgrade done through another:
+    its writes took the old layout, which Milvus refuses (the entity rows' ``passage_ids``
+    missing), and left each attempt's passage without relations."""
+    old_index(milvus_uri).close()
+    worker = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding())
+    admin = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding())
+    try:
+        assert not worker.store.records_entity_passages
+        assert admin.upgrade() == 4
+        visit = Document(text="Euler visited Berlin.", id_="visit")
+        worker.insert_triplets([(visit, [("Euler", "visited", "Berlin")])])
+        assert worker.store.records_entity_passages
+        assert "Euler visited Berlin." in listed(admin, EULER, BASEL)[EULER]
+        worker.delete_ref_doc("visit")
+        assert "Euler visited Berlin." not in listed(admin, EULER, BASEL)[EULER]
+    finally:
+        worker.close()
+        admin.close()
+
+
 def test_an_upgrade_stopped_before_its_rename_is_finished_on_open(
         milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
     uri = milvus_uri

@@ -95,6 +95,10 @@ def load_callable(spec: str, flag: str, kind: type, kind_name: str) -> Any:
     """The object ``MODULE:CALLABLE`` names: an instance of ``kind`` as it is, else the
     result of calling it with no argument, which must be a ``kind``.
 
+    The module is looked for on the Python path and then in the current folder, as
+    ``python -m`` finds it (a console script's path holds its own folder instead): ``--llm
+    mymodels:llm`` loads ``./mymodels.py`` from either.
+
     Every failure is an :class:`InvalidInputError` naming ``flag``: a spec without a colon,
     a module or attribute that does not import, an attribute that is neither a ``kind`` nor
     callable, a callable that needs arguments, a call that raises (a model path that does not
@@ -111,6 +115,9 @@ dict nor a function that returns one
     module_name, sep, attribute = spec.partition(":")
     if not sep or not module_name or not attribute:
         raise InvalidInputError(f"{flag} takes MODULE:CALLABLE, got {shorten(repr(spec))}")
+    here = str(Path.cwd())
+    if here not in sys.path and "" not in sys.path:
+        sys.path.append(here)  # after the installed packages: nothing of theirs shadowed
     try:
         target: Any = importlib.import_module(module_name)
         for part in attribute.split("."):

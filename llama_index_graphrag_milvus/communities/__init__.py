@@ -11,19 +11,33 @@
   its pure steps (batches, points, analyst blocks) are in :mod:`.map_reduce`.
 """
 
+from llama_index_graphrag_milvus.communities.around import (
+    CommunityInfo,
+    LocalCommunities,
+    ServedCommunities,
+)
 from llama_index_graphrag_milvus.communities.build import CommunityBuildStats, CommunitySet
 from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
-from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
+from llama_index_graphrag_milvus.communities.local_search import (
+    LocalSearchConfig,
+    LocalSearchRetrieval,
+    LocalSearchRetriever,
+)
 from llama_index_graphrag_milvus.communities.map_reduce import GlobalSearchStats
 from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
 from llama_index_graphrag_milvus.communities.report_writer import CommunityReporter
 
 __all__ = [
     "CommunityBuildStats",
+    "CommunityInfo",
     "CommunityReportRetriever",
     "CommunityReporter",
     "CommunitySet",
     "GlobalSearchQueryEngine",
     "GlobalSearchStats",
+    "LocalCommunities",
+    "LocalSearchConfig",
+    "LocalSearchRetrieval",
     "LocalSearchRetriever",
+    "ServedCommunities",
 ]

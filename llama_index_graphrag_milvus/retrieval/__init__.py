@@ -48,13 +48,14 @@ from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
 from llama_index_graphrag_milvus.retrieval.requests import Plan, first, side_by_side
 from llama_index_graphrag_milvus.retrieval.retriever import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.seeds import find_seeds, search_relations
-from llama_index_graphrag_milvus.retrieval.settings import NaiveSearch, SearchPlace
+from llama_index_graphrag_milvus.retrieval.settings import GraphMode, NaiveSearch, SearchPlace
 
 __all__ = [
     "DEFAULT_PASSAGE_SCORING",
     "PASSAGE_SCORINGS",
     "BridgeQuery",
     "BridgeRetrieval",
+    "GraphMode",
     "GraphRAGRetriever",
     "KHopRetrieval",
     "NaiveRetriever",

@@ -538,3 +538,19 @@ def test_the_console_script_runs_the_command() -> None:
         sys.argv = ["graphrag-milvus", "--help"]
         entry()
     assert done.value.code == 0
+
+
+def test_a_module_in_the_current_folder_is_loaded_as_python_m_would(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The console script's path holds its own folder, not the current one: ``--llm
+    mymodels:llm`` with ./mymodels.py failed there and worked with ``python -m``."""
+    from llama_index_graphrag_milvus.cli.common import load_embed_model
+
+    (tmp_path / "mymodels_here.py").write_text(
+        "from tests.support.fakes import HashEmbedding\n"
+        "def embed_model():\n    return HashEmbedding(dim=48)\n", encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", [p for p in sys.path if p not in ("", str(tmp_path))]
+                        + [str(ROOT)])
+    assert load_embed_model("mymodels_here:embed_model").dim == 48
+    assert sys.path[-1] == str(tmp_path)  # after the installed packages

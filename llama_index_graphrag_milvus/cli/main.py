@@ -269,8 +269,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except GraphRAGError as exc:
         return fail(exc)
     except KeyboardInterrupt:
-        print(f"\nInterrupted: {progress.documents} more documents stored. Run the same "
-              "command again to go on: what is stored is skipped.", file=sys.stderr,
+        print(f"\nInterrupted: {progress.documents} more documents stored (and perhaps "
+              "the batch being written). Run the same command again to go on: what is "
+              "stored is skipped.", file=sys.stderr,
               flush=True)
         return INTERRUPTED
     finally:

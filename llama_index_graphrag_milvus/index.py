@@ -389,8 +389,9 @@ class GraphRAGIndex(DocumentMaintenance):
         chosen = choose_reporter(llm, reporter, max_input_tokens, report_workers)
         config = LeidenConfig(max_cluster_size, seed, resolution)
         self.cache.drop(COMMUNITIES, COMMUNITY_INFO)
-        return build_communities(self.store, self.graph, self.embed_model, chosen, config,
-                                 self.show_progress)
+        graph = self.graph
+        return build_communities(self.store, graph, self.embed_model, chosen, config,
+                                 self.show_progress, self.cache.graph_written)
 
     def drop_communities(self) -> None:
         """Delete the communities, their reports and the merged descriptions (the

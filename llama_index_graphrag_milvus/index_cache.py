@@ -27,6 +27,7 @@ from llama_index_graphrag_milvus.communities.build import (
     CommunitySet,
     built_info,
     load_communities,
+    warn_if_stale,
 )
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
@@ -117,6 +118,8 @@ class IndexCache:
         self._state = threading.Lock()
         self._copies: dict[str, Any] = {}
         self._generations: dict[str, int] = dict.fromkeys(COPIES, 0)
+        self.graph_written: str | None = None
+        """The write token (``MilvusGraphStore.written_token``) the graph was read after."""
 
     # ------------------------------------------------------------------ the mechanics
 
@@ -158,9 +161,15 @@ class IndexCache:
 
     def graph(self) -> EntityRelationGraph:
         """The entity-relation graph of the relation collection."""
-        return self.get(GRAPH, lambda: EntityRelationGraph.from_columns(
-            self.store.read_relations(show_progress=self.show_progress),
-            dim=self.store.dim or 0, hub_degree=self.hub_degree))
+        def read() -> EntityRelationGraph:
+            written = self.store.written_token()  # before the rows: a write during is seen
+            graph = EntityRelationGraph.from_columns(
+                self.store.read_relations(show_progress=self.show_progress),
+                dim=self.store.dim or 0, hub_degree=self.hub_degree)
+            self.graph_written = written
+            return graph
+
+        return self.get(GRAPH, read)
 
     async def aget_graph(self) -> EntityRelationGraph:
         """:meth:`graph` without blocking the event loop when it has to be built."""
@@ -279,6 +288,7 @@ class IndexCache:
         were never built."""
         def read() -> CommunityInfo:
             recorded = built_info(self.store)
+            warn_if_stale(self.store, recorded)
             return CommunityInfo(int(recorded.get("levels", 0)),
                                  self.store.descriptions.open(),
                                  int(recorded.get("communities", 0)))
@@ -291,13 +301,7 @@ class IndexCache:
 
     def _load_communities(self) -> CommunitySet:
         communities = load_communities(self.store)
-        built_on = communities.info.get("relations")
-        now = self.store.count(self.store.relation_collection)
-        if built_on is not None and built_on != now:
-            logger.warning(
-                "the communities of %r were built on %s relations; the graph now holds %s: "
-                "run build_communities() again to include the changes",
-                self.store.prefix, built_on, now)
+        warn_if_stale(self.store, communities.info)
         return communities
 
     def is_stale(self) -> bool:

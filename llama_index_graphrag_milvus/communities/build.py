@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -342,14 +342,18 @@ def write_reports(graph: EntityRelationGraph, text: GraphText,
 
 def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
                       embed_model: BaseEmbedding, reporter: CommunityReporter | None = None,
-                      config: LeidenConfig | None = None, show_progress: bool = False
-                      ) -> CommunityBuildStats:
+                      config: LeidenConfig | None = None, show_progress: bool = False,
+                      written: str | None = None) -> CommunityBuildStats:
     """Compute the communities of ``graph``, write their reports and store them (see the
-    module docstring); ``reporter`` ``None`` writes extractive reports (no LLM)."""
+    module docstring); ``reporter`` ``None`` writes extractive reports (no LLM);
+    ``written``: the write token the graph was read after (recorded, see
+    :func:`warn_if_stale`)."""
     config = config or LeidenConfig()
     if graph.num_relations == 0:
-        raise EmptyIndexError("the index holds no relations: ingest triplets before building "
-                              "communities")
+        raise EmptyIndexError(
+            "the index holds no relations: ingest triplets before building communities"
+            + (" (drop_communities() removes those built before every relation was deleted)"
+               if store.dim is not None and store.communities.open() else ""))
     seconds: dict[str, float] = {}
     with timed_stage(seconds, "descriptions"):
         summarizer = None if reporter is None else DescriptionSummarizer(
@@ -372,7 +376,7 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
             done.vectors[index] = np.asarray(vector, np.float32)
     with timed_stage(seconds, "write"):
         deleted = _write(store, communities, done, existing, hierarchy, config, graph,
-                         "extractive" if reporter is None else "llm")
+                         "extractive" if reporter is None else "llm", written)
     stats = CommunityBuildStats(
         len(communities), tuple(sum(c.level == lv for c in communities)
                                 for lv in range(hierarchy.num_levels)),
@@ -385,8 +389,10 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
 
 def _write(store: MilvusGraphStore, communities: Sequence[Community], done: _Reports,
            existing: dict[str, StoredCommunity], hierarchy: CommunityHierarchy,
-           config: LeidenConfig, graph: EntityRelationGraph, kind: str) -> int:
-    """Store the build: ``building``, rows, stale rows deleted, ``complete``."""
+           config: LeidenConfig, graph: EntityRelationGraph, kind: str,
+           written: str | None) -> int:
+    """Store the build: ``building``, rows, stale rows deleted, ``complete`` (with what the
+    build read: counts, settings, the graph's write token)."""
     store.communities.create()
     store.communities.set_properties({STATE_KEY: "building"})
     rows = [row for index in range(len(communities))
@@ -401,7 +407,7 @@ def _write(store: MilvusGraphStore, communities: Sequence[Community], done: _Rep
     info = {"levels": hierarchy.num_levels, "communities": len(communities),
             "relations": graph.num_relations, "entities": graph.num_entities,
             "max_cluster_size": config.max_cluster_size, "seed": config.seed,
-            "resolution": config.resolution, "kind": kind,
+            "resolution": config.resolution, "kind": kind, "written": written,
             "modularity": [round(m, 4) for m in hierarchy.modularity]}
     store.communities.set_properties({STATE_KEY: "complete", INFO_KEY: json.dumps(info)})
     return len({cid for cid in existing} - {c.id for c in communities})
@@ -471,6 +477,25 @@ class CommunitySet:
             return None
         depth = self.check_level(level)
         return path[min(depth, len(path) - 1)]
+
+
+def warn_if_stale(store: MilvusGraphStore, info: Mapping[str, Any]) -> None:
+    """Log a warning when the graph has changed since the communities were built: another
+    write token than the build recorded (every write and delete leaves a new one, so a
+    delete and an insert of as many relations are seen too), or, for communities built
+    before tokens were recorded, another number of relations."""
+    if "written" in info:
+        changed = store.written_token() != info["written"]
+    else:
+        changed = info.get("relations") not in (None, store.count(store.relation_collection))
+    if not changed:
+        return
+    if store.count(store.relation_collection) == 0:
+        logger.warning("the communities of %r were built on relations since deleted, all of "
+                       "them: index.drop_communities() removes them", store.prefix)
+    else:
+        logger.warning("the graph of %r has changed since its communities were built: run "
+                       "build_communities() again to include the changes", store.prefix)
 
 
 def built_info(store: MilvusGraphStore) -> dict[str, Any]:

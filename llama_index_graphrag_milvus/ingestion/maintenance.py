@@ -213,6 +213,8 @@ class DocumentMaintenance:
         if self.store.open_if_created():
             self.store.read_layout()  # another process may have upgraded it
         stats = delete_document(self.store, ref_doc_id, where)
+        if stats.passages:
+            self.store.mark_written()
         self.cache.drop()
         return stats
 
@@ -224,6 +226,8 @@ class DocumentMaintenance:
         else:
             self.store.read_layout()  # another process may have upgraded it
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
+        if plan.passages:
+            self.store.mark_written()
         self.cache.drop()
         return stats
 

@@ -14,6 +14,7 @@ import asyncio
 import logging
 import os
 import threading
+import uuid
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -79,6 +80,8 @@ from llama_index_graphrag_milvus.validation import check_instance
 logger = logging.getLogger(__name__)
 
 WORKER_PREFIX = "graphrag-milvus"
+WRITTEN_KEY = "graphrag.written"
+"""The relation collection's property that changes with every write (a random token)."""
 """The names of a store's worker threads (see :meth:`MilvusGraphStore.concurrently_all`)."""
 
 
@@ -411,6 +414,20 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 scalar_indexes: Sequence[str] = ()) -> None:
         create_collection(self.client, name, fields, dim, self.index_type,
                           self.consistency_level, properties, scalar_indexes, self.index_params)
+
+    def mark_written(self) -> None:
+        """Record that the graph changed: a new token on the relation collection, after
+        every write and delete, so that what was built from the graph before (the
+        communities) can tell, also in another process and when the counts are the same."""
+        self.set_properties({WRITTEN_KEY: uuid.uuid4().hex})
+
+    def written_token(self) -> str | None:
+        """The token of the last write (:meth:`mark_written`), read from Milvus; ``None``
+        before the first write that recorded one."""
+        with milvus_errors(f"describe {self.relation_collection}"):
+            info = self.client.describe_collection(self.relation_collection)
+        found = (info.get("properties") or {}).get(WRITTEN_KEY)
+        return None if found is None else str(found)
 
     def set_properties(self, properties: Mapping[str, str]) -> None:
         """Record ``properties`` on the relation collection (what the index says of itself)."""

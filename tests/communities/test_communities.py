@@ -218,6 +218,57 @@ def test_staleness_is_reported_after_another_write(uri: str,
     assert "run build_communities() again" in caplog.text
 
 
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_staleness_is_seen_with_the_same_counts_and_on_a_served_graph(
+        uri: str, graph: str, caplog: pytest.LogCaptureFixture) -> None:
+    """A delete and an insert of as many relations, written through another index object:
+    the counts are those of the build (what was compared), and a served graph's local
+    search compared nothing."""
+    from llama_index.core import Document
+
+    data = [(Document(text=text, id_=f"d{i}"), triplets)
+            for i, (text, triplets) in enumerate(groups())]
+    open_index(uri, data).close()
+    writer = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64))
+    writer.build_communities()
+    reader = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64), graph=graph)
+    try:
+        with caplog.at_level("WARNING"):
+            reader.as_local_retriever().retrieve("Scientist 0-1")
+        assert "changed since" not in caplog.text  # nothing written since the build
+        relations = writer.store.count(writer.store.relation_collection)
+        writer.delete_ref_doc("d0")
+        writer.insert_triplets([("Scientist 0-0 taught Scientist 2-3.",
+                                 [("Scientist 0-0", "taught", "Scientist 2-3")])])
+        assert writer.store.count(writer.store.relation_collection) == relations
+        reader.refresh()
+        with caplog.at_level("WARNING"):
+            reader.as_local_retriever().retrieve("Scientist 0-1")
+        assert "has changed since its communities were built" in caplog.text
+    finally:
+        reader.close()
+        writer.close()
+
+
+def test_communities_of_a_graph_deleted_whole_point_to_drop_communities(
+        uri: str, caplog: pytest.LogCaptureFixture) -> None:
+    from llama_index.core import Document
+
+    index = open_index(uri, [(Document(text="Ada worked with Charles.", id_="only"),
+                              [("Ada", "worked with", "Charles")])])
+    index.build_communities()
+    index.delete_ref_doc("only")
+    with caplog.at_level("WARNING"):
+        index.community_reports()
+    assert "index.drop_communities() removes them" in caplog.text
+    with pytest.raises(EmptyIndexError, match=r"drop_communities\(\) removes those built"):
+        index.build_communities()
+    index.drop_communities()
+    with pytest.raises(CommunitiesNotBuiltError):
+        index.community_reports()
+    index.close()
+
+
 # ---------------------------------------------------------------------- LLM reports
 
 

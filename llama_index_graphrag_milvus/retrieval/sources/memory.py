@@ -138,8 +138,9 @@ def _rank_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageH
 def _expand_pool(context: DriverContext, r: ExpandPool) -> Plan[list[CandidateRelation]]:
     graph = yield from LoadGraph()
     if graph.num_relations == 0:
-        logger.warning("the index holds passages but no relations: the graph methods find "
-                       "nothing (ingest triplets, or extract them)")
+        logger.warning("the index holds no relations: the graph methods find nothing, the "
+                       "passages are ranked by their own similarity (ingest triplets, or "
+                       "extract them)")
         return []
     return (yield from _texts_filled(graph, graph.expand(
         r.vector, r.entity_ids, r.relation_ids, r.config)))

@@ -19,7 +19,7 @@ from llama_index_graphrag_milvus.explain.assemble import build_explanation
 from llama_index_graphrag_milvus.explain.explanation import Explanation
 from llama_index_graphrag_milvus.explain.trace import Trace
 from llama_index_graphrag_milvus.explain.view import Lookup
-from llama_index_graphrag_milvus.retrieval.method import QueryContext
+from llama_index_graphrag_milvus.retrieval.method import QueryContext, method_plan
 from llama_index_graphrag_milvus.retrieval.passages import search_passages
 from llama_index_graphrag_milvus.retrieval.requests import (
     EntityNames,
@@ -44,7 +44,7 @@ def explain_plan(retriever: GraphRAGRetriever, query: QueryContext) -> Plan[Expl
     trace = query.trace if query.trace is not None else Trace()
     started = time.perf_counter()
     before = yield from MilvusRequests()
-    planned = yield from retriever.method.plan(query, retriever.seed_config)
+    planned = yield from method_plan(retriever.method, query, retriever.seed_config)
     by_id: dict[str, NodeWithScore] = {}  # what retrieve() returns: LlamaIndex keeps
     for hit in planned:                      # the first node of each id
         by_id.setdefault(hit.node.node_id, hit)

@@ -20,6 +20,7 @@ back from the collection's schema when the index is reopened.
 from __future__ import annotations
 
 import json
+import weakref
 from collections.abc import Callable, Mapping, Sequence
 from importlib.util import find_spec
 from typing import Any
@@ -73,19 +74,22 @@ class PassageVectorStore(MilvusVectorStore):
     field ("only drop_ratio_search=0 is supported"). Its scores are BM25's, positive on
     every Milvus."""
 
-    _loop_clients: Callable[[], AsyncMilvusClient] | None = PrivateAttr(default=None)
+    _loop_clients: weakref.WeakMethod[Callable[[], AsyncMilvusClient]] | None = PrivateAttr(
+        default=None)
 
     def use_loop_clients(self, clients: Callable[[], AsyncMilvusClient]) -> None:
         """Take the async client of each event loop from ``clients`` (the graph store's
-        ``aclient``): the one ``MilvusVectorStore`` makes is bound to the first loop that
-        uses it, so a second ``asyncio.run`` found its channel closed."""
-        self._loop_clients = clients
+        ``aclient``, held weakly: the store holds this vector store, and a cycle would keep
+        both, and a Milvus Lite file, until the garbage collector runs): the one
+        ``MilvusVectorStore`` makes is bound to the first loop that uses it, so a second
+        ``asyncio.run`` found its channel closed."""
+        self._loop_clients = weakref.WeakMethod(clients)
 
     @property
     def aclient(self) -> AsyncMilvusClient | None:
         """The running event loop's async client (see :meth:`use_loop_clients`)."""
-        return (self._loop_clients() if self._loop_clients is not None
-                else self._async_milvusclient)
+        clients = self._loop_clients() if self._loop_clients is not None else None
+        return clients() if clients is not None else self._async_milvusclient
 
     def _reads_lexical_field(self) -> bool:
         function = self.sparse_embedding_function

@@ -37,12 +37,14 @@ both, unchanged.
 
 from __future__ import annotations
 
+import inspect
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from llama_index.core.schema import NodeWithScore
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.retrieval.requests import Plan
 from llama_index_graphrag_milvus.validation import check_bool, check_int, check_optional_number
@@ -134,3 +136,31 @@ class RetrievalMethod(ABC):
     @abstractmethod
     def describe(self) -> dict[str, Any]:
         """The method's own settings, for logs and benchmark reports."""
+
+
+def method_plan(method: RetrievalMethod, query: QueryContext, seeds: SeedConfig
+                ) -> Plan[list[NodeWithScore]]:
+    """``method.plan(query, seeds)``, checked: the retriever drives a generator, and a
+    custom method's ``plan`` that returns its nodes (or anything else) directly failed
+    with ``'list' object has no attribute 'send'``; then the nodes it returns are
+    checked too.
+
+    Raises:
+        InvalidInputError: ``plan`` is not a generator, or returns something other than a
+            list of ``NodeWithScore``.
+    """
+    plan = method.plan(query, seeds)
+    name = type(method).__name__
+    if not inspect.isgenerator(plan):
+        raise InvalidInputError(
+            f"{name}.plan must be a generator of requests (its steps with 'yield from', "
+            f"then 'return' the nodes), got a {type(plan).__name__}: see the custom method "
+            "page of the docs.")
+    nodes = yield from plan
+    if not isinstance(nodes, list | tuple) or not all(
+            isinstance(n, NodeWithScore) for n in nodes):
+        raise InvalidInputError(
+            f"{name}.plan must return a list of NodeWithScore, got "
+            f"{type(nodes).__name__}" + (f" of {type(nodes[0]).__name__}" if isinstance(
+                nodes, list | tuple) and nodes else "") + ".")
+    return list(nodes)

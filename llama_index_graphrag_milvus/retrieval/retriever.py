@@ -38,6 +38,7 @@ from llama_index_graphrag_milvus.retrieval.method import (
     RetrievalMethod,
     SeedConfig,
     check_own_relations,
+    method_plan,
 )
 from llama_index_graphrag_milvus.retrieval.methods import PassageScoring, method_of
 from llama_index_graphrag_milvus.retrieval.pcst import PCSTRetrieval
@@ -327,7 +328,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         return await driver.run(plan(context))
 
     def _method_plan(self, query: QueryContext) -> Plan[list[NodeWithScore]]:
-        return self._method.plan(query, self._seeds)
+        return method_plan(self._method, query, self._seeds)
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         return self.run(query_bundle, self._method_plan)

@@ -82,6 +82,45 @@ async def test_a_method_of_your_own_runs_sync_and_async(family_index: GraphRAGIn
         family_index.as_retriever(method=NearestPassages)  # the class, not one
 
 
+class NotAPlan(RetrievalMethod):
+    """A method whose ``plan`` returns its answer directly, or yields and returns a wrong
+    type: common first mistakes."""
+
+    name: ClassVar[str] = "wrong"
+
+    def __init__(self, generator: bool) -> None:
+        self.generator = generator
+
+    def plan(self, query: QueryContext, seeds: SeedConfig) -> Any:
+        if not self.generator:
+            return ["a passage"]
+
+        def steps() -> Plan[Any]:
+            hits = first((yield from search_passages(query, (query.vector,), 2)))
+            return [node for node, _ in hits]  # nodes, not NodeWithScore
+
+        return steps()
+
+    def describe(self) -> dict[str, Any]:
+        return {"passage_scoring": self.name}
+
+
+@LITE_ONLY
+@pytest.mark.parametrize(("generator", "match"), [
+    (False, r"NotAPlan.plan must be a generator of requests .*got a list"),
+    (True, r"NotAPlan.plan must return a list of NodeWithScore, got list of TextNode"),
+])
+async def test_a_method_of_your_own_that_breaks_the_contract_is_told_how(
+        family_index: GraphRAGIndex, generator: bool, match: str) -> None:
+    retriever = family_index.as_retriever(method=NotAPlan(generator))
+    with pytest.raises(InvalidInputError, match=match):
+        retriever.retrieve(QUESTION)
+    with pytest.raises(InvalidInputError, match=match):
+        await retriever.aretrieve(QUESTION)
+    with pytest.raises(InvalidInputError, match=match):
+        retriever.explain(QUESTION)
+
+
 class SeedNeighbours(RetrievalMethod):
     """A method of one's own on the graph building blocks: the seeds, their k-hop pool and
     the relations of the seed entities, then the passages those relations come from,

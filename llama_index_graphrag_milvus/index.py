@@ -11,6 +11,9 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.llms.llm import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.response_synthesizers import ResponseMode
+from llama_index.core.response_synthesizers.context_only import ContextOnly
+from llama_index.core.response_synthesizers.no_text import NoText
 from llama_index.core.schema import BaseNode, Document
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
@@ -78,6 +81,10 @@ _RETRIEVER_ARGUMENTS = frozenset(
 ) | frozenset(KEYWORD_SETTINGS)
 """What ``GraphRAGRetriever`` takes besides the index and the LLM (the deprecated keyword
 settings of the methods included)."""
+_WITHOUT_ANSWER: dict[str, type[NoText] | type[ContextOnly]] = {
+    ResponseMode.NO_TEXT: NoText, ResponseMode.CONTEXT_ONLY: ContextOnly}
+"""The response modes that write no answer (``ResponseMode`` is a ``str`` enum: the names
+match too)."""
 
 
 class GraphRAGIndex(DocumentMaintenance):
@@ -519,6 +526,12 @@ class GraphRAGIndex(DocumentMaintenance):
                                                   if k in _RETRIEVER_ARGUMENTS})
         engine = {k: v for k, v in kwargs.items() if k in _ENGINE_ARGUMENTS}
         engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
+        mode = engine.get("response_mode")
+        if "response_synthesizer" not in engine and mode in _WITHOUT_ANSWER:
+            # LlamaIndex's factory builds these without the llm, so they looked for
+            # Settings.llm (OpenAI's, unless set) although they never call one
+            engine["response_synthesizer"] = _WITHOUT_ANSWER[mode](
+                llm=llm, streaming=bool(engine.get("streaming", False)))
         return RetrieverQueryEngine.from_args(retriever, llm=llm, **engine)
 
     # ---- lifecycle

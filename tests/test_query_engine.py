@@ -77,6 +77,23 @@ def test_engine_and_retriever_arguments_go_where_they_belong(
     assert len(reranked.query(QUESTION).source_nodes) == 2
 
 
+@pytest.mark.parametrize("mode", ["no_text", "context_only"])
+def test_response_modes_without_an_answer_need_no_other_llm(
+        shared_family_index: GraphRAGIndex, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """LlamaIndex's factory builds them without the engine's llm, so they looked for
+    ``Settings.llm`` (OpenAI's without a key here: "Could not load OpenAI model")."""
+    from llama_index.core import Settings
+
+    monkeypatch.setattr(Settings, "_llm", None)  # unresolved: OpenAI's, which fails here
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    llm = ScriptedLLM(answer)
+    engine = shared_family_index.as_query_engine(llm=llm, response_mode=mode, top_n=2)
+    response = engine.query(QUESTION)
+    assert len(response.source_nodes) == 2  # the reranker's top_n, with the engine's llm
+    assert any("useful_relationships" in p for p in llm.prompts)
+    assert ANSWER not in str(response.response)  # no answer written
+
+
 def test_an_argument_nobody_takes_is_refused(shared_family_index: GraphRAGIndex) -> None:
     with pytest.raises(InvalidInputError, match=r"unexpected arguments \['streeming'\]"):
         shared_family_index.as_query_engine(llm=ScriptedLLM(answer), streeming=True)

@@ -25,31 +25,39 @@ from llama_index_graphrag_milvus.explore.view import (
 )
 
 if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.graph import EntityRelationGraph
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
 
 class MemoryGraphView:
     """The :class:`~.view.GraphView` of the in-memory graph, scoped by ``where`` (a Milvus
     expression on passage metadata; ``""``: the whole index). Thread-safe; it caches what
-    it computed once (the visible part of the graph, the folded entity names)."""
+    it computed (the visible part of the graph, the folded entity names) for the graph and
+    entity table it computed them from: a write through the index (which rebuilds them)
+    is seen by the next call."""
 
     def __init__(self, index: GraphRAGIndex, where: str = "") -> None:
         self.index = index
         self.where = where
         self._lock = threading.Lock()
-        self._folded: list[str] | None = None
-        self._visible: Visible | None = None
+        self._folded: tuple[object, list[str]] | None = None
+        self._visible: tuple[EntityRelationGraph, Visible] | None = None
+
+    def scoped(self) -> tuple[EntityRelationGraph, Visible]:
+        """The graph and what the explorer shows of it (all of it without a filter; with
+        one, what the matching passages support), read again when the graph was."""
+        graph = self.index.graph
+        with self._lock:
+            if self._visible is None or self._visible[0] is not graph:
+                self._visible = graph, (
+                    Visible.everything(graph) if not self.where else Visible.of(
+                        graph, self.index.store.passage_ids_where(self.where)))
+            return self._visible
 
     @property
     def visible(self) -> Visible:
-        """What the explorer shows of the graph (all of it without a filter; with one, what
-        the matching passages support: read once)."""
-        with self._lock:
-            if self._visible is None:
-                graph = self.index.graph
-                self._visible = Visible.everything(graph) if not self.where else Visible.of(
-                    graph, self.index.store.passage_ids_where(self.where))
-            return self._visible
+        """What the explorer shows of the graph now (see :meth:`scoped`)."""
+        return self.scoped()[1]
 
     def counts(self) -> dict[str, int]:
         visible = self.visible
@@ -60,11 +68,11 @@ class MemoryGraphView:
                 "relations": int(np.count_nonzero(visible.relations))}
 
     def degrees(self) -> Degrees:
-        visible = self.visible
+        graph, visible = self.scoped()
         degrees = visible.degrees
         top = np.argsort(-degrees, kind="stable")[:HUBS]
         top = top[degrees[top] > 0] if visible.filtered else top
-        ids = self.index.graph.entity_ids.ids(top)
+        ids = graph.entity_ids.ids(top)
         return Degrees(degree_histogram(degrees[visible.entities]),
                        [(eid, int(degrees[row])) for eid, row in zip(ids, top.tolist(),
                                                                       strict=True)])
@@ -79,12 +87,12 @@ class MemoryGraphView:
         needle = text.casefold()
         table = self.index.entity_table
         with self._lock:
-            if self._folded is None:
-                self._folded = [table.names[row].casefold() for row in range(len(table))]
-            folded = self._folded
+            if self._folded is None or self._folded[0] is not table:
+                self._folded = table, [table.names[row].casefold()
+                                       for row in range(len(table))]
+            folded = self._folded[1]
         hits = [row for row, name in enumerate(folded) if needle in name]
-        graph = self.index.graph
-        visible = self.visible
+        graph, visible = self.scoped()
         ids = table.ids.ids(np.asarray(hits, np.int64)) if hits else []
         graph_rows = graph.entity_ids.rows_of(ids) if ids else np.zeros(0, np.int64)
         if visible.filtered:  # only the entities the filter's passages name
@@ -98,8 +106,7 @@ class MemoryGraphView:
 
     def neighbourhood(self, entity_id: str, offset: int, limit: int) -> dict[str, Any]:
         """Relations to the most connected neighbours first (then by relation row)."""
-        graph = self.index.graph
-        visible = self.visible
+        graph, visible = self.scoped()
         [row] = graph.entity_ids.rows_of([entity_id]).tolist()
         if row < 0 or not visible.entities[row]:
             raise no_entity(entity_id)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 import sys
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from starlette.testclient import TestClient
@@ -198,3 +200,26 @@ def test_head_checks_a_question_and_runs_nothing(index: GraphRAGIndex) -> None:
         assert client.head(f"/api/ask?q={QUESTION}&top_k=99").status_code == 400
         assert client.get(f"/api/ask?q={QUESTION}&top_k=2").status_code == 200
         assert CountingData.asked == 1
+
+
+def test_a_tenant_s_explorer_follows_writes_through_its_index(tmp_path: Path) -> None:
+    """Its view of the graph was computed once: after a write through the same index its
+    rows pointed into the rebuilt graph (500s, and another tenant's entity names listed)."""
+    from tests.retrieval.test_tenant_isolation import ACME, GLOBEX, ONLY_ACME, leaks
+
+    index = GraphRAGIndex.from_triplets(ACME, uri=str(tmp_path / "t.db"),
+                                        embed_model=HashEmbedding(dim=64))
+    try:
+        data = ExplorerData(index, filters=ONLY_ACME)
+        before = data.summary()
+        euler = data.search_entities("euler")
+        assert euler
+        index.insert_triplets(GLOBEX)  # the other tenant, through the same index object
+        after = json.dumps([data.summary(), data.search_entities("a", limit=50),
+                            data.search_entities("alice"),
+                            data.neighbourhood(euler[0]["id"])])
+        assert not leaks(after)
+        assert data.summary()["counts"] == before["counts"]
+        assert data.search_entities("euler") == euler
+    finally:
+        index.close()

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document
 from llama_index.core.vector_stores import MetadataFilters
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.index_cache import IndexCache
@@ -123,6 +124,7 @@ class DocumentMaintenance:
         """
         where = self._delete_scope(document.doc_id, filters)
         nodes = extract_documents([document], extraction, self.show_progress)
+        self._within_scope(document.doc_id, nodes, filters)
         self._delete(document.doc_id, where)
         return self.insert_nodes(nodes)
 
@@ -132,6 +134,7 @@ class DocumentMaintenance:
         """Async twin of :meth:`update_ref_doc`."""
         where = self._delete_scope(document.doc_id, filters)
         nodes = await aextract_documents([document], extraction, self.show_progress)
+        self._within_scope(document.doc_id, nodes, filters)
         await asyncio.to_thread(self._delete, document.doc_id, where)
         return await self.ainsert_nodes(nodes)
 
@@ -174,6 +177,25 @@ class DocumentMaintenance:
                 f"ref_doc_id must be a non-empty string (the id of the source document, as "
                 f"node.ref_doc_id gives it), got {ref_doc_id!r}")
         return to_milvus_expression(filters) if filters is not None else ""  # checks them
+
+    @staticmethod
+    def _within_scope(doc_id: str, nodes: Sequence[BaseNode],
+                      filters: MetadataFilters | None) -> None:
+        """Refuse a scoped update whose new passages fall outside its own ``filters``: it
+        would replace the scope's copy with a document of another scope (another
+        tenant's), which a later update in that scope could not find."""
+        if filters is None:
+            return
+        metadata = {node.node_id: node.metadata for node in nodes}
+        matches = build_metadata_filter_fn(metadata.__getitem__, filters)
+        for node in nodes:
+            if not matches(node.node_id):
+                raise InvalidInputError(
+                    f"the new content of {doc_id!r} is outside the filters of its update "
+                    f"(a passage's metadata {repr(metadata[node.node_id])[:120]} does not match "
+                    f"{to_milvus_expression(filters)}): give the document the metadata of "
+                    "the copy it replaces, or update another scope's copy with that "
+                    "scope's filters. Nothing was deleted or written.")
 
     @staticmethod
     def _no_extra(method: str, kwargs: dict[str, Any]) -> None:

@@ -4,6 +4,7 @@ an embedding model other than the one it was built with."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import random
@@ -186,6 +187,15 @@ def test_scoped_update_replaces_one_tenants_document(
         index, index.store.passage_collection, ["tenant_id", "text"])}
     assert texts == {("globex", HANDBOOK), ("acme", "Ada married Boris in the spring.")}
     assert check_invariants(index)["relations"] == 2
+    # a document of another scope under acme's filters would replace acme's copy by a
+    # globex one: refused, sync and async, before anything is deleted
+    before = check_invariants(index)
+    with pytest.raises(InvalidInputError, match="outside the filters of its update"):
+        index.update(handbook("globex", "Globex text."), llm=llm, filters=only("acme"))
+    with pytest.raises(InvalidInputError, match="outside the filters of its update"):
+        asyncio.run(index.aupdate_ref_doc(handbook("globex", "Globex text."), llm=llm,
+                                          filters=only("acme")))
+    assert check_invariants(index) == before
 
 
 # ------------------------------------------------------------------ no orphans

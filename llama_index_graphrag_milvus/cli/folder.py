@@ -194,6 +194,9 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
     except ValueError as exc:  # "No files found in ..."
         kinds = f" with the extensions {', '.join(extensions)}" if extensions else ""
         raise InvalidInputError(f"{path} holds no file{kinds} to index") from exc
+    except OSError as exc:  # a file removed or made unreadable while the folder is read
+        raise InvalidInputError(f"reading {path} failed: {shorten(str(exc))}; run the command "
+                                "again when the folder holds still") from exc
     splitter = SentenceSplitter(chunk_size=chunk_size,
                                 chunk_overlap=min(200, chunk_size // 5))
     found: list[FolderDocument] = []
@@ -206,7 +209,13 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         if not document.get_content(metadata_mode=MetadataMode.NONE).strip():
             empty.append(name)
             continue
-        passages = [node for node in run_transformations([document], [splitter])
+        try:
+            split = run_transformations([document], [splitter])
+        except TimeoutError as exc:  # nltk's guard against slow sentence patterns
+            raise InvalidInputError(
+                f"{name} could not be split into passages in time ({shorten(str(exc))}): "
+                "split it into smaller files, or keep it out with --extensions") from exc
+        passages = [node for node in split
                     if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
         found.append(FolderDocument(document.doc_id, name, tuple(passages),
                                     passage_ids(passages, index_keys)))

@@ -117,6 +117,9 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     check_int("--top-k", args.top_k, maximum=50)
     check_int("--port", args.port, minimum=0, maximum=65535, hint="0 takes a free one")
     check_lite_target(args.uri)
+    for question in args.ask:  # refused before hours of indexing, not after
+        if not question.strip():
+            raise InvalidInputError("--ask takes a question, got an empty one")
     if args.explore:
         from llama_index_graphrag_milvus.explore.server import require_web
 

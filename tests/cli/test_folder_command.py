@@ -496,6 +496,7 @@ def make(tmp_path: Path, kind: str) -> Path:
     (None, None, ["--llm", "tests.support.fakes:HashEmbedding"], "gave a HashEmbedding, not a "
                                                          "LlamaIndex LLM"),
     (None, None, ["--chunk-size", "10"], "--chunk-size must be an integer >= 64"),
+    (None, None, ["--ask", "Who taught Euler?", "--ask", "  "], "--ask takes a question"),
     (None, None, ["--explore", "--port", "70000"], "--port must be an integer from 0 to 65535"),
 ])
 def test_refusals_are_one_line_exit_2_and_touch_nothing(
@@ -554,3 +555,29 @@ def test_a_module_in_the_current_folder_is_loaded_as_python_m_would(
                         + [str(ROOT)])
     assert load_embed_model("mymodels_here:embed_model").dim == 48
     assert sys.path[-1] == str(tmp_path)  # after the installed packages
+
+
+def test_a_file_that_vanishes_or_cannot_be_split_is_one_line(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file removed while the folder is read, and nltk's time limit on splitting a huge
+    file, came out as tracebacks (exit 1)."""
+    from llama_index.core import SimpleDirectoryReader
+    from llama_index.core.node_parser import SentenceSplitter
+
+    def vanished(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise FileNotFoundError(2, "No such file or directory", str(folder / "basel.txt"))
+
+    def too_slow(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
+
+    for cls, method, replacement, message in [
+            (SimpleDirectoryReader, "load_data", vanished, "No such file or directory"),
+            (SentenceSplitter, "__call__", too_slow, "could not be split into passages")]:
+        with monkeypatch.context() as patched:
+            patched.setattr(cls, method, replacement)
+            code, _, err = run([str(folder), "--uri", str(tmp_path / "v.db"),
+                                "--embed-model", EMBED], capsys)
+        assert code == 2 and err.count("\n") == 1 and message in err, err
+        assert not (tmp_path / "v.db").exists()
+

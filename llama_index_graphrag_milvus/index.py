@@ -24,7 +24,10 @@ from llama_index_graphrag_milvus.communities.build import (
     build_communities,
 )
 from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
-from llama_index_graphrag_milvus.communities.local_search import LocalSearchRetriever
+from llama_index_graphrag_milvus.communities.local_search import (
+    LocalSearchRetriever,
+    refuse_filters,
+)
 from llama_index_graphrag_milvus.communities.report_retriever import CommunityReportRetriever
 from llama_index_graphrag_milvus.communities.report_writer import (
     DEFAULT_MAX_INPUT_TOKENS,
@@ -451,6 +454,7 @@ class GraphRAGIndex(DocumentMaintenance):
                             **kwargs: Any) -> CommunityReportRetriever:
         """The community reports of ``level`` most similar to the question, as nodes
         (for routers and fusion); needs :meth:`build_communities`."""
+        refuse_filters("the report retriever", kwargs)
         return CommunityReportRetriever(self, level=level, similarity_top_k=similarity_top_k,
                                         **kwargs)
 
@@ -467,6 +471,7 @@ class GraphRAGIndex(DocumentMaintenance):
             engine = index.as_global_query_engine(llm=llm, level=0)
             print(engine.query("What are the main themes of these documents?"))
         """
+        refuse_filters("global search", kwargs)
         if level is not None:
             self.communities.check_level(level)  # a wrong level fails here, not at query time
         return GlobalSearchQueryEngine(lambda: self.community_reports(level),

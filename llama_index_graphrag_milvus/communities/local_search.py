@@ -357,10 +357,16 @@ class LocalSearchRetriever(GraphRAGRetriever):
                  context_entity_top_k: int = 10, max_tokens: int = 12_000,
                  community_prop: float = 0.25, text_unit_prop: float = 0.5,
                  max_context_relations: int = 100, **kwargs: Any) -> None:
-        if kwargs.get("filters") is not None:
-            raise InvalidInputError(f"local search does not take filters: "
-                                    f"{LocalSearchRetrieval.unscoped}")
+        refuse_filters("local search", kwargs)
         config = LocalSearchConfig(level, context_entity_top_k, max_tokens, community_prop,
                                    text_unit_prop, max_context_relations)
         super().__init__(index, **kwargs)
         self._method = LocalSearchRetrieval(self._method, config)
+
+
+def refuse_filters(what: str, kwargs: Mapping[str, Any]) -> None:
+    """Refuse ``filters`` among the ``kwargs`` of a search over communities, which span
+    every tenant (see :attr:`LocalSearchRetrieval.unscoped`)."""
+    if kwargs.get("filters") is not None:
+        raise InvalidInputError(f"{what} does not take filters: "
+                                f"{LocalSearchRetrieval.unscoped}")

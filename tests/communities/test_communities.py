@@ -202,6 +202,10 @@ def test_graph_without_relations_and_bad_arguments(uri: str) -> None:
     tenant = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value="a")])
     with pytest.raises(InvalidInputError, match="local search does not take filters"):
         index.as_local_retriever(filters=tenant)
+    with pytest.raises(InvalidInputError, match="global search does not take filters: comm"):
+        index.as_global_query_engine(llm=ScriptedLLM(["x"]), filters=tenant)
+    with pytest.raises(InvalidInputError, match="report retriever does not take filters"):
+        index.as_report_retriever(filters=tenant)
     with pytest.raises(InvalidInputError, match="local does not take filters: communities"):
         index.as_retriever(method=LocalSearchRetrieval(), filters=tenant)
     with pytest.raises(InvalidInputError, match="community_prop"):

@@ -349,8 +349,7 @@ class GraphRAGIndex(DocumentMaintenance):
         and passage tables, the communities and ``graph="auto"``'s choice are read again on
         their next use; the in-memory graph is rebuilt now and returned, or ``None`` when
         the graph is served by Milvus (nothing to rebuild: served queries read Milvus)."""
-        if self.store.open_if_created():
-            self.store.read_layout()  # an upgrade() elsewhere changes how entities are read
+        self.store.layout_read_again()  # an upgrade() elsewhere changes how entities are read
         self.cache.drop()
         return self.graph if self.graph_mode == "memory" else None
 

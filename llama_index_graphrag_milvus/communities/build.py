@@ -484,13 +484,12 @@ def warn_if_stale(store: MilvusGraphStore, info: Mapping[str, Any]) -> None:
     write token than the build recorded (every write and delete leaves a new one, so a
     delete and an insert of as many relations are seen too), or, for communities built
     before tokens were recorded, another number of relations."""
-    if "written" in info:
-        changed = store.written_token() != info["written"]
-    else:
-        changed = info.get("relations") not in (None, store.count(store.relation_collection))
+    now = None if "written" in info else store.count(store.relation_collection)
+    changed = (store.written_token() != info["written"] if now is None
+               else info.get("relations") not in (None, now))
     if not changed:
         return
-    if store.count(store.relation_collection) == 0:
+    if (store.count(store.relation_collection) if now is None else now) == 0:
         logger.warning("the communities of %r were built on relations since deleted, all of "
                        "them: index.drop_communities() removes them", store.prefix)
     else:

@@ -232,8 +232,7 @@ class DocumentMaintenance:
         return await asyncio.to_thread(self.upgrade)
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
-        if self.store.open_if_created():
-            self.store.read_layout()  # another process may have upgraded it
+        self.store.layout_read_again()  # another process may have upgraded it
         stats = delete_document(self.store, ref_doc_id, where)
         if stats.passages:
             self.store.mark_written()
@@ -242,11 +241,11 @@ class DocumentMaintenance:
 
     def _write(self, plan: IngestionPlan) -> IngestionStats:
         properties = None
-        if not self.store.open_if_created():  # this write creates them: record the settings
+        # this write creates them: record the settings; else another process may have
+        # upgraded them
+        if not self.store.layout_read_again():
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
-        else:
-            self.store.read_layout()  # another process may have upgraded it
         stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
         if plan.passages:
             self.store.mark_written()

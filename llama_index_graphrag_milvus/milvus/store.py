@@ -372,7 +372,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         """Read again whether the entity rows list their passages
         (``records_entity_passages``): another process's ``index.upgrade()`` may have added
         the field since this store opened, and a write without it is refused by Milvus.
-        Called before each write and by ``index.refresh()``."""
+        Called before each write and by ``index.refresh()`` (:meth:`layout_read_again`)."""
         with milvus_errors(f"describe {self.entity_collection}"):
             entity_info = self.client.describe_collection(self.entity_collection)
         self.records_entity_passages = ("passage_ids" in
@@ -414,6 +414,14 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 scalar_indexes: Sequence[str] = ()) -> None:
         create_collection(self.client, name, fields, dim, self.index_type,
                           self.consistency_level, properties, scalar_indexes, self.index_params)
+
+    def layout_read_again(self) -> bool:
+        """Whether the collections exist (:meth:`open_if_created`); when they do, their
+        layout is read again (:meth:`read_layout`) first."""
+        if not self.open_if_created():
+            return False
+        self.read_layout()
+        return True
 
     def mark_written(self) -> None:
         """Record that the graph changed: a new token on the relation collection, after

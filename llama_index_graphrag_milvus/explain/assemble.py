@@ -115,7 +115,9 @@ def reason(found_by: str, found: Mapping[str, Any], relations: Sequence[Relation
 reached by the relation 'Leonhard Euler was a student of Johann Bernoulli'"
     """
     similarity = _number(found.get("similarity"))
-    sim = f"similarity {similarity:.3f}" if similarity is not None else "not scored"
+    words = _number(found.get("words"))
+    sim = (f"similarity {similarity:.3f}" if similarity is not None
+           else f"found by its words, BM25 {words:.3f}" if words is not None else "not scored")
     first = relations[0] if relations else None
     if found_by == "bridge":
         via = f", reached by the relation {first.text!r}" if first else ""
@@ -161,7 +163,7 @@ def _passage_steps(nodes: Sequence[NodeWithScore], naive_rank: Mapping[str, int]
             bridge=found.get("bridge"), round=found.get("round"),
             similarity=_number(found.get("similarity")), relations=relations,
             entity_ids=tuple(dict.fromkeys(e for pair in ends for e in pair)),
-            naive_rank=naive_rank.get(hit.node.node_id)))
+            naive_rank=naive_rank.get(hit.node.node_id), words=_number(found.get("words"))))
     return steps
 
 

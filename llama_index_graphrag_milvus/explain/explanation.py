@@ -165,8 +165,10 @@ class ReportStep(_Record):
 class PassageStep(_Record):
     """A passage the method returned, in order: its score, how it was found (``found_by``:
     ``"question"``, ``"bridge"``, ``"ppr"``, ``"pcst"``, ``"pool"``, ``"similarity"``), the
-    reason in words, the relations that reached it, the entities of its triplets, and its
-    rank in naive RAG's list (``None``: naive RAG did not return it)."""
+    reason in words, the relations that reached it, the entities of its triplets, its
+    rank in naive RAG's list (``None``: naive RAG did not return it), and its BM25 score
+    for the text of the list that took it (``words``; ``similarity`` is ``None`` when only
+    those words found it)."""
 
     rank: int
     id: str
@@ -180,6 +182,7 @@ class PassageStep(_Record):
     relations: tuple[RelationRef, ...] = ()
     entity_ids: tuple[str, ...] = ()
     naive_rank: int | None = None
+    words: float | None = None
 
 
 @dataclass(frozen=True)

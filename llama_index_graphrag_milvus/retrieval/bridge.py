@@ -278,10 +278,10 @@ def second_query(question: str, bridge: Bridge,
 class Ranked(Generic[T]):
     """A passage of the interleaved lists (a node, or its id before it is read): which list
     (0: the question, ``i``: bridge ``i``), the round it was taken in, and its similarity to
-    that list's query."""
+    that list's query (``None`` for a passage only that query's words found)."""
 
     node: T
-    similarity: float
+    similarity: float | None
     source: int
     round: int
 
@@ -338,7 +338,7 @@ def closest_bridge_first(taken: Sequence[Ranked[T]], ranks: Sequence[BridgeRank]
         if ranked.round == 0 and 0 < ranked.source <= len(ranks):
             by_rank.setdefault(ranks[ranked.source - 1], []).append(place)
     for places in by_rank.values():
-        closest = sorted((taken[i] for i in places), key=lambda r: -r.similarity)
+        closest = sorted((taken[i] for i in places), key=lambda r: -(r.similarity or 0.0))
         for place, ranked in zip(places, closest, strict=True):
             ordered[place] = ranked
     return ordered
@@ -486,7 +486,7 @@ class BridgeRetrieval(RetrievalMethod):
         # never displace the head of a ranking by meaning
         similarity = [dict(hits) for hits in lists]
         chosen = [replace(r, source=r.source % len(lists),
-                          similarity=similarity[r.source % len(lists)].get(r.node, 0.0))
+                          similarity=similarity[r.source % len(lists)].get(r.node))
                   for r in closest_bridge_first(interleave(
                       [*lists, *([(h.id, 0.0) for h in found] for found in worded)], limit,
                       str), ranks)]
@@ -501,7 +501,8 @@ class BridgeRetrieval(RetrievalMethod):
                 timings: dict[str, float], words: Mapping[tuple[int, str], float]) -> Result:
         bridge = bridges[ranked.source - 1] if ranked.source else None
         found_by: dict[str, Any] = {"query": "bridge" if bridge else "question",
-                                    "similarity": round(ranked.similarity, 6),
+                                    "similarity": None if ranked.similarity is None
+                                    else round(ranked.similarity, 6),
                                     "round": ranked.round}
         matched = words.get((ranked.source, ranked.node.node_id))
         if matched is not None:

@@ -334,6 +334,21 @@ def test_the_bridge_lists_gain_passages_by_words(blind: GraphRAGIndex) -> None:
     assert texts(asyncio.run(with_words.aretrieve(question))) == texts(hits)
 
 
+def test_a_passage_only_words_found_has_no_similarity(blind: GraphRAGIndex) -> None:
+    """No meaning similarity was computed for it: ``None`` (not 0.0), and the explanation
+    says its words found it."""
+    from llama_index_graphrag_milvus import BridgeRetrieval
+
+    retriever = blind.as_retriever(method=BridgeRetrieval(), similarity_top_k=3)
+    question = "Which manuscript from Zwolle lists a mathematician?"
+    found = [hit.node.metadata["graphrag_found_by"] for hit in retriever.retrieve(question)]
+    assert any(f["similarity"] is None for f in found)
+    assert all(f["words"] > 0 for f in found if f["similarity"] is None)
+    steps = retriever.explain(question).passages
+    worded = [s for s in steps if s.similarity is None]
+    assert worded and all(s.words and "found by its words, BM25" in s.reason for s in worded)
+
+
 @LITE_ONLY
 def test_words_change_nothing_without_full_text_or_under_filters(milvus_uri: str,
                                                                  blind: GraphRAGIndex) -> None:

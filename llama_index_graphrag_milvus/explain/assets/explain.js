@@ -362,6 +362,8 @@
     if (typeof step.similarity === "number") {
       parts.push("similarity " + fmt(step.similarity) + (step.found_by === "bridge"
         ? " to its second query" : step.found_by === "question" ? " to the question" : ""));
+    } else if (typeof step.words === "number") {
+      parts.push("found by its words, BM25 " + fmt(step.words));
     } else if (scoring === "relation") {
       parts.push("best relation's similarity " + fmt(step.score));
     } else if (step.found_by !== "ppr" && typeof step.score === "number") {

@@ -35,7 +35,12 @@ from llama_index_graphrag_milvus.ingestion.plan import (
     plan_ingestion,
 )
 from llama_index_graphrag_milvus.ingestion.upgrade import reindex_passages, upgrade_entity_passages
-from llama_index_graphrag_milvus.ingestion.write import IngestionStats, write_plan
+from llama_index_graphrag_milvus.ingestion.write import (
+    IngestionStats,
+    PreparedWrite,
+    commit_write,
+    prepare_write,
+)
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
@@ -117,16 +122,16 @@ class DocumentMaintenance:
         """Replace what ``document.doc_id`` contributed with the document's new content
         (LlamaIndex's ``update_ref_doc``; :meth:`update` is the same method).
 
-        Extraction runs first; then the old passages (those matching ``filters``, when
-        given: see :meth:`delete_ref_doc`), the relations only they supported and the
-        entities left with no relation are deleted, and the new content is written.
+        Extraction and the new content's embeddings run first (an error there deletes
+        nothing); then the old passages (those matching ``filters``, when given: see
+        :meth:`delete_ref_doc`), the relations only they supported and the entities left
+        with no relation are deleted, and the new content is written.
         ``extraction`` as for :meth:`insert_documents`.
         """
         where = self._delete_scope(document.doc_id, filters)
         nodes = extract_documents([document], extraction, self.show_progress)
         self._within_scope(document.doc_id, nodes, filters)
-        self._delete(document.doc_id, where)
-        return self.insert_nodes(nodes)
+        return self._update(document.doc_id, where, nodes)
 
     async def aupdate_ref_doc(self, document: Document, *,
                               filters: MetadataFilters | None = None,
@@ -135,8 +140,7 @@ class DocumentMaintenance:
         where = self._delete_scope(document.doc_id, filters)
         nodes = await aextract_documents([document], extraction, self.show_progress)
         self._within_scope(document.doc_id, nodes, filters)
-        await asyncio.to_thread(self._delete, document.doc_id, where)
-        return await self.ainsert_nodes(nodes)
+        return await asyncio.to_thread(self._update, document.doc_id, where, nodes)
 
     update = update_ref_doc
     """The name of :meth:`update_ref_doc` in 0.1.0 (kept as an alias)."""
@@ -222,8 +226,12 @@ class DocumentMaintenance:
             if not index.store.records_entity_passages:
                 index.upgrade()
         """
-        written = upgrade_entity_passages(self.store, self.show_progress)
-        reindex_passages(self.store)
+        with self.store.gate.writing():
+            try:
+                written = upgrade_entity_passages(self.store, self.show_progress)
+                reindex_passages(self.store)
+            finally:
+                self.store.gate.changed()
         self.cache.drop()
         return written
 
@@ -233,24 +241,54 @@ class DocumentMaintenance:
 
     def _delete(self, ref_doc_id: str, where: str) -> DeletionStats:
         self.store.layout_read_again()  # another process may have upgraded it
-        stats = delete_document(self.store, ref_doc_id, where)
+        with self.store.gate.writing():
+            return self._delete_held(ref_doc_id, where)
+
+    def _delete_held(self, ref_doc_id: str, where: str) -> DeletionStats:
+        """The delete, holding the graph's write lock."""
+        try:
+            stats = delete_document(self.store, ref_doc_id, where)
+        finally:
+            self.store.gate.changed()
         if stats.passages:
             self.store.mark_written()
         self.cache.drop()
         return stats
 
-    def _write(self, plan: IngestionPlan) -> IngestionStats:
+    def _prepare(self, plan: IngestionPlan) -> tuple[PreparedWrite, dict[str, str] | None]:
+        """``plan`` embedded (before the write lock is taken), and the settings to record
+        when its write creates the collections."""
         properties = None
         # this write creates them: record the settings; else another process may have
         # upgraded them
         if not self.store.layout_read_again():
             properties = IndexSettings(EmbedModelRecord.of(self.embed_model),
                                        self.passage_identity_keys).to_properties()
-        stats = write_plan(plan, self.store, self.embed_model, self.show_progress, properties)
-        if plan.passages:
+        return prepare_write(plan, self.store, self.embed_model, self.show_progress), properties
+
+    def _commit(self, prepared: PreparedWrite, properties: dict[str, str] | None
+                ) -> IngestionStats:
+        """The write of ``prepared``, holding the graph's write lock."""
+        stats = commit_write(prepared, self.store, properties)
+        if prepared.plan.passages:
             self.store.mark_written()
         self.cache.drop()
         return stats
+
+    def _write(self, plan: IngestionPlan) -> IngestionStats:
+        prepared, properties = self._prepare(plan)
+        with self.store.gate.writing():
+            return self._commit(prepared, properties)
+
+    def _update(self, ref_doc_id: str, where: str, nodes: Sequence[BaseNode]
+                ) -> IngestionStats:
+        """Replace the document's passages in ``where`` by ``nodes``: the new content is
+        embedded first (an embedding error deletes nothing), then the old version is
+        deleted and the new one written, holding the write lock once."""
+        prepared, properties = self._prepare(plan_from_nodes(nodes, self.passage_identity_keys))
+        with self.store.gate.writing():
+            self._delete_held(ref_doc_id, where)
+            return self._commit(prepared, properties)
 
     async def _awrite(self, plan: IngestionPlan) -> IngestionStats:
         return await asyncio.to_thread(self._write, plan)

@@ -82,45 +82,106 @@ def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
         else []
 
 
-def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
-               show_progress: bool = False, properties: Mapping[str, str] | None = None
-               ) -> IngestionStats:
-    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations).
+@dataclass
+class PreparedWrite:
+    """An ingestion plan embedded (:func:`prepare_write`), waiting for the graph's write
+    lock (:func:`commit_write`): the passages' vectors, a vector for every entity and
+    relation of the plan (read with the stored rows, or embedded), the stored rows read,
+    and the gate's generation they were read at."""
 
-    Passages stored before with other triplets lose their old links (see
-    :func:`~llama_index_graphrag_milvus.ingestion.deletion.drop_stale_links`). ``properties`` are
-    recorded on the collections if this call creates them.
-    """
+    plan: IngestionPlan
+    passage_vectors: list[list[float]]
+    vectors: dict[str, list[float]]
+    stored_entities: dict[str, dict[str, Any]]
+    stored_relations: dict[str, dict[str, Any]]
+    generation: int
+    seconds: dict[str, float]
+
+
+def _read_stored(plan: IngestionPlan, store: MilvusGraphStore
+                 ) -> tuple[dict[str, dict[str, Any]], dict[str, dict[str, Any]]]:
+    """The stored rows (with their vectors) of the plan's entities and relations."""
+    if store.dim is None:
+        return {}, {}
+    return (store.get_rows(store.entity_collection, list(plan.entities),
+                           store.entity_row_fields),
+            store.get_rows(store.relation_collection, list(plan.relations),
+                           store.relation_fields(["passage_ids", "embedding"])))
+
+
+def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
+                  show_progress: bool = False) -> PreparedWrite:
+    """Embed the passages of ``plan`` and the entities and relations not stored yet, without
+    holding the graph's write lock: concurrent writes embed side by side."""
     seconds: dict[str, float] = {}
     timed = partial(timed_stage, seconds)
-    tenant_key = store.tenant_key
-    tenant_of = passage_tenants(plan.passages, tenant_key) if tenant_key else {}
     with timed("embed_passages"):
         passage_vectors = _embed(
             embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
                           for p in plan.passages], show_progress)
     if passage_vectors:
         store.check_dimension(len(passage_vectors[0]), "the embedding model")
-    stored_entities: dict[str, dict[str, Any]] = {}
-    stored_relations: dict[str, dict[str, Any]] = {}
-    if store.dim is not None:
-        with timed("read_stored"):
-            stored_entities = store.get_rows(
-                store.entity_collection, list(plan.entities),
-                store.entity_row_fields
-                if tenant_key or store.records_entity_passages else ["id"])
-            stored_relations = store.get_rows(
-                store.relation_collection, list(plan.relations),
-                store.relation_fields(["passage_ids", "embedding"]))
+    generation = store.gate.generation
+    with timed("read_stored"):
+        stored_entities, stored_relations = _read_stored(plan, store)
+    vectors = {key: list(row["embedding"])
+               for key, row in (*stored_entities.items(), *stored_relations.items())}
     new_entities = [eid for eid in plan.entities if eid not in stored_entities]
     with timed("embed_entities"):
-        entity_vectors = _embed(embed_model, [plan.entities[e] for e in new_entities],
-                                show_progress)
+        vectors.update(zip(new_entities, _embed(
+            embed_model, [plan.entities[e] for e in new_entities], show_progress),
+            strict=True))
     new_relations = [rid for rid in plan.relations if rid not in stored_relations]
     with timed("embed_relations"):
-        relation_vectors = dict(zip(new_relations, _embed(
+        vectors.update(zip(new_relations, _embed(
             embed_model, [plan.relations[r].triplet.text for r in new_relations],
             show_progress), strict=True))
+    return PreparedWrite(plan, passage_vectors, vectors, stored_entities, stored_relations,
+                         generation, seconds)
+
+
+def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
+               show_progress: bool = False, properties: Mapping[str, str] | None = None
+               ) -> IngestionStats:
+    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations),
+    holding the graph's write lock for the writes (:func:`prepare_write`, then
+    :func:`commit_write`)."""
+    prepared = prepare_write(plan, store, embed_model, show_progress)
+    with store.gate.writing():
+        return commit_write(prepared, store, properties)
+
+
+def commit_write(prepared: PreparedWrite, store: MilvusGraphStore,
+                 properties: Mapping[str, str] | None = None) -> IngestionStats:
+    """Upsert ``prepared`` (passages, entities, then relations); call it holding
+    ``store.gate.writing()``. When the graph changed since its rows were read (another
+    write of this process went first), they are read again, so nothing that write added is
+    dropped.
+
+    Passages stored before with other triplets lose their old links (see
+    :func:`~llama_index_graphrag_milvus.ingestion.deletion.drop_stale_links`). ``properties`` are
+    recorded on the collections if this call creates them.
+    """
+    try:
+        return _commit(prepared, store, properties)
+    finally:
+        store.gate.changed()
+
+
+def _commit(prepared: PreparedWrite, store: MilvusGraphStore,
+            properties: Mapping[str, str] | None) -> IngestionStats:
+    plan, passage_vectors, seconds = prepared.plan, prepared.passage_vectors, prepared.seconds
+    timed = partial(timed_stage, seconds)
+    tenant_key = store.tenant_key
+    tenant_of = passage_tenants(plan.passages, tenant_key) if tenant_key else {}
+    stored_entities, stored_relations = prepared.stored_entities, prepared.stored_relations
+    if store.gate.generation != prepared.generation:
+        with timed("read_stored"):
+            store.layout_read_again()
+            stored_entities, stored_relations = _read_stored(plan, store)
+    new_entities = [eid for eid in plan.entities if eid not in stored_entities]
+    entity_vectors = [prepared.vectors[eid] for eid in new_entities]
+    relation_vectors = prepared.vectors
     existed = store.dim is not None
     if not existed and passage_vectors:
         with timed("create"):

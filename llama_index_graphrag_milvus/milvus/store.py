@@ -40,6 +40,7 @@ from llama_index_graphrag_milvus.milvus.fulltext import (
     full_text_input,
     vector_store_kwargs,
 )
+from llama_index_graphrag_milvus.milvus.gate import write_gate
 from llama_index_graphrag_milvus.milvus.lite import (
     lite_client_kwargs,
     lite_connection,
@@ -171,6 +172,9 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         self.community_collection = f"{self.prefix}_communities"
         self.description_collection = f"{self.prefix}_descriptions"
         self._closed = False
+        self.gate = write_gate(uri, self.prefix, self.is_lite)
+        """The write lock this store shares with every store of its graph in the process
+        (see :mod:`~.gate`)."""
         with milvus_errors(f"connect to {uri!r}"), \
                 (lite_connection(self) if self.is_lite else nullcontext()):
             self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)

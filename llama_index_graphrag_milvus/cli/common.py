@@ -189,7 +189,8 @@ def check_lite_index(uri: str, flag: str = "--uri") -> None:
 
 def check_lite_target(uri: str, flag: str = "--uri") -> None:
     """For a command that writes: ``uri`` is a server URL, a new path ending in ``.db``, an
-    empty ``.db`` folder, or a Milvus Lite index folder. Nothing is created."""
+    empty ``.db`` folder, or a Milvus Lite index folder. Nothing is left created (a new
+    path is made and removed again, to know it can be)."""
     if is_server(uri):
         return
     path = Path(uri)
@@ -197,6 +198,13 @@ def check_lite_target(uri: str, flag: str = "--uri") -> None:
         if not path.name.endswith(".db"):
             raise InvalidInputError(f"{flag} {uri}: Milvus Lite paths end in .db (for example "
                                     f"{path.name}.db), or give {SERVER_EXAMPLE}")
+        try:  # can it be made? (before hours of reading and embedding)
+            path.mkdir()
+            path.rmdir()
+        except OSError as exc:
+            raise InvalidInputError(f"{flag} {uri}: cannot create it ({exc.strerror or exc}); "
+                                    f"give a path in a folder you can write to, or "
+                                    f"{SERVER_EXAMPLE}") from exc
         return
     _check_lite_shape(path, uri, flag)
     if any(path.iterdir()) and not (path / LITE_MARKER).is_dir():

@@ -39,6 +39,7 @@ from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.validation import is_utf8
 from llama_index_graphrag_milvus.words import mostly_han_or_kana, reads_as_english
 
 DEFAULT_CHUNK_SIZE = 1024
@@ -120,10 +121,14 @@ class Languages:
 def unreadable(path: Path, plain: bool = True) -> str | None:
     """Why a file is not read, or ``None`` when it is read: ``"not a regular file"`` (a named
     pipe or a device, whose read would wait forever), ``"unreadable"`` (the system refused
-    to open it, with its reason); then, for a file read as plain text (``plain``: a type
-    without a reader), ``"UTF-16"`` (its byte-order mark), ``"binary"`` (a NUL byte in its
-    first 8 KiB: an image, an archive, a PDF without a reader) or ``"not UTF-8"`` (Latin-1,
-    Shift JIS..., whose accented or other letters a plain read would drop)."""
+    to open it, with its reason), ``"file name not UTF-8"`` (a Latin-1 name from an old
+    archive: Milvus could store neither its name nor its id); then, for a file read as
+    plain text (``plain``: a type without a reader), ``"UTF-16"`` (its byte-order mark),
+    ``"binary"`` (a NUL byte in its first 8 KiB: an image, an archive, a PDF without a
+    reader) or ``"not UTF-8"`` (Latin-1, Shift JIS..., whose accented or other letters a
+    plain read would drop)."""
+    if not is_utf8(str(path)):
+        return "file name not UTF-8"
     if not path.is_file():
         return "not a regular file"
     try:
@@ -153,7 +158,8 @@ def _readable_files(reader: SimpleDirectoryReader, root: Path) -> dict[str, str]
         if reason is None:
             kept.append(file)
         else:
-            unread[Path(file).relative_to(root).as_posix()] = reason
+            name = Path(file).relative_to(root).as_posix()
+            unread[name.encode("utf-8", "surrogateescape").decode("utf-8", "replace")] = reason
     reader.input_files = kept
     return unread
 
@@ -194,6 +200,9 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
     except ValueError as exc:  # "No files found in ..."
         kinds = f" with the extensions {', '.join(extensions)}" if extensions else ""
         raise InvalidInputError(f"{path} holds no file{kinds} to index") from exc
+    except RecursionError as exc:  # the reader walks folders recursively
+        raise InvalidInputError(f"{path} nests folders too deep to be read; index a "
+                                "folder further down") from exc
     except OSError as exc:  # a file removed or made unreadable while the folder is read
         raise InvalidInputError(f"reading {path} failed: {shorten(str(exc))}; run the command "
                                 "again when the folder holds still") from exc

@@ -35,6 +35,7 @@ from llama_index_graphrag_milvus.cli.common import (
     fail,
     is_server,
     load_embed_model,
+    one_line,
     shorten,
 )
 from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
@@ -110,7 +111,7 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     """Everything checked and loaded before the index is opened (a refused command leaves
     ``--uri`` as it was): the folder read and split, the models, the extractor."""
     from llama_index_graphrag_milvus.cli.folder import read_folder, unread_hint
-    from llama_index_graphrag_milvus.validation import check_int
+    from llama_index_graphrag_milvus.validation import check_int, is_utf8
 
     check_int("--chunk-size", args.chunk_size, minimum=64)
     check_int("--batch-size", args.batch_size)
@@ -120,6 +121,11 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
     for question in args.ask:  # refused before hours of indexing, not after
         if not question.strip():
             raise InvalidInputError("--ask takes a question, got an empty one")
+        if not is_utf8(question):
+            raise InvalidInputError(
+                f"--ask {one_line(question)!r} holds bytes that are not UTF-8 text (the "
+                "terminal's encoding is another one): set a UTF-8 locale (LANG=C.UTF-8) "
+                "or type the question again")
     if args.explore:
         from llama_index_graphrag_milvus.explore.server import require_web
 
@@ -223,7 +229,7 @@ def answer(index: GraphRAGIndex, question: str, method: str, top_k: int) -> None
     graph = index.as_retriever(method=method, similarity_top_k=top_k
                                ).retrieve(question)
     width = shutil.get_terminal_size((120, 24)).columns
-    say(f"\nQuestion: {question}\n{side_by_side(naive, graph, method, width, baseline)}")
+    say(f"\nQuestion: {one_line(question)}\n{side_by_side(naive, graph, method, width, baseline)}")
 
 
 def explore(index: GraphRAGIndex, host: str, port: int) -> None:

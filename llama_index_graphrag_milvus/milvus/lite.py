@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from pymilvus import MilvusException
 
-from llama_index_graphrag_milvus.errors import MilvusStoreError
+from llama_index_graphrag_milvus.errors import InvalidInputError, MilvusStoreError
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -57,6 +57,36 @@ def quiet_lite(logger_name: str, needle: str) -> Iterator[None]:
         yield
     finally:
         target.removeFilter(quiet)
+
+
+def lite_path(uri: str) -> str:
+    """The path a store connects to for the Milvus Lite ``uri``: absolute, without a
+    trailing slash (shell completion of the folder writes one, and pymilvus wants the name
+    to end in ``.db``), and resolved through symlinks when the folder they lead to is named
+    ``*.db`` (Lite keys its in-process servers by path: one folder opened under two
+    spellings in a process would start a second server, which its lock refuses).
+
+    >>> lite_path("/tmp/x.db/")
+    '/tmp/x.db'
+    """
+    path = os.path.abspath(uri.rstrip("/" + os.sep) or uri)
+    resolved = os.path.realpath(path)
+    return resolved if resolved.endswith(".db") else path
+
+
+def make_lite_folder(path: str, uri: str) -> None:
+    """Create the folder of a new Milvus Lite index (Lite would create it, but a failure
+    there is a traceback in its log and a bare "Open local milvus failed")."""
+    if os.path.lexists(path) or not path.endswith(".db"):  # pymilvus refuses other names
+        return
+    try:
+        os.mkdir(path)
+    except OSError as exc:
+        raise InvalidInputError(
+            f"uri {uri!r}: cannot create the Milvus Lite folder {path!r} "
+            f"({exc.strerror or type(exc).__name__}); give a path in an existing folder "
+            "you can write to, or a server URL (uri='http://localhost:19530')."
+        ) from exc
 
 
 NO_KEEPALIVE = 2**31 - 1
@@ -114,7 +144,7 @@ class _LiteLockedByOther(logging.Filter):
 def lite_connection(store: MilvusGraphStore) -> Iterator[None]:
     """Around the connect of a Lite store: registers the store as a user of its path, and
     turns the failure to open a file that another process holds into a clear error."""
-    path = os.path.abspath(store.uri)
+    path = store.connect_uri
     watch = _LiteLockedByOther(path)
     target = logging.getLogger("milvus_lite.server_manager")
     target.addFilter(watch)
@@ -139,7 +169,7 @@ def lite_connection(store: MilvusGraphStore) -> Iterator[None]:
 def release_lite(store: MilvusGraphStore) -> None:
     """Stop the in-process Lite server of ``store``'s path unless another open store of this
     process uses it: this releases the file's lock, so another process can open it."""
-    path = os.path.abspath(store.uri)
+    path = store.connect_uri
     with _LITE_LOCK:
         users = _LITE_STORES.get(path)
         if users is not None:

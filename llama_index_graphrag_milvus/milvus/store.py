@@ -44,6 +44,8 @@ from llama_index_graphrag_milvus.milvus.gate import write_gate
 from llama_index_graphrag_milvus.milvus.lite import (
     lite_client_kwargs,
     lite_connection,
+    lite_path,
+    make_lite_folder,
     quiet_lite,
     release_lite,
 )
@@ -155,6 +157,11 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 f"uri {uri!r} is a file: Milvus Lite keeps an index in a folder whose name "
                 "ends in .db; give a new path or such a folder (a file of Milvus Lite 2 "
                 "cannot be opened by Milvus Lite 3).")
+        self.connect_uri = lite_path(uri) if self.is_lite else uri
+        """What the clients connect to: ``uri``, or for Milvus Lite its folder's absolute
+        path (see :func:`~.lite.lite_path`)."""
+        if self.is_lite:
+            make_lite_folder(self.connect_uri, uri)
         given = fresh_connections(client_kwargs or {})
         self._client_kwargs = lite_client_kwargs(given) if self.is_lite else given
         self.index_type, self.index_params = vector_index_choice(index_type, index_params,
@@ -172,12 +179,13 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         self.community_collection = f"{self.prefix}_communities"
         self.description_collection = f"{self.prefix}_descriptions"
         self._closed = False
-        self.gate = write_gate(uri, self.prefix, self.is_lite)
+        self.gate = write_gate(self.connect_uri, self.prefix, self.is_lite)
         """The write lock this store shares with every store of its graph in the process
         (see :mod:`~.gate`)."""
         with milvus_errors(f"connect to {uri!r}"), \
                 (lite_connection(self) if self.is_lite else nullcontext()):
-            self._client = MilvusClient(uri=uri, token=token, **self._client_kwargs)
+            self._client = MilvusClient(uri=self.connect_uri, token=token,
+                                        **self._client_kwargs)
         self._async: dict[int, tuple[weakref.ref[asyncio.AbstractEventLoop],
                                      AsyncMilvusClient]] = {}
         """The async client of each running event loop (by id), with (weakly) its loop."""
@@ -292,7 +300,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                       else {})
             with quiet_lite("grpc._server", "Method not implemented"):
                 self._passages = kind(
-                    uri=self.uri,
+                    uri=self.connect_uri,
                     token=self._token,
                     collection_name=self.passage_collection,
                     dim=dim,
@@ -495,7 +503,8 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                 "Milvus connection of its own, kept until the loop ends. Run the async calls "
                 "on one event loop where you can.", self.uri)
         with milvus_errors(f"connect to {self.uri!r}"):
-            client = AsyncMilvusClient(uri=self.uri, token=self._token, **self._client_kwargs)
+            client = AsyncMilvusClient(uri=self.connect_uri, token=self._token,
+                                       **self._client_kwargs)
         self._async[id(loop)] = (weakref.ref(loop), client)
         return client
 

@@ -422,12 +422,16 @@ def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
                                      encoding="utf-8")
     (path / "repeated.md").write_text("Francesco Procopio opened a café in Paris. " * 400,
                                       encoding="utf-8")
+    # a Latin-1 file name (an old archive): Milvus could store neither its name nor its id
+    (path / os.fsdecode(b"\xe9t\xe9.txt")).write_text("Kurt Gödel lived in Vienna.",
+                                                     encoding="utf-8")
     folder = read_folder(path, chunk_size=64)
     assert sorted(d.name for d in folder.documents) == [
         "cafe.txt", "escape.txt", "ja.txt", "repeated.md"]
     assert folder.unread == (("latin1.txt", "not UTF-8"), ("notepad.txt", "UTF-16"),
                              ("photo.jpg", "binary"), ("pipe", "not a regular file"),
-                             ("sub/x\x1b[2Jy.bin", "binary"))
+                             ("sub/x\x1b[2Jy.bin", "binary"),
+                             ("\ufffdt\ufffd.txt", "file name not UTF-8"))
     [cafe] = [d for d in folder.documents if d.name == "cafe.txt"]
     assert "Café Procope" in cafe.passages[0].get_content()
     [repeated] = [d for d in folder.documents if d.name == "repeated.md"]
@@ -435,13 +439,15 @@ def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
     total = folder.passages
     assert total == len({pid for d in folder.documents for pid in d.passage_ids})
     code, out, err = run([str(path), "--uri", str(tmp_path / "mixed.db"), "--embed-model",
-                          EMBED, "--chunk-size", "64", "--ask", "Who opened a café in Paris?",
-                          "--ask", "オイラーの先生は誰ですか"], capsys)
+                          EMBED, "--chunk-size", "64", "--ask",
+                          "Who opened\x1b[2J a café in Paris?", "--ask", "オイラーの先生は誰ですか"],
+                         capsys)
     assert code == 0, err
     assert f"Read 4 documents ({total} passages)" in out
-    assert ("Not read (5): latin1.txt (not UTF-8), notepad.txt (UTF-16), photo.jpg (binary), "
-            "pipe (not a regular file), sub/x\ufffd[2Jy.bin (binary); save text files as "
-            "UTF-8") in out
+    assert ("Not read (6): latin1.txt (not UTF-8), notepad.txt (UTF-16), photo.jpg (binary), "
+            "pipe (not a regular file), sub/x\ufffd[2Jy.bin (binary), \ufffdt\ufffd.txt (file "
+            "name not UTF-8)") in out
+    assert "Question: Who opened\ufffd[2J a café in Paris?" in out
     assert re.search(rf"Indexing 4 documents: 100%.*{total}/{total}", err)  # the bar's own
     assert "\x1b" not in out and "\x07" not in out
     assert "\ufffd[2J" in out  # escape.txt, shown with its controls replaced
@@ -459,7 +465,8 @@ def make(tmp_path: Path, kind: str) -> Path:
     target = {"empty folder": tmp_path / "nothing", "blank files": tmp_path / "blank",
               "a file": tmp_path / "one.txt", "plain folder": tmp_path / "plain",
               "empty file.db": tmp_path / "x.db", "other files.db": tmp_path / "y.db",
-              "binary files": tmp_path / "photos", "latin-1 files": tmp_path / "latin"}[kind]
+              "binary files": tmp_path / "photos", "latin-1 files": tmp_path / "latin",
+              "a place nothing can be made": Path("/proc/graphrag-test.db")}[kind]
     if kind in ("empty folder", "plain folder", "other files.db"):
         target.mkdir()
     if kind == "blank files":
@@ -497,6 +504,8 @@ def make(tmp_path: Path, kind: str) -> Path:
                                                          "LlamaIndex LLM"),
     (None, None, ["--chunk-size", "10"], "--chunk-size must be an integer >= 64"),
     (None, None, ["--ask", "Who taught Euler?", "--ask", "  "], "--ask takes a question"),
+    (None, None, ["--ask", "Who taught \udcffEuler?"], "holds bytes that are not UTF-8"),
+    (None, "a place nothing can be made", [], "cannot create it ("),
     (None, None, ["--explore", "--port", "70000"], "--port must be an integer from 0 to 65535"),
 ])
 def test_refusals_are_one_line_exit_2_and_touch_nothing(
@@ -560,8 +569,8 @@ def test_a_module_in_the_current_folder_is_loaded_as_python_m_would(
 def test_a_file_that_vanishes_or_cannot_be_split_is_one_line(
         folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    """A file removed while the folder is read, and nltk's time limit on splitting a huge
-    file, came out as tracebacks (exit 1)."""
+    """A file removed while the folder is read, a folder nested past Python's recursion
+    limit, and nltk's time limit on splitting a huge file, came out as tracebacks (exit 1)."""
     from llama_index.core import SimpleDirectoryReader
     from llama_index.core.node_parser import SentenceSplitter
 
@@ -571,8 +580,12 @@ def test_a_file_that_vanishes_or_cannot_be_split_is_one_line(
     def too_slow(self: Any, *args: Any, **kwargs: Any) -> Any:
         raise TimeoutError("regular-expression match exceeded its 5.0s time limit")
 
+    def too_deep(self: Any, *args: Any, **kwargs: Any) -> Any:
+        raise RecursionError("maximum recursion depth exceeded")  # fsspec's walk, ~1,000 deep
+
     for cls, method, replacement, message in [
             (SimpleDirectoryReader, "load_data", vanished, "No such file or directory"),
+            (SimpleDirectoryReader, "__init__", too_deep, "nests folders too deep"),
             (SentenceSplitter, "__call__", too_slow, "could not be split into passages")]:
         with monkeypatch.context() as patched:
             patched.setattr(cls, method, replacement)

@@ -192,11 +192,37 @@ def test_file_stays_open_while_another_index_of_this_process_uses_it(db: Path) -
     assert not lite_file_is_locked(db)
 
 
-def test_other_connect_failures_are_not_blamed_on_another_process(tmp_path: Path) -> None:
-    with pytest.raises(MilvusStoreError, match="failed to connect") as caught:
-        GraphRAGIndex(uri=str(tmp_path / "missing" / "graph.db"),
-                      embed_model=HashEmbedding(dim=64))
+@pytest.mark.parametrize("where", ["missing folder", "/proc"])
+def test_a_folder_that_cannot_be_made_is_named_with_the_reason(
+        tmp_path: Path, capfd: pytest.CaptureFixture[str], where: str) -> None:
+    """Lite would log its traceback and raise a bare "Open local milvus failed"."""
+    uri = (str(tmp_path / "missing" / "graph.db") if where == "missing folder"
+           else "/proc/graphrag-test.db")
+    with pytest.raises(InvalidInputError, match="cannot create the Milvus Lite folder") as caught:
+        GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64))
     assert "another process" not in str(caught.value)
+    assert "Traceback" not in capfd.readouterr().err
+    assert not (tmp_path / "missing").exists()
+
+
+def test_one_folder_under_other_spellings_is_one_index_of_this_process(db: Path) -> None:
+    """A trailing slash (shell completion writes one), a relative path and a symlink open
+    the index the first path opened; a second server on the folder would be refused by its
+    lock as "another process"."""
+    first = build(db)
+    link = db.with_name("link.db")
+    link.symlink_to(db)
+    try:
+        others = [GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64)) for uri in (
+            f"{db}/", os.path.relpath(db), str(link))]
+        for other in others:
+            assert other.store.gate is first.store.gate
+            assert other.as_retriever().retrieve(QUESTION)
+            other.close()
+        assert lite_file_is_locked(db)  # the first index still holds it
+    finally:
+        first.close()
+    assert not lite_file_is_locked(db)
 
 
 

@@ -440,8 +440,8 @@ def test_files_not_utf8_text_or_not_regular_are_named_not_read_and_shown_safely(
     assert total == len({pid for d in folder.documents for pid in d.passage_ids})
     code, out, err = run([str(path), "--uri", str(tmp_path / "mixed.db"), "--embed-model",
                           EMBED, "--chunk-size", "64", "--ask",
-                          "Who opened\x1b[2J a café in Paris?", "--ask", "オイラーの先生は誰ですか"],
-                         capsys)
+                          "Who opened\x1b[2J a café in Paris?",
+                          "--ask", "オイラーの先生は誰ですか"], capsys)
     assert code == 0, err
     assert f"Read 4 documents ({total} passages)" in out
     assert ("Not read (6): latin1.txt (not UTF-8), notepad.txt (UTF-16), photo.jpg (binary), "

@@ -67,10 +67,8 @@ Bernoulli's teacher make?"
     if is_unspaced(question):  # compared by characters, in the form the query dropped from
         question, units = unicodedata.normalize("NFKC", question), _CHARACTERS
     words = list(units.finditer(question))
-    matcher = SequenceMatcher(None, [w.group() for w in words], units.findall(kept),
-                              autojunk=False)
     dropped = [(words[i1].start(), words[i2 - 1].end())
-               for tag, i1, i2, _, _ in matcher.get_opcodes() if tag in ("delete", "replace")]
+               for i1, i2 in _dropped([w.group() for w in words], units.findall(kept))]
     if not dropped:
         return f"the question followed by the bridge: {question} {bridge}"
     first = question[dropped[0][0]:dropped[0][1]]
@@ -78,6 +76,34 @@ Bernoulli's teacher make?"
     for start, end in reversed(dropped):
         text = text[:start] + (bridge if start == dropped[0][0] else "") + text[end:]
     return f"the question with {first!r} replaced by the bridge: {' '.join(text.split())}"
+
+
+MAX_DIFFED = 200
+"""Words (characters, unspaced) of a question compared by :class:`difflib.SequenceMatcher`
+(its time grows with the cube of the length: 14,400 characters took minutes); a longer
+question is walked once, the query's words matched in order."""
+
+
+def _dropped(question: Sequence[str], kept: Sequence[str]) -> list[tuple[int, int]]:
+    """The spans ``(start, end)`` of ``question``'s words the second query did not keep.
+
+    >>> _dropped(["who", "taught", "Euler"], ["who", "taught"])
+    [(2, 3)]
+    """
+    if len(question) <= MAX_DIFFED:
+        matcher = SequenceMatcher(None, question, kept, autojunk=False)
+        return [(i1, i2) for tag, i1, i2, _, _ in matcher.get_opcodes()
+                if tag in ("delete", "replace")]
+    spans: list[tuple[int, int]] = []
+    j = 0
+    for i, word in enumerate(question):
+        if j < len(kept) and word == kept[j]:
+            j += 1
+        elif spans and spans[-1][1] == i:
+            spans[-1] = (spans[-1][0], i + 1)
+        else:
+            spans.append((i, i + 1))
+    return spans
 
 
 def _ref(relation: RelationHit | CandidateRelation | Mapping[str, Any]) -> RelationRef:

@@ -23,22 +23,35 @@ from dataclasses import dataclass, field, fields, is_dataclass
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 
 def finite(value: Any) -> Any:
-    """``value`` with every float that is not finite (a custom method's NaN score) as
-    ``None``: JSON has no literal for it, and a browser's ``JSON.parse`` refuses the page's
-    data whole on a bare ``NaN``.
+    """``value`` as JSON holds it: every float that is not finite (a custom method's NaN
+    score) as ``None`` (JSON has no literal for it, and a browser's ``JSON.parse`` refuses
+    the page's data whole on a bare ``NaN``); numpy numbers and arrays as Python's, sets
+    as sorted lists, and any other object (a custom method's ``describe()`` may hold one)
+    as its ``str``.
 
     >>> finite({"score": float("nan"), "scores": [1.5, float("inf")]})
     {'score': None, 'scores': [1.5, None]}
+    >>> import numpy as np
+    >>> finite({"alpha": np.float32(0.5), "kinds": {"b", "a"}, "model": object})
+    {'alpha': 0.5, 'kinds': ['a', 'b'], 'model': "<class 'object'>"}
     """
+    if isinstance(value, bool) or value is None or isinstance(value, (int, str)):
+        return value
     if isinstance(value, float):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
-        return {key: finite(item) for key, item in value.items()}
+        return {str(key): finite(item) for key, item in value.items()}
     if isinstance(value, list | tuple):
         return [finite(item) for item in value]
-    return value
+    if isinstance(value, set | frozenset):
+        return [finite(item) for item in sorted(value, key=str)]
+    if isinstance(value, np.generic | np.ndarray):
+        return finite(value.tolist())
+    return str(value)
 
 
 def plain(value: Any) -> Any:

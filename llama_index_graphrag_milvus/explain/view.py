@@ -33,13 +33,31 @@ def predicate(text: str, subject: str, obj: str) -> str:
     'was born in'
     >>> predicate("something else", "A", "B")
     'something else'
+    >>> predicate("GROSSE STRASSE is in Berlin", "Große Straße", "Berlin")
+    'is in'
     """
     words, head, tail = clean_text(text), clean_text(subject), clean_text(obj)
-    folded = words.casefold()
-    if (head and tail and folded.startswith(head.casefold() + " ")
-            and folded.endswith(" " + tail.casefold()) and len(words) > len(head) + len(tail) + 1):
-        return words[len(head) + 1:len(words) - len(tail) - 1]
-    return words
+    folded, head, tail = words.casefold(), head.casefold(), tail.casefold()
+    if not (head and tail and folded.startswith(head + " ") and folded.endswith(" " + tail)):
+        return words
+    # cut where the folded lengths end: case folding can change a length ("ß" -> "ss")
+    start, end = _unfolded(words, len(head) + 1), _unfolded(words, len(folded) - len(tail) - 1)
+    return words[start:end] if start is not None and end is not None and start < end else words
+
+
+def _unfolded(text: str, folded_length: int) -> int | None:
+    """The index in ``text`` whose prefix folds to ``folded_length`` characters (``None``
+    when the cut falls inside a character's folding).
+
+    >>> _unfolded("Große Straße is", 14)  # "grosse strasse"
+    12
+    """
+    length = 0
+    for index, character in enumerate(text):
+        if length == folded_length:
+            return index
+        length += len(character.casefold())
+    return len(text) if length == folded_length else None
 
 
 class Lookup:

@@ -39,6 +39,7 @@ from llama_index_graphrag_milvus.cli.common import shorten
 from llama_index_graphrag_milvus.communities.around import CommunityInfo
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
+    EmptyIndexError,
     InvalidInputError,
     NotFoundError,
 )
@@ -106,6 +107,14 @@ class ExplorerData:
     """
 
     def __init__(self, index: GraphRAGIndex, filters: MetadataFilters | None = None) -> None:
+        """Raises :class:`~llama_index_graphrag_milvus.errors.EmptyIndexError` when nothing
+        was ever written to ``index`` (an index emptied by deletes is shown empty)."""
+        if not index.store.open_if_created():
+            raise EmptyIndexError(
+                f"the index {index.store.prefix!r} at {index.store.uri!r} holds nothing yet "
+                "(no collection): ingest passages first (index.insert_triplets(...), "
+                "from_documents(...)), or check the uri and collection_prefix; then serve "
+                "it.")
         self.index = index
         self.filters = filters
         self.where = to_milvus_expression(filters) if filters is not None else ""

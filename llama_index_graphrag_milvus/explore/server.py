@@ -120,6 +120,7 @@ def serve(index: GraphRAGIndex, host: str = "127.0.0.1", port: int = 8765,
         MissingDependencyError: Starlette or uvicorn is not installed (the ``[explorer]``
             extra).
         InvalidInputError: the port is in use, or the address cannot be listened on.
+        EmptyIndexError: nothing was ever written to ``index`` (no collection yet).
 
     Example::
 

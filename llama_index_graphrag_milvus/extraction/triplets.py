@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -52,18 +53,30 @@ def _triplet_parts(item: Any) -> Sequence[Any] | None:
     return None
 
 
+def visible(text: str) -> bool:
+    """Whether ``text`` shows something: a character that is neither a space, a control
+    nor a format character (a zero-width space, a word joiner, a byte-order mark).
+
+    >>> visible("Euler"), visible("\u200b\ufeff "), visible("")
+    (True, False, False)
+    """
+    return any(unicodedata.category(c)[0] not in "ZC" for c in text)
+
+
 def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
     """Clean ``items`` into :class:`Triplet` objects; returns them and how many were dropped.
 
     Accepted items: 3-sequences of strings, ``{"subject", "predicate", "object"}`` dicts and
     :class:`Triplet`; a number part (``["Eleanor", "was born in", 1122]``) is kept as its
-    text. Dropped: other lengths (2- or 4-tuples), empty parts or parts that are neither
-    text nor numbers, and names longer than the entity collection allows. Whitespace is
+    text. Dropped: other lengths (2- or 4-tuples), empty parts (or only invisible
+    characters: a zero-width space, a byte-order mark) or parts that are neither text nor
+    numbers, and names longer than the entity collection allows. Whitespace is
     collapsed; the text is otherwise kept as written. Duplicates (same relation id) are kept
     once and not counted as dropped.
 
-    >>> to_triplets([["Euler", "born in", "Basel"], ["Euler", "Basel"], ["", "x", "y"]])
-    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 2)
+    >>> to_triplets([["Euler", "born in", "Basel"], ["Euler", "Basel"], ["", "x", "y"],
+    ...              ["\u200b", "x", "y"]])
+    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 3)
     """
     triplets: dict[str, Triplet] = {}
     dropped = 0
@@ -75,7 +88,7 @@ def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
             continue
         subject, predicate, obj = (clean_text(t or "") for t in texts)
         too_long = any(len(p.encode()) > ENTITY_NAME_MAX_BYTES for p in (subject, predicate, obj))
-        if not subject or not predicate or not obj or too_long:
+        if not all(map(visible, (subject, predicate, obj))) or too_long:
             dropped += 1
             continue
         triplet = Triplet(subject, predicate, obj)

@@ -110,6 +110,35 @@ def test_predicates_come_from_the_relation_text() -> None:
     assert predicate("Leonhard Euler was a student of Johann Bernoulli", "leonhard euler",
                      "Johann  Bernoulli") == "was a student of"
     assert predicate("Euler Euler", "Euler", "Euler") == "Euler Euler"
+    # case folding changes lengths ("ß" folds to "ss"): cut where the folded names end
+    assert predicate("GROSSE STRASSE is in Berlin", "Große Straße", "Berlin") == "is in"
+    assert predicate("Große Straße liegt in BERLIN", "GROSSE STRASSE", "berlin") == "liegt in"
+
+
+def test_settings_a_custom_method_describes_with_numpy_or_sets_are_json() -> None:
+    """``to_json``, ``to_html`` and the notebook frame raised TypeError on them."""
+    from dataclasses import replace
+
+    record = replace(explanation(), settings={"alpha": np.float32(0.5), "kinds": {"b", "a"},
+                                              "weights": np.arange(2), "model": object()})
+    settings = json.loads(record.to_json())["settings"]
+    assert settings["alpha"] == 0.5 and settings["kinds"] == ["a", "b"]
+    assert settings["weights"] == [0, 1] and settings["model"].startswith("<object")
+    assert "0.5" in record.to_html() and record._repr_html_()
+
+
+def test_a_long_question_s_second_query_is_read_in_one_walk() -> None:
+    """SequenceMatcher's time grows with the cube of the length (14,400 characters took
+    minutes): past MAX_DIFFED words, the query's words are matched in order."""
+    from llama_index_graphrag_milvus.explain.assemble import MAX_DIFFED, read_second_query
+
+    words = [f"w{i}" for i in range(10 * MAX_DIFFED)]
+    question = " ".join([*words[:500], "Euler", *words[500:]]) + "?"
+    second = " ".join(words) + "? Johann Bernoulli"
+    assert read_second_query(question, second, "Johann Bernoulli").startswith(
+        "the question with 'Euler' replaced by the bridge: w0 w1")
+    assert "w499 Johann Bernoulli w500" in read_second_query(question, second,
+                                                             "Johann Bernoulli")
 
 
 def test_the_trace_keeps_the_heaviest_pagerank_entities() -> None:

@@ -147,6 +147,59 @@ def test_clicking_an_entity_expands_it(driver: Any, graph: str,
     assert "fluid dynamics" in drawn(driver, GRAPH)[0]
 
 
+HOLD = """
+var held = arguments[0], original = window.fetch;
+window.__settled = false;
+window.fetch = function (url, options) {
+  var answer = original(url, options);
+  if (String(url).indexOf(encodeURIComponent(held)) < 0) return answer;
+  return new Promise(function (resolve) {
+    window.__release = function () {
+      answer.then(function (response) {
+        var json = response.json.bind(response);
+        response.json = function () {
+          return json().then(function (body) {
+            setTimeout(function () { window.__settled = true; }, 0);
+            return body;
+          });
+        };
+        resolve(response);
+      });
+    };
+  });
+};
+"""
+"""Hold the explorer's answers about the entity ``arguments[0]`` until ``__release()``;
+``__settled`` says when the page has handled the held answer (its handlers run before the
+timeout fires)."""
+
+
+def test_the_last_entity_opened_wins_over_a_slower_answer(driver: Any, explorer: str) -> None:
+    """An entity opened while the previous one's relations are on their way: the earlier
+    answer, arriving last, draws nothing and says nothing."""
+    from selenium.webdriver.common.by import By
+
+    open_explorer(driver, explorer)
+    driver.find_element(By.CSS_SELECTOR, "[data-tab=entities]").click()
+    driver.find_element(By.ID, "entity-query").send_keys("bernoulli")
+    driver.find_element(By.CSS_SELECTOR, "#entity-form button").click()
+    wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#entity-hits button")) >= 2,
+         "the search hits")
+    first, second = driver.find_elements(By.CSS_SELECTOR, "#entity-hits button")[:2]
+    driver.execute_script(HOLD, first.get_attribute("data-entity-id"))
+    first.click()
+    second.click()
+    graph = "document.getElementById('neighbourhood').graphragCy"
+    name = second.text.rsplit(" (", 1)[0]
+    wait(driver, lambda d: name in js(d, "return document.getElementById('entity-status')"
+                                         ".textContent"), "the second entity")
+    shown = drawn(driver, graph)
+    js(driver, "window.__release();")
+    wait(driver, lambda d: js(d, "return window.__settled"), "the held answer handled")
+    assert drawn(driver, graph) == shown
+    assert name in js(driver, "return document.getElementById('entity-status').textContent")
+
+
 def assert_inert(driver: Any, container: str) -> str:
     """The hostile texts are shown as text, and nothing of them ran or became an element."""
     assert js(driver, "return typeof window.__graphragPwned") == "undefined"

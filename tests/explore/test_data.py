@@ -10,7 +10,12 @@ from pathlib import Path
 import pytest
 from starlette.testclient import TestClient
 
-from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError, MissingDependencyError
+from llama_index_graphrag_milvus import (
+    EmptyIndexError,
+    GraphRAGIndex,
+    InvalidInputError,
+    MissingDependencyError,
+)
 from llama_index_graphrag_milvus.explore import ExplorerData, NotFoundError
 from llama_index_graphrag_milvus.explore.app import create_app
 from llama_index_graphrag_milvus.explore.data import MAX_PAGE, MAX_QUESTION_CHARS
@@ -223,3 +228,19 @@ def test_a_tenant_s_explorer_follows_writes_through_its_index(tmp_path: Path) ->
         assert data.search_entities("euler") == euler
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_an_index_never_written_is_refused_with_what_to_do(tmp_path: Path, graph: str) -> None:
+    """Every route answered 500 with a raw "collection does not exist" (memory), or
+    searches did (served), and the page said "could not be read"."""
+    from llama_index_graphrag_milvus.explore import serve
+
+    with GraphRAGIndex(uri=str(tmp_path / "new.db"), embed_model=HashEmbedding(dim=64),
+                       graph=graph) as index:
+        with pytest.raises(EmptyIndexError, match=r"holds nothing yet .* ingest passages first"):
+            ExplorerData(index)
+        with pytest.raises(EmptyIndexError):
+            serve(index, port=0)
+        index.insert_triplets([("Euler was born in Basel.", [("Euler", "born in", "Basel")])])
+        assert ExplorerData(index).summary()["counts"]["passages"] == 1

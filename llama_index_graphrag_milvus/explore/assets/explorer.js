@@ -101,11 +101,14 @@
 
   /* Draw the next page of an entity's relations, skipping pages whose relations are all
    * drawn already; resolves to {page, added} (added: relations drawn by this click). */
-  function expandInto(id, cy) {
+  /* Draw the next page of an entity's relations into cy; `current` (optional) says whether
+   * the answer is still wanted (null when another entity was opened meanwhile). */
+  function expandInto(id, cy, current) {
     function next() {
       return api("/api/entity/" + encodeURIComponent(id), { offset: state.offsets[id] || 0,
                                                              limit: 15 })
         .then(function (page) {
+          if (current && !current()) return null;
           state.offsets[id] = page.offset + page.relations.length;
           var added = X.addNeighbourhood(cy, page);
           if (!added && page.relations.length && state.offsets[id] < page.total) return next();
@@ -182,6 +185,7 @@
   }
 
   function openEntity(id) {
+    state.opened = (state.opened || 0) + 1;  /* the last entity clicked wins */
     var cy = entityGraph();
     cy.elements().remove();
     state.offsets = {};
@@ -189,8 +193,10 @@
   }
 
   function expandEntity(id) {
-    var cy = entityGraph();
-    return expandInto(id, cy).then(function (result) {
+    var cy = entityGraph(), opened = state.opened;
+    function current() { return state.opened === opened; }
+    return expandInto(id, cy, current).then(function (result) {
+      if (!result) return;
       var page = result.page;
       state.current = page.entity;
       var more = $("more-relations");
@@ -206,7 +212,7 @@
           "passage") + "]" : "")));
       });
       status("entity-status", expansion(page.entity.name, page.entity.id, result));
-    }, function (error) { status("entity-status", error.message, true); });
+    }, function (error) { if (current()) status("entity-status", error.message, true); });
   }
 
   /* ---------------------------------------------------------------- communities */
@@ -260,6 +266,8 @@
         (data.offset + data.passages.length) + " of " + data.total : "no passages";
       $("passages-prev").disabled = data.offset === 0;
       $("passages-next").disabled = data.offset + data.passages.length >= data.total;
+    }, function (error) {
+      $("passages-range").textContent = "The passages could not be read: " + error.message;
     });
   }
 

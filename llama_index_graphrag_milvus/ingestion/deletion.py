@@ -176,11 +176,13 @@ def shrunk_entities(store: MilvusGraphStore, used: Mapping[str, set[str]]
             if after != sorted(set(row.get("tenants") or ()))]
 
 
-def delete_document(store: MilvusGraphStore, ref_doc_id: str, where: str = "") -> DeletionStats:
+def delete_document(store: MilvusGraphStore, ref_doc_id: str, where: str = "",
+                    keep: Collection[str] = ()) -> DeletionStats:
     """Remove what ``ref_doc_id`` contributed to the graph (only its passages matching
     ``where``, a filter expression on passage metadata, when given); a no-op for an unknown
-    id."""
-    passages = store.document_passages(ref_doc_id, where)
+    id. Passages whose ids are in ``keep`` stay (an update writes them again: their links
+    are then set by :func:`drop_stale_links`, and readers never see them missing)."""
+    passages = [p for p in store.document_passages(ref_doc_id, where) if p.node_id not in keep]
     if not passages:
         return DeletionStats(0, 0, 0, 0)
     removed = {p.node_id for p in passages}

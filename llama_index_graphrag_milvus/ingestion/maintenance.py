@@ -11,7 +11,7 @@ copies (:class:`~llama_index_graphrag_milvus.index_cache.IndexCache`).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -244,10 +244,11 @@ class DocumentMaintenance:
         with self.store.gate.writing():
             return self._delete_held(ref_doc_id, where)
 
-    def _delete_held(self, ref_doc_id: str, where: str) -> DeletionStats:
-        """The delete, holding the graph's write lock."""
+    def _delete_held(self, ref_doc_id: str, where: str, keep: Collection[str] = ()
+                     ) -> DeletionStats:
+        """The delete (but of the passages in ``keep``), holding the graph's write lock."""
         try:
-            stats = delete_document(self.store, ref_doc_id, where)
+            stats = delete_document(self.store, ref_doc_id, where, keep)
         finally:
             self.store.gate.changed()
         if stats.passages:
@@ -283,11 +284,12 @@ class DocumentMaintenance:
     def _update(self, ref_doc_id: str, where: str, nodes: Sequence[BaseNode]
                 ) -> IngestionStats:
         """Replace the document's passages in ``where`` by ``nodes``: the new content is
-        embedded first (an embedding error deletes nothing), then the old version is
-        deleted and the new one written, holding the write lock once."""
+        embedded first (an embedding error deletes nothing), then the old passages the new
+        version does not have are deleted and the new ones written (those it has again are
+        overwritten in place, never missing), holding the write lock once."""
         prepared, properties = self._prepare(plan_from_nodes(nodes, self.passage_identity_keys))
         with self.store.gate.writing():
-            self._delete_held(ref_doc_id, where)
+            self._delete_held(ref_doc_id, where, {p.node_id for p in prepared.plan.passages})
             return self._commit(prepared, properties)
 
     async def _awrite(self, plan: IngestionPlan) -> IngestionStats:

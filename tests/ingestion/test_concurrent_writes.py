@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 from llama_index.core import Document
+from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex
@@ -138,3 +139,43 @@ def test_an_update_whose_embedding_fails_keeps_the_old_version(milvus_uri: str,
         index.update_ref_doc(new, llm=llm)  # the same update, the service back
         assert [p.get_content() for p in index.store.document_passages("acme.md")] == [
             "Acme builds boats now."]
+
+
+ROCKETS = "Acme builds rockets in a large factory near the old harbour of the city."
+CARS = "Acme builds cars in a small workshop behind the railway station of the town."
+BOATS = "Acme builds boats in a wooden shed on the shore of the northern lake."
+
+
+def test_an_update_overwrites_the_passages_it_keeps_in_place(
+        milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A passage the new version has again is never deleted (a reader would find the
+    document missing meanwhile); the one it dropped goes, with what only it supported."""
+    llm = ScriptedLLM(lambda prompt: json.dumps({"triplets": [
+        ["Acme", "builds", "boats" if "boats" in prompt else "rockets" if "rockets" in prompt
+         else "cars"]]}))
+    with GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding()) as index:
+        document = f"{ROCKETS}\n\n{CARS}"
+        index.insert(Document(text=document, doc_id="acme.md"), llm=llm,
+                     transformations=[SentenceSplitter(chunk_size=24, chunk_overlap=0,
+                                                       paragraph_separator="\n\n")])
+        before = {p.get_content(): p.node_id for p in index.store.document_passages("acme.md")}
+        assert len(before) == 2
+        deleted: list[str] = []
+        store = index.store
+        original = store.delete_rows
+
+        def spy(collection: str, ids: list[str]) -> None:
+            if collection == store.passage_collection:
+                deleted.extend(ids)
+            original(collection, ids)
+
+        monkeypatch.setattr(store, "delete_rows", spy)
+        index.update_ref_doc(Document(text=f"{ROCKETS}\n\n{BOATS}",
+                                      doc_id="acme.md"), llm=llm,
+                             transformations=[SentenceSplitter(
+                                 chunk_size=24, chunk_overlap=0, paragraph_separator="\n\n")])
+        assert deleted == [before[CARS]]
+        after = {p.get_content() for p in store.document_passages("acme.md")}
+        assert after == {ROCKETS, BOATS}
+        assert {r["text"] for r in store.read_all(store.relation_collection, ["text"])} == {
+            "Acme builds rockets", "Acme builds boats"}

@@ -123,9 +123,10 @@ class DocumentMaintenance:
         (LlamaIndex's ``update_ref_doc``; :meth:`update` is the same method).
 
         Extraction and the new content's embeddings run first (an error there deletes
-        nothing); then the old passages (those matching ``filters``, when given: see
-        :meth:`delete_ref_doc`), the relations only they supported and the entities left
-        with no relation are deleted, and the new content is written.
+        nothing); then the old passages the new content does not have again (of those
+        matching ``filters``, when given: see :meth:`delete_ref_doc`), the relations only
+        they supported and the entities left with no relation are deleted, and the new
+        content is written (a passage it has again is overwritten in place).
         ``extraction`` as for :meth:`insert_documents`.
         """
         where = self._delete_scope(document.doc_id, filters)

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -38,7 +39,7 @@ from benchmarks.multihop.build import (
     load_object,
     peak_rss_mb,
 )
-from benchmarks.multihop.data import load_dataset
+from benchmarks.multihop.data import guarded, load_dataset
 from benchmarks.multihop.methods import corpus_ids
 from benchmarks.multihop.metrics import percentile, recall_at_k
 from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY
@@ -128,7 +129,7 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
     if args.dataset is None:
         parser.error("give a dataset folder, or --synthetic RELATIONS")
     dataset = load_dataset(args.dataset)
-    embed_model = (load_object(args.embed_model)() if args.embed_model
+    embed_model = (load_object(args.embed_model) if args.embed_model
                    else default_embed_model())
     index, _ = build_index(dataset, args.out, embed_model, None, reuse=args.reuse_index,
                            show_progress=False)
@@ -172,4 +173,4 @@ def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(guarded(main))

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from benchmarks.multihop.build import build_index, default_embed_model, load_object
-from benchmarks.multihop.data import load_dataset
+from benchmarks.multihop.data import guarded, load_dataset
 from benchmarks.multihop.run import DEFAULT_OUT
 
 
@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> dict[str, Any]:
     index, build = build_index(dataset, args.out, embed_model, None, reuse=args.reuse_index,
                                show_progress=not args.no_progress)
     graph = index.graph
-    retriever = index.as_retriever(passage_scoring=args.method, similarity_top_k=args.top_k)
+    retriever = index.as_retriever(method=args.method, similarity_top_k=args.top_k)
     questions = [q.question for q in dataset.questions[:args.questions]]
     result: dict[str, Any] = {"dataset": str(dataset.path), "index": build.uri,
                               "passages": build.passages, "relations": graph.num_relations,
@@ -177,4 +177,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

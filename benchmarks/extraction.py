@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import sys
 import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -31,6 +32,7 @@ from llama_index.core.llms import (
 )
 from llama_index.core.schema import TextNode
 
+from benchmarks.multihop.data import InputError, guarded, load_dataset
 from benchmarks.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 
@@ -68,12 +70,14 @@ class StoredTripletLLM(SleepyLLM):
 def load_passages(folder: Path, limit: int | None = None
                   ) -> tuple[list[tuple[str, str]], dict[str, list[Any]]]:
     """``(corpus id, text)`` of the passages in ``corpus.jsonl`` and the stored triplets
-    per passage text (from ``triplets.jsonl``)."""
-    with (folder / "corpus.jsonl").open(encoding="utf-8") as corpus:
-        passages = [(row["id"], row["text"]) for row in map(json.loads, corpus)][:limit]
-    with (folder / "triplets.jsonl").open(encoding="utf-8") as stored:
-        by_id = {row["id"]: row["triplets"] for row in map(json.loads, stored)}
-    return passages, {text: by_id.get(cid, []) for cid, text in passages}
+    per passage text (from ``triplets.jsonl``), read and checked as the other benchmarks
+    read a folder (:func:`~benchmarks.multihop.data.load_dataset`)."""
+    dataset = load_dataset(folder)
+    if dataset.triplets is None:
+        raise InputError(f"{folder} has no triplets.jsonl: this benchmark replays the stored "
+                         "triplets as the LLM's answers")
+    passages = [(p.id, p.text) for p in dataset.passages][:limit]
+    return passages, {text: dataset.triplets.get(cid, []) for cid, text in passages}
 
 
 @dataclass(frozen=True)
@@ -144,6 +148,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     args = parser.parse_args(argv)
     if any(c < 1 for c in args.concurrency):
         parser.error("--concurrency values must be at least 1")
+    if args.limit is not None and args.limit < 1:
+        parser.error("--limit must be at least 1 (passages)")
 
     passages, triplets = load_passages(args.folder, args.limit)
     print(f"{len(passages)} passages from {args.folder}, delay {args.delay} s, "
@@ -160,4 +166,4 @@ def main(argv: Sequence[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(guarded(main))

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -24,7 +25,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode
 
 from benchmarks.multihop.build import default_embed_model, load_object
-from benchmarks.multihop.data import load_dataset, passage_nodes
+from benchmarks.multihop.data import guarded, load_dataset, passage_nodes
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.plan import plan_ingestion
 
@@ -72,13 +73,15 @@ def run(dataset_path: str, embed_model: BaseEmbedding, uri: str) -> dict[str, An
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("dataset", help="folder with corpus.jsonl and triplets.jsonl")
+    parser.add_argument("dataset", help="benchmark folder: corpus.jsonl, questions.jsonl "
+                        "and triplets.jsonl")
     parser.add_argument("--embed-model", metavar="MODULE:CALLABLE",
                         help="factory of any LlamaIndex embedding (default MiniLM, offline)")
     parser.add_argument("--uri", help="Milvus Lite path or server URL (default: a temp file)")
     parser.add_argument("--out", help="write the report as JSON here")
     args = parser.parse_args()
-    model = load_object(args.embed_model)() if args.embed_model else default_embed_model()
+    load_dataset(args.dataset)  # its faults before minutes of loading a model
+    model = load_object(args.embed_model) if args.embed_model else default_embed_model()
     with tempfile.TemporaryDirectory() as folder:
         report = run(args.dataset, model, args.uri or str(Path(folder) / "ingest.db"))
     text = json.dumps(report, indent=2)
@@ -88,4 +91,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(guarded(main))

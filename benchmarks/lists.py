@@ -32,6 +32,8 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from benchmarks.multihop.data import guarded
+
 METHODS = ("bridge", "ppr", "pcst", "passage", "relation")
 """The built-in methods, by their ``passage_scoring`` name."""
 MODES = ("memory", "milvus")
@@ -77,7 +79,7 @@ def save(args: argparse.Namespace) -> int:
                 "naive": opened.as_naive_retriever(similarity_top_k=args.k, filters=scope)}
             for method in args.methods:
                 retrievers[method] = opened.as_retriever(
-                    passage_scoring=method, similarity_top_k=args.k,
+                    method=method, similarity_top_k=args.k,
                     **({"filters": scope} if scope is not None else {}))
             lists: dict[str, dict[str, list[str]]] = {name: {} for name in retrievers}
             seconds: dict[str, list[float]] = {name: [] for name in retrievers}
@@ -164,4 +166,4 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(guarded(main))

@@ -5,5 +5,6 @@ from __future__ import annotations
 import sys
 
 from benchmarks.multihop.cli import main
+from benchmarks.multihop.data import guarded
 
-sys.exit(main())
+sys.exit(guarded(main))

@@ -7,6 +7,7 @@ import asyncio
 import hashlib
 import importlib
 import importlib.metadata
+import json
 import os
 import re
 import resource
@@ -23,7 +24,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.schema import BaseNode, TransformComponent
 
 from benchmarks.multihop.agreement import Agreement, agreement
-from benchmarks.multihop.data import Dataset, passage_nodes
+from benchmarks.multihop.data import Dataset, fingerprint, passage_nodes
 from llama_index_graphrag_milvus.extraction import TripletExtractor
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
@@ -224,6 +225,20 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_]+", "_", text).strip("_")[:60] or "x"
 
 
+def dataset_slug(name: str) -> str:
+    """A dataset folder's name as a file-name part; a name the part does not spell out
+    whole (other letters, more than 60 characters) gets a digest of it, so that two such
+    datasets do not share an index or a report file.
+
+    >>> dataset_slug("musique_train100"), dataset_slug("データ") == dataset_slug("資料")
+    ('musique_train100', False)
+    """
+    part = slug(name)
+    if part == name:
+        return part
+    return f"{part}_{hashlib.sha256(name.encode('utf-8', 'surrogatepass')).hexdigest()[:6]}"
+
+
 def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
                 llm: LLM | None, reuse: bool = False, show_progress: bool = True, *,
                 extractor: str = DATASET_EXTRACTOR,
@@ -253,12 +268,13 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
     else:
         source = "none"
     suffix = "" if chosen is None else f"_{slug(extractor)}"
-    path = out_dir / "index" / f"{slug(dataset.name)}{suffix}.db"
+    path = out_dir / "index" / f"{dataset_slug(dataset.name)}{suffix}.db"
     model_name = str(getattr(embed_model, "model_name", ""))
     prefix = (f"mh_{slug(type(embed_model).__name__)[:40]}_"
               f"{hashlib.sha256(model_name.encode()).hexdigest()[:8]}")
     rss_before = current_rss_mb()
-    if reuse and path.exists():
+    built_from = BuiltFrom(path, prefix)
+    if reuse and path.exists() and built_from.read() == fingerprint(dataset):
         index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
                               graph=graph,
                               show_progress=show_progress)
@@ -275,7 +291,36 @@ def build_index(dataset: Dataset, out_dir: Path, embed_model: BaseEmbedding,
     index = GraphRAGIndex(uri=str(path), collection_prefix=prefix, embed_model=embed_model,
                           show_progress=show_progress, graph=graph, full_text_search=True)
     ingestion = ingest(index, dataset, component, show_progress)
+    built_from.write(fingerprint(dataset))
     return index, _finish_build(index, path, source, extractor, ingestion, rss_before)
+
+
+@dataclass(frozen=True)
+class BuiltFrom:
+    """What each embedder's index in a Lite file was built from (:func:`.data.fingerprint`),
+    in a file beside it: ``--reuse-index`` reuses an index only for the same passages and
+    triplets, not for another folder of the same name."""
+
+    path: Path
+    prefix: str
+
+    @property
+    def record(self) -> Path:
+        return self.path.with_name(self.path.name + ".built-from.json")
+
+    def _all(self) -> dict[str, str]:
+        try:
+            found = json.loads(self.record.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        return found if isinstance(found, dict) else {}
+
+    def read(self) -> str | None:
+        return self._all().get(self.prefix)
+
+    def write(self, digest: str) -> None:
+        self.record.write_text(json.dumps({**self._all(), self.prefix: digest}),
+                               encoding="utf-8")
 
 
 def drop_collections(path: Path, prefix: str) -> None:

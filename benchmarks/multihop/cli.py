@@ -22,6 +22,7 @@ from benchmarks.multihop.build import (
     load_object,
     openai_llm,
 )
+from benchmarks.multihop.data import InputError, check_split, load_dataset
 from benchmarks.multihop.methods import (
     GraphMethodSpec,
     check_retriever_kwargs,
@@ -127,8 +128,10 @@ def _parser() -> argparse.ArgumentParser:
     parser.add_argument("--no-llm", action="store_true", help="ignore OPENAI_API_KEY")
     parser.add_argument("--ks", type=_ints, default=(2, 5), help="k of Recall@k (default 2,5)")
     parser.add_argument("--hops", type=_ints, default=None,
-                        help="graph hops, one method each (default 1,2: the retriever's "
-                             "default 1, and 2)")
+                        help="k-hop rows (passage_scoring \"passage\", labelled \"graph "
+                             "hN\"), one per value (default 1,2); the retriever's default "
+                             "method is a --graph-methods row: '{\"label\": \"bridge "
+                             "(default)\", \"passage_scoring\": \"bridge\"}'")
     parser.add_argument("--entity-top-k", type=int, default=retriever_default("entity_top_k"),
                         help="default %(default)s, the retriever's")
     parser.add_argument("--relation-top-k", type=int,
@@ -209,10 +212,12 @@ def main(argv: Sequence[str] | None = None,
     """Run the benchmark from the command line; print the Markdown report."""
     args = parse_args(argv)
     config = benchmark_config(args)
+    dataset = load_dataset(config.dataset)  # its errors before minutes of loading a model
+    check_split(args.validation, dataset)
     embed_model = load_object(args.embed_model) if args.embed_model else embed_factory()
     if not isinstance(embed_model, BaseEmbedding):
-        raise ValueError(f"--embed-model {args.embed_model} gave a {type(embed_model).__name__}"
-                         ", not a LlamaIndex BaseEmbedding")
+        raise InputError(f"--embed-model {args.embed_model} gave a "
+                         f"{type(embed_model).__name__}, not a LlamaIndex BaseEmbedding")
     llm, llm_spec = resolve_llm(args)
     report = run_benchmark(config, embed_model, llm,
                            embed_spec=args.embed_model or DEFAULT_EMBED_SPEC,

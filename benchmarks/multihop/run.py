@@ -19,9 +19,10 @@ from benchmarks.multihop.build import (
     EXTRACTORS,
     Extractor,
     build_index,
+    dataset_slug,
     slug,
 )
-from benchmarks.multihop.data import Question, load_dataset
+from benchmarks.multihop.data import Question, check_split, load_dataset
 from benchmarks.multihop.methods import (
     UNLIMITED_PASSAGES,
     GraphConfig,
@@ -122,7 +123,8 @@ class BenchmarkConfig:
         self.graph_rows()  # distinct labels
 
     def graph_rows(self) -> list[GraphRow]:
-        """The LLM-free graph methods: one per ``graph_methods`` row, else per ``hops``."""
+        """The LLM-free graph methods: one per ``graph_methods`` row, else a k-hop row per
+        ``hops`` (the default method is a ``graph_methods`` row: see the CLI's help)."""
         base = GraphConfig(retriever_default("hops"), self.entity_top_k, self.relation_top_k,
                            self.max_candidate_relations, self.graph_kwargs)
         specs = (self.graph_methods if self.graph_methods is not None
@@ -224,6 +226,7 @@ def run_benchmark(config: BenchmarkConfig, embed_model: BaseEmbedding, llm: LLM 
     own).
     """
     dataset = load_dataset(config.dataset)
+    check_split(config.validation, dataset)
     sources = source_hashes()
     config.out_dir.mkdir(parents=True, exist_ok=True)
     started = time.time()
@@ -263,7 +266,7 @@ def run_benchmark(config: BenchmarkConfig, embed_model: BaseEmbedding, llm: LLM 
     report["sweep_best_fusion"] = sweep.best_fusion
     report["sources"] = sources
     write_report(report, config.out_dir / "_".join(
-        ["multihop", slug(dataset.name), *([slug(config.tag)] if config.tag else [])]),
+        ["multihop", dataset_slug(dataset.name), *([slug(config.tag)] if config.tag else [])]),
         config.chart)
     return report
 

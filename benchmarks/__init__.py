@@ -14,3 +14,14 @@ The others: ``benchmarks.communities``, ``benchmarks.global_search``,
 They need the ``bench`` extra (matplotlib for the charts; all-MiniLM-L6-v2 for the default
 embedding model), imported lazily so that importing this package costs nothing.
 """
+
+from __future__ import annotations
+
+import argparse
+
+
+def command_parser(module: str, doc: str | None) -> argparse.ArgumentParser:
+    """The argument parser of ``python -m <module>``: that as its usage name, and the first
+    paragraph of the module's docstring, whole, as its description."""
+    paragraph = " ".join((doc or "").split("\n\n")[0].split())
+    return argparse.ArgumentParser(prog=f"python -m {module}", description=paragraph or None)

@@ -21,7 +21,6 @@ come on top and are not measured there::
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import time
@@ -32,6 +31,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import QueryBundle
 
+from benchmarks import command_parser
 from benchmarks.multihop.build import (
     build_index,
     current_rss_mb,
@@ -108,7 +108,7 @@ def synthetic_build(num_relations: int, max_cluster_size: int) -> dict[str, Any]
 
 
 def main(argv: Sequence[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser = command_parser("benchmarks.communities", __doc__)
     parser.add_argument("dataset", type=Path, nargs="?", default=None)
     parser.add_argument("--synthetic", type=int, default=None, metavar="RELATIONS",
                         help="time the in-memory build on a synthetic graph instead")

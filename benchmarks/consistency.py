@@ -14,7 +14,6 @@ by its own vector: the share found is read-your-own-writes.
 
 from __future__ import annotations
 
-import argparse
 import hashlib
 import json
 import re
@@ -26,6 +25,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import QueryBundle
 
+from benchmarks import command_parser
 from benchmarks.scale import HashedRandomEmbedding
 from llama_index_graphrag_milvus import GraphRAGIndex
 
@@ -93,7 +93,7 @@ def measure(uri: str, level: str, queries: int, writes: int, model: BaseEmbeddin
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("benchmarks.consistency", __doc__)
     parser.add_argument("--uri", required=True, help="a Milvus server URL")
     parser.add_argument("--passages", type=int, default=2000)
     parser.add_argument("--queries", type=int, default=50)

@@ -34,6 +34,7 @@ from typing import Any
 
 import numpy as np
 
+from benchmarks import command_parser
 from benchmarks.multihop.build import build_index, default_embed_model, load_object
 from benchmarks.multihop.data import guarded, load_dataset
 from benchmarks.multihop.run import DEFAULT_OUT
@@ -144,8 +145,7 @@ def render(result: dict[str, Any]) -> str:
 
 
 def parser() -> argparse.ArgumentParser:
-    result = argparse.ArgumentParser(prog="python -m benchmarks.explorer",
-                                     description=__doc__.splitlines()[0])
+    result = command_parser("benchmarks.explorer", __doc__)
     result.add_argument("dataset", type=Path, help="folder with corpus.jsonl, questions.jsonl"
                                                    " [, triplets.jsonl]")
     result.add_argument("--out", type=Path, default=Path(DEFAULT_OUT),

@@ -16,7 +16,6 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import sys
@@ -32,6 +31,7 @@ from llama_index.core.llms import (
 )
 from llama_index.core.schema import TextNode
 
+from benchmarks import command_parser
 from benchmarks.multihop.data import InputError, guarded, load_dataset
 from benchmarks.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.extraction import TripletExtractor
@@ -133,7 +133,7 @@ def format_runs(runs: Sequence[Run], delay: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = command_parser("benchmarks.extraction", __doc__)
     parser.add_argument("folder", type=Path, help="benchmark folder with corpus.jsonl and "
                         "triplets.jsonl")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16],

@@ -18,7 +18,6 @@ Example::
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import math
@@ -31,6 +30,7 @@ from llama_index.core.llms import (
     LLMMetadata,
 )
 
+from benchmarks import command_parser
 from benchmarks.sleepy import SleepyLLM
 from llama_index_graphrag_milvus.communities.global_search import GlobalSearchQueryEngine
 from llama_index_graphrag_milvus.communities.map_reduce import (
@@ -154,7 +154,7 @@ def format_runs(runs: Sequence[Run], delay: float) -> str:
 
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line entry point (see the module docstring)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0] if __doc__ else None)
+    parser = command_parser("benchmarks.global_search", __doc__)
     parser.add_argument("--batches", type=int, default=50, help="map calls (default 50)")
     parser.add_argument("--reports-per-batch", type=int, default=4,
                         help="reports per map call (default 4)")

@@ -28,7 +28,6 @@ Run (a few minutes; ``--embedded-server`` for the server, nothing for Lite)::
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import tempfile
@@ -40,6 +39,7 @@ from typing import Any
 import numpy as np
 from pymilvus import DataType, MilvusClient
 
+from benchmarks import command_parser
 from benchmarks.scale import Percentiles, milvus_target
 from benchmarks.synthetic import SyntheticGraph, generate, unit_vectors
 
@@ -196,7 +196,7 @@ def recall(graph: SyntheticGraph, relation_vectors: np.ndarray, vector: np.ndarr
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser = command_parser("benchmarks.graph_options", __doc__)
     parser.add_argument("--relations", type=int, default=300_000)
     parser.add_argument("--dim", type=int, default=64)
     parser.add_argument("--queries", type=int, default=200)

@@ -13,7 +13,6 @@ time of the same passage texts, entity names and relation texts, and their ratio
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 import tempfile
@@ -24,6 +23,7 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import MetadataMode
 
+from benchmarks import command_parser
 from benchmarks.multihop.build import default_embed_model, load_object
 from benchmarks.multihop.data import guarded, load_dataset, passage_nodes
 from llama_index_graphrag_milvus import GraphRAGIndex
@@ -72,7 +72,7 @@ def run(dataset_path: str, embed_model: BaseEmbedding, uri: str) -> dict[str, An
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("benchmarks.ingest", __doc__)
     parser.add_argument("dataset", help="benchmark folder: corpus.jsonl, questions.jsonl "
                         "and triplets.jsonl")
     parser.add_argument("--embed-model", metavar="MODULE:CALLABLE",

@@ -16,7 +16,6 @@ first successful query of each retriever.
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
 import shutil
@@ -29,6 +28,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import QueryBundle
 
+from benchmarks import command_parser
 from benchmarks.consistency import WordHashEmbedding, synthetic_data
 from llama_index_graphrag_milvus import GraphRAGIndex
 
@@ -77,7 +77,7 @@ def summarize(attempts: list[Attempt], back: float) -> dict[str, Any]:
 
 
 def main(argv: list[str] | None = None) -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("benchmarks.restart", __doc__)
     parser.add_argument("--timeout", type=float, default=5.0,
                         help="the client timeout (MilvusClient timeout=...), seconds")
     parser.add_argument("--down", type=float, default=3.0,

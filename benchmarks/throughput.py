@@ -16,7 +16,6 @@ share of naive's.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import json
 import statistics
@@ -26,6 +25,7 @@ from typing import Any
 from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import QueryBundle
 
+from benchmarks import command_parser
 from benchmarks.consistency import WordHashEmbedding, synthetic_data
 from llama_index_graphrag_milvus import GraphRAGIndex
 
@@ -62,7 +62,7 @@ async def compare(index: GraphRAGIndex, bundles: list[QueryBundle], concurrency:
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser = command_parser("benchmarks.throughput", __doc__)
     parser.add_argument("--uri", required=True, help="a Milvus server URL")
     parser.add_argument("--consistency", default="Session")
     parser.add_argument("--passages", type=int, default=2000)

@@ -15,6 +15,7 @@ tree, one line per class and when it is raised::
     ├── MissingDependencyError      (ImportError) an optional dependency is not installed
     ├── CommunitiesNotBuiltError    communities are read before build_communities() ran
     ├── LLMTimeoutError             (TimeoutError) an LLM call gave no answer in time
+    ├── ExtractionError             an update's new content could not be extracted
     ├── SolverError                 (RuntimeError) the PCST solver failed (k-hop answers)
     └── NotFoundError               (LookupError) the explorer is asked for a missing item
 
@@ -121,6 +122,16 @@ class LLMTimeoutError(GraphRAGError, TimeoutError):
     timeout, or make the prompt smaller (``reduce_max_tokens``). Calls that may fail one by
     one (a map batch, a passage's extraction, the reranker) do not raise it: they are
     counted or logged, and the run goes on.
+    """
+
+
+class ExtractionError(GraphRAGError):
+    """Raised by ``update_ref_doc`` (and its async twin) when the LLM could not extract the
+    triplets of some of the new content's passages (the extractor's retries spent): writing
+    it would replace the document's graph with passages that have none. Nothing was
+    deleted or written; run the update again once the LLM answers. (An insert stores such
+    passages and marks them instead: see
+    :func:`~llama_index_graphrag_milvus.extraction.extraction_failures`.)
     """
 
 

@@ -19,7 +19,8 @@ from llama_index.core.schema import BaseNode, Document
 from llama_index.core.vector_stores import MetadataFilters
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
-from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.errors import ExtractionError, InvalidInputError
+from llama_index_graphrag_milvus.extraction.extraction_report import extraction_failures
 from llama_index_graphrag_milvus.index_cache import IndexCache
 from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete_document
 from llama_index_graphrag_milvus.ingestion.documents import (
@@ -132,6 +133,7 @@ class DocumentMaintenance:
         where = self._delete_scope(document.doc_id, filters)
         nodes = extract_documents([document], extraction, self.show_progress)
         self._within_scope(document.doc_id, nodes, filters)
+        self._extracted(document.doc_id, nodes)
         return self._update(document.doc_id, where, nodes)
 
     async def aupdate_ref_doc(self, document: Document, *,
@@ -141,6 +143,7 @@ class DocumentMaintenance:
         where = self._delete_scope(document.doc_id, filters)
         nodes = await aextract_documents([document], extraction, self.show_progress)
         self._within_scope(document.doc_id, nodes, filters)
+        self._extracted(document.doc_id, nodes)
         return await asyncio.to_thread(self._update, document.doc_id, where, nodes)
 
     update = update_ref_doc
@@ -201,6 +204,18 @@ class DocumentMaintenance:
                     f"{to_milvus_expression(filters)}): give the document the metadata of "
                     "the copy it replaces, or update another scope's copy with that "
                     "scope's filters. Nothing was deleted or written.")
+
+    @staticmethod
+    def _extracted(doc_id: str, nodes: Sequence[BaseNode]) -> None:
+        """Refuse an update whose new passages the LLM could not extract: it would replace
+        the document's graph with passages that have none."""
+        failed = extraction_failures(nodes)
+        if failed:
+            first = next(iter(failed.values()))
+            raise ExtractionError(
+                f"the LLM could not extract {len(failed)} of the {len(nodes)} passages of the "
+                f"new content of {doc_id!r} (first: {first[:200]}): nothing was deleted or "
+                "written; run the update again once the LLM answers.")
 
     @staticmethod
     def _no_extra(method: str, kwargs: dict[str, Any]) -> None:

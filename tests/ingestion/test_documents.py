@@ -182,6 +182,33 @@ def test_update_replaces_the_document(index: GraphRAGIndex) -> None:
     assert not any("son of" in t for t in texts)
 
 
+@pytest.mark.parametrize("twin", ["sync", "async"])
+def test_an_update_the_llm_cannot_extract_changes_nothing(index: GraphRAGIndex,
+                                                          twin: str) -> None:
+    """The LLM down (its retries spent): the update would have stored the new passages
+    without triplets, deleting the document's relations, and returned as if all went well."""
+    import asyncio
+
+    from llama_index_graphrag_milvus.errors import ExtractionError
+    from llama_index_graphrag_milvus.extraction import TripletExtractor
+
+    async def no_wait(seconds: float) -> None:
+        return None
+
+    down = TripletExtractor(llm=ScriptedLLM(lambda prompt: ConnectionError("LLM API down")),
+                            sleep=no_wait)
+    before = (signature(index), counts(index))
+    new = doc("euler", "Euler was a student of Johann Bernoulli.", "Euler lived in Berlin.")
+    with pytest.raises(ExtractionError, match=r"could not extract 2 of the 2 passages .* "
+                                              r"ConnectionError: LLM API down"):
+        if twin == "sync":
+            index.update_ref_doc(new, kg_extractor=down, transformations=[SPLITTER])
+        else:
+            asyncio.run(index.aupdate_ref_doc(new, kg_extractor=down,
+                                              transformations=[SPLITTER]))
+    assert (signature(index), counts(index)) == before
+
+
 def test_delete_then_reinsert_restores_the_same_store(index: GraphRAGIndex) -> None:
     original = signature(index)
     index.delete_ref_doc("daniel")

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import bisect
 import json
+import re
 from typing import Any
 
 _DECODER = json.JSONDecoder()
@@ -29,23 +31,53 @@ def find_json(raw: str, key: str | None = None) -> Any | None:
     """
     if not isinstance(raw, str):
         return None
+    openings = [match.start() for match in _OPENING.finditer(raw)]
     first: Any | None = None
-    start = 0
-    while (start := _next_opening(raw, start)) >= 0:
+    start, failures = 0, 0
+    while failures < MAX_FAILED_OPENINGS:
+        at = bisect.bisect_left(openings, start)
+        if at == len(openings):
+            break
+        start = openings[at]
         try:
             value, end = _DECODER.raw_decode(raw, start)
         except ValueError:  # not JSON here, or an integer past Python's digit limit
-            start += 1
+            start, failures = start + 1, failures + 1
             continue
         except RecursionError:  # nested past the interpreter's limit: skip the run
-            start = _last_opening(raw, start)
+            start, failures = _last_opening(raw, start), failures + 1
             continue
+        value = _utf8(value)
         if key is None or (isinstance(value, dict) and key in value):
             return value
         if first is None:
             first = value
         start = end
     return first
+
+
+_OPENING = re.compile(r"[{\[]")
+MAX_FAILED_OPENINGS = 1000
+"""Openings of ``{`` or ``[`` :func:`find_json` tries and fails at before it gives up: each
+failed try reads on until the error, so a degenerate answer (``"[0," * 30_000``, an
+unclosed run of brackets) would cost time in the square of its length."""
+
+
+def _utf8(value: Any) -> Any:
+    """``value`` with every lone surrogate of its strings (JSON's ``"\\ud83d"``, half an
+    emoji) as U+FFFD: Milvus can neither store nor match it.
+
+    >>> _utf8({"title": "Euler \ud83d", "n": [1, "ok"]})
+    {'title': 'Euler \ufffd', 'n': [1, 'ok']}
+    """
+    if isinstance(value, str):
+        return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace") \
+            if not value.isascii() else value
+    if isinstance(value, list):
+        return [_utf8(item) for item in value]
+    if isinstance(value, dict):
+        return {_utf8(k): _utf8(item) for k, item in value.items()}
+    return value
 
 
 def _last_opening(raw: str, start: int) -> int:
@@ -62,14 +94,6 @@ def _last_opening(raw: str, start: int) -> int:
             last = end
         end += 1
     return last if last > start else start + 1
-
-
-def _next_opening(raw: str, start: int) -> int:
-    """Index of the next ``{`` or ``[`` at or after ``start``, or -1."""
-    brace, bracket = raw.find("{", start), raw.find("[", start)
-    if brace < 0 or bracket < 0:
-        return max(brace, bracket)
-    return min(brace, bracket)
 
 
 def string_list(value: Any, key: str) -> list[str] | None:

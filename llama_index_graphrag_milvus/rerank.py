@@ -143,8 +143,8 @@ def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
     chosen: list[int] = []
     for item in value:
         number = item if isinstance(item, int) and not isinstance(item, bool) else None
-        if isinstance(item, str) and (match := _NUMBER.match(item)):
-            number = int(match.group(1))
+        if isinstance(item, str) and (match := _NUMBER.match(item)) and len(match.group(1)) < 10:
+            number = int(match.group(1))  # a longer one is out of range (and past int()'s)
         if number is not None and 1 <= number <= num_candidates and number not in chosen:
             chosen.append(number)
     return chosen

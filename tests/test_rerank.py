@@ -619,3 +619,23 @@ async def test_inside_retriever_query_engine() -> None:
     synthesis = [p for p in llm.prompts if "Relationship descriptions:" not in p]
     assert synthesis and "passage B" in synthesis[0]
     assert "graphrag_rerank" not in synthesis[0]
+
+
+def test_selections_past_any_candidate_number_are_ignored() -> None:
+    """A 5,000-digit number raised ValueError (Python's int() digit limit)."""
+    from llama_index_graphrag_milvus.rerank import parse_selection
+
+    raw = '{"useful_relationships": ["[%s] x", "[2] b"]}' % ("9" * 5000)
+    assert parse_selection(raw, 3) == [2]
+
+
+def test_degenerate_answers_are_read_in_bounded_time() -> None:
+    """Each failed try at an opening bracket reads on to the error: an unclosed run of
+    arrays cost time in the square of its length (100 KB: 7.6 s) until the tries were
+    bounded; the answers still read as before."""
+    from llama_index_graphrag_milvus.parsing import MAX_FAILED_OPENINGS, find_json
+
+    assert find_json("[0," * 30_000) is None
+    assert find_json("[" * (MAX_FAILED_OPENINGS - 10) + '{"picked": [2]}', key="picked") == {
+        "picked": [2]}
+    assert find_json("no brace here " * 10_000 + '{"a": 1}') == {"a": 1}

@@ -232,7 +232,10 @@ def parse_report(raw: str, community: Community) -> CommunityReport | None:
     if not title or not summary:
         return None
     findings = []
-    for item in value.get("findings") or []:
+    listed = value.get("findings")
+    # one finding given alone (a string, an object) is one finding, not one per character
+    listed = listed if isinstance(listed, list) else [listed] if listed else []
+    for item in listed:
         if isinstance(item, str):
             item = {"summary": item}
         if not isinstance(item, dict):
@@ -245,6 +248,8 @@ def parse_report(raw: str, community: Community) -> CommunityReport | None:
         number = float(rating) if not isinstance(rating, bool) else math.nan
     except (TypeError, ValueError):
         number = math.nan
+    except OverflowError:  # an integer past a float's range (10**400): clamped below
+        number = 10.0 if rating > 0 else 0.0
     number = 0.0 if not math.isfinite(number) else min(10.0, max(0.0, number))
     return CommunityReport(community, title, summary, tuple(findings), number,
                            _text(value.get("rating_explanation")), "llm")

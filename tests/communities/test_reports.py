@@ -81,6 +81,12 @@ def test_parse_report_accepts_realistic_answers_and_refuses_others() -> None:
                   .replace("None", "null").replace("True", "true")))
         parsed = parse_report(raw, community)
         assert parsed is not None and parsed.rating == expected, raw
+    # a rating past a float's range, findings given alone, half an emoji (Milvus refused
+    # the row and the whole build failed)
+    parsed = parse_report('{"title": "t \\ud83d", "summary": "s", "rating": 1%s, '
+                          '"findings": "one finding alone"}' % ("0" * 400), community)
+    assert parsed is not None and parsed.rating == 10.0 and parsed.title == "t \ufffd"
+    assert [f.summary for f in parsed.findings] == ["one finding alone"]
 
 
 def test_extractive_report_names_the_most_connected_entities() -> None:

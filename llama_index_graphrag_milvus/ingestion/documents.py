@@ -10,6 +10,7 @@ pipeline through the extractor's sync or async API.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping, Sequence
 from typing import Any, TypedDict
 
@@ -21,6 +22,9 @@ from llama_index.core.settings import Settings
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.cache import ExtractionCache
 from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
+from llama_index_graphrag_milvus.validation import check_int, is_utf8
+
+logger = logging.getLogger(__name__)
 
 
 class ExtractionOptions(TypedDict, total=False):
@@ -86,20 +90,49 @@ def pipeline(options: ExtractionOptions) -> list[TransformComponent]:
             "TripletExtractor; with kg_extractor, set them on it instead: "
             "TripletExtractor(llm=llm, cache=..., num_workers=...)."
         )
-    fields: dict[str, Any] = {} if workers is None else {"num_workers": workers}
+    fields: dict[str, Any] = {} if workers is None else {
+        "num_workers": check_int("extraction_workers", workers)}
     extractor = kg_extractor or TripletExtractor(llm=options.get("llm"), cache=cache, **fields)
     return [*(options.get("transformations") or [Settings.node_parser]), extractor]
+
+
+def with_text(documents: Sequence[Document]) -> list[Document]:
+    """The documents that hold text, checked before any LLM call: a document whose text is
+    not UTF-8 (a lone surrogate) is refused, one with no text is left out (as one of white
+    space only always was: no passage), with a warning naming it.
+
+    Raises:
+        InvalidInputError: a document that is not a ``Document``, or whose text holds
+            characters UTF-8 cannot encode.
+    """
+    kept: list[Document] = []
+    empty: list[Document] = []
+    for document in documents:
+        if not isinstance(document, Document):
+            raise InvalidInputError(
+                f"documents must be llama_index Documents, got a {type(document).__name__}; "
+                "wrap text as Document(text=..., doc_id=...).")
+        if not is_utf8(document.text):
+            raise InvalidInputError(
+                f"document {document.doc_id!r} holds characters UTF-8 cannot encode (lone "
+                "surrogates, often from text decoded with errors='surrogateescape'): clean "
+                "it, for example text.encode('utf-8', 'replace').decode('utf-8').")
+        (kept if document.text.strip() else empty).append(document)
+    if empty:
+        logger.warning("%d document(s) hold no text and give no passage: %s", len(empty),
+                       ", ".join(repr(d.doc_id) for d in empty[:5]))
+    return kept
 
 
 def extract_documents(documents: Sequence[Document], options: ExtractionOptions,
                       show_progress: bool = False) -> Sequence[BaseNode]:
     """The passages of ``documents`` with their triplets (the extractor's sync API)."""
-    return run_transformations(list(documents), pipeline(options),
+    return run_transformations(with_text(documents), pipeline(options),
                                show_progress=show_progress)
 
 
 async def aextract_documents(documents: Sequence[Document], options: ExtractionOptions,
                              show_progress: bool = False) -> Sequence[BaseNode]:
     """:func:`extract_documents` through the extractor's async API (``acall``)."""
-    return await arun_transformations(list(documents), pipeline(options),
+    return await arun_transformations(with_text(documents), pipeline(options),
                                       show_progress=show_progress)

@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 from pymilvus import MilvusException
 
 from llama_index_graphrag_milvus.errors import InvalidInputError, MilvusStoreError
+from llama_index_graphrag_milvus.validation import is_utf8
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -68,7 +69,14 @@ def lite_path(uri: str) -> str:
 
     >>> lite_path("/tmp/x.db/")
     '/tmp/x.db'
+
+    Raises:
+        InvalidInputError: ``uri`` holds a NUL or characters UTF-8 cannot encode.
     """
+    if "\0" in uri or not is_utf8(uri):
+        raise InvalidInputError(
+            f"uri {uri!r} holds a NUL character or characters UTF-8 cannot encode: give a "
+            "plain path to a folder ending in .db, or a server URL.")
     path = os.path.abspath(uri.rstrip("/" + os.sep) or uri)
     resolved = os.path.realpath(path)
     return resolved if resolved.endswith(".db") else path

@@ -279,3 +279,27 @@ def test_entities_in_use_reads_a_window_per_query_whatever_a_hubs_degree(
         assert store.entities_in_use(asked, excluding) == whole
     finally:
         index.close()
+
+
+def test_documents_are_checked_before_any_llm_call(milvus_uri: str,
+                                                   caplog: pytest.LogCaptureFixture) -> None:
+    """An empty document made the LLM extract every passage, then refused the batch as
+    "passage 1 is empty"; a lone surrogate raised UnicodeEncodeError from core's splitter;
+    extraction_workers="4" was taken."""
+    calls: list[str] = []
+
+    def answer(prompt: str) -> str:
+        calls.append(prompt)
+        return extractor()._script(prompt)  # type: ignore[operator]
+
+    with GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding()) as index:
+        for bad, message in ((doc("x", "Euler \ud800"), "UTF-8 cannot encode"),):
+            with pytest.raises(InvalidInputError, match=message):
+                index.insert_documents([EULER, bad], llm=ScriptedLLM(answer))
+        with pytest.raises(InvalidInputError, match="extraction_workers must be an integer"):
+            index.insert_documents([EULER], llm=ScriptedLLM(answer), extraction_workers="4")
+        assert calls == []
+        stats = index.insert_documents([Document(text="", doc_id="blank"), EULER],
+                                       llm=ScriptedLLM(answer), transformations=[SPLITTER])
+        assert stats.passages == 2 and len(calls) == 2
+        assert "hold no text and give no passage: 'blank'" in caplog.text

@@ -67,8 +67,9 @@ def _utf8(value: Any) -> Any:
     """``value`` with every lone surrogate of its strings (JSON's ``"\\ud83d"``, half an
     emoji) as U+FFFD: Milvus can neither store nor match it.
 
-    >>> _utf8({"title": "Euler \ud83d", "n": [1, "ok"]})
-    {'title': 'Euler \ufffd', 'n': [1, 'ok']}
+    >>> _utf8({"title": "Euler " + chr(0xD83D), "n": [1, "ok"]}) == {
+    ...     "title": "Euler " + chr(0xFFFD), "n": [1, "ok"]}
+    True
     """
     if isinstance(value, str):
         return value.encode("utf-16", "surrogatepass").decode("utf-16", "replace") \

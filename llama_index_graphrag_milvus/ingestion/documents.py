@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 
 from llama_index.core.ingestion import arun_transformations, run_transformations
 from llama_index.core.llms.llm import LLM
-from llama_index.core.schema import BaseNode, Document, TransformComponent
+from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
@@ -96,31 +96,31 @@ def pipeline(options: ExtractionOptions) -> list[TransformComponent]:
     return [*(options.get("transformations") or [Settings.node_parser]), extractor]
 
 
-def with_text(documents: Sequence[Document]) -> list[Document]:
+def with_text(documents: Sequence[Document]) -> list[BaseNode]:
     """The documents that hold text, checked before any LLM call: a document whose text is
     not UTF-8 (a lone surrogate) is refused, one with no text is left out (as one of white
     space only always was: no passage), with a warning naming it.
 
     Raises:
-        InvalidInputError: a document that is not a ``Document``, or whose text holds
-            characters UTF-8 cannot encode.
+        InvalidInputError: a document that is not a ``Document`` (or a text node), or
+            whose text holds characters UTF-8 cannot encode.
     """
-    kept: list[Document] = []
-    empty: list[Document] = []
+    kept: list[BaseNode] = []
+    empty: list[BaseNode] = []
     for document in documents:
-        if not isinstance(document, Document):
+        if not isinstance(document, Document | TextNode):  # a node of text passes too
             raise InvalidInputError(
                 f"documents must be llama_index Documents, got a {type(document).__name__}; "
                 "wrap text as Document(text=..., doc_id=...).")
         if not is_utf8(document.text):
             raise InvalidInputError(
-                f"document {document.doc_id!r} holds characters UTF-8 cannot encode (lone "
+                f"document {document.node_id!r} holds characters UTF-8 cannot encode (lone "
                 "surrogates, often from text decoded with errors='surrogateescape'): clean "
                 "it, for example text.encode('utf-8', 'replace').decode('utf-8').")
         (kept if document.text.strip() else empty).append(document)
     if empty:
         logger.warning("%d document(s) hold no text and give no passage: %s", len(empty),
-                       ", ".join(repr(d.doc_id) for d in empty[:5]))
+                       ", ".join(repr(d.node_id) for d in empty[:5]))
     return kept
 
 

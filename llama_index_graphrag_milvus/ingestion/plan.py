@@ -2,7 +2,8 @@
 
 :func:`plan_ingestion` is pure: it validates every passage before anything is written and
 groups the input into the passage, entity and relation rows to write
-(:func:`~llama_index_graphrag_milvus.ingestion.write.write_plan` writes them).
+(:func:`~llama_index_graphrag_milvus.ingestion.write.prepare_write` and
+:func:`~llama_index_graphrag_milvus.ingestion.write.commit_write` write them).
 """
 
 from __future__ import annotations

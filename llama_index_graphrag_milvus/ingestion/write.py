@@ -1,10 +1,11 @@
 """Ingestion, second step: an :class:`~llama_index_graphrag_milvus.ingestion.plan.IngestionPlan`
 embedded and written to Milvus.
 
-:func:`write_plan` embeds what is new and writes passages first, then entities, then
-relations, so a relation never points at a row that is missing; an interrupted run is
-repaired by running it again (ids are deterministic, writes are upserts, a relation's
-passage links are merged with the stored ones).
+:func:`prepare_write` embeds what is new (before the graph's write lock is taken, see
+:mod:`~llama_index_graphrag_milvus.milvus.gate`) and :func:`commit_write` writes passages
+first, then entities, then relations, so a relation never points at a row that is missing;
+an interrupted run is repaired by running it again (ids are deterministic, writes are
+upserts, a relation's passage links are merged with the stored ones).
 """
 
 from __future__ import annotations
@@ -138,17 +139,6 @@ def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: Bas
             show_progress), strict=True))
     return PreparedWrite(plan, passage_vectors, vectors, stored_entities, stored_relations,
                          generation, seconds)
-
-
-def write_plan(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
-               show_progress: bool = False, properties: Mapping[str, str] | None = None
-               ) -> IngestionStats:
-    """Embed what is new in ``plan`` and upsert it (passages, entities, then relations),
-    holding the graph's write lock for the writes (:func:`prepare_write`, then
-    :func:`commit_write`)."""
-    prepared = prepare_write(plan, store, embed_model, show_progress)
-    with store.gate.writing():
-        return commit_write(prepared, store, properties)
 
 
 def commit_write(prepared: PreparedWrite, store: MilvusGraphStore,

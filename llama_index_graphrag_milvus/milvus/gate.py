@@ -9,8 +9,8 @@ The embeddings of a write are computed before it waits, so concurrent inserts (t
 ``asyncio.gather`` of ``ainsert``) still embed side by side. Writers in other processes
 are not seen: see the deployment guide.
 
->>> gate = write_gate("./graph.db", "demo", is_lite=True)
->>> gate is write_gate("graph.db", "demo", is_lite=True), gate.generation
+>>> gate = write_gate("/data/graph.db", "demo")
+>>> gate is write_gate("/data/graph.db", "demo"), gate.generation
 (True, 0)
 >>> with gate.writing():
 ...     gate.changed()
@@ -20,7 +20,6 @@ are not seen: see the deployment guide.
 
 from __future__ import annotations
 
-import os
 import threading
 import weakref
 from collections.abc import Iterator
@@ -53,11 +52,11 @@ _GATES: weakref.WeakValueDictionary[tuple[str, str], WriteGate] = (
 _GATES_LOCK = threading.Lock()
 
 
-def write_gate(uri: str, prefix: str, is_lite: bool) -> WriteGate:
-    """The gate of the graph at ``uri`` under ``prefix``, shared by every store of it in
-    this process (a Lite path is compared resolved: a relative path or a symlink is the
-    same folder); it lives as long as one of them holds it."""
-    key = (os.path.realpath(uri) if is_lite else uri.rstrip("/"), prefix)
+def write_gate(location: str, prefix: str) -> WriteGate:
+    """The gate of the graph at ``location`` (what the store connects to: a server URL, or
+    a Lite folder's resolved path, :func:`~.lite.lite_path`) under ``prefix``, shared by
+    every store of it in this process; it lives as long as one of them holds it."""
+    key = (location.rstrip("/"), prefix)
     with _GATES_LOCK:
         gate = _GATES.get(key)
         if gate is None:

@@ -179,7 +179,7 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         self.community_collection = f"{self.prefix}_communities"
         self.description_collection = f"{self.prefix}_descriptions"
         self._closed = False
-        self.gate = write_gate(self.connect_uri, self.prefix, self.is_lite)
+        self.gate = write_gate(self.connect_uri, self.prefix)
         """The write lock this store shares with every store of its graph in the process
         (see :mod:`~.gate`)."""
         with milvus_errors(f"connect to {uri!r}"), \

@@ -134,8 +134,9 @@ def format_runs(runs: Sequence[Run], delay: float) -> str:
 def main(argv: Sequence[str] | None = None) -> None:
     """Command line entry point (see the module docstring)."""
     parser = command_parser("benchmarks.extraction", __doc__)
-    parser.add_argument("folder", type=Path, help="benchmark folder with corpus.jsonl and "
-                        "triplets.jsonl")
+    parser.add_argument("folder", type=Path, help="benchmark folder: corpus.jsonl, "
+                        "questions.jsonl and triplets.jsonl (read and checked as by "
+                        "benchmarks.multihop)")
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 16],
                         help="num_workers values to measure (default: 1 16)")
     parser.add_argument("--delay", type=float, default=0.2,

@@ -86,9 +86,9 @@ def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
 @dataclass
 class PreparedWrite:
     """An ingestion plan embedded (:func:`prepare_write`), waiting for the graph's write
-    lock (:func:`commit_write`): the passages' vectors, a vector for every entity and
-    relation of the plan (read with the stored rows, or embedded), the stored rows read,
-    and the gate's generation they were read at."""
+    lock (:func:`commit_write`): the passages' vectors, the vectors of the entities and
+    relations that were not stored, the stored rows read (with their vectors), and the
+    gate's generation they were read at."""
 
     plan: IngestionPlan
     passage_vectors: list[list[float]]
@@ -97,6 +97,15 @@ class PreparedWrite:
     stored_relations: dict[str, dict[str, Any]]
     generation: int
     seconds: dict[str, float]
+
+    def vector(self, key: str) -> list[float]:
+        """The vector of an entity or relation of the plan: embedded here, or read with its
+        stored row (which another write may have deleted since)."""
+        found = self.vectors.get(key)
+        if found is not None:
+            return found
+        row = self.stored_entities.get(key) or self.stored_relations[key]
+        return list(row["embedding"])
 
 
 def _read_stored(plan: IngestionPlan, store: MilvusGraphStore
@@ -125,8 +134,7 @@ def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: Bas
     generation = store.gate.generation
     with timed("read_stored"):
         stored_entities, stored_relations = _read_stored(plan, store)
-    vectors = {key: list(row["embedding"])
-               for key, row in (*stored_entities.items(), *stored_relations.items())}
+    vectors: dict[str, list[float]] = {}
     new_entities = [eid for eid in plan.entities if eid not in stored_entities]
     with timed("embed_entities"):
         vectors.update(zip(new_entities, _embed(
@@ -170,8 +178,7 @@ def _commit(prepared: PreparedWrite, store: MilvusGraphStore,
             store.layout_read_again()
             stored_entities, stored_relations = _read_stored(plan, store)
     new_entities = [eid for eid in plan.entities if eid not in stored_entities]
-    entity_vectors = [prepared.vectors[eid] for eid in new_entities]
-    relation_vectors = prepared.vectors
+    entity_vectors = [prepared.vector(eid) for eid in new_entities]
     existed = store.dim is not None
     if not existed and passage_vectors:
         with timed("create"):
@@ -202,7 +209,7 @@ def _commit(prepared: PreparedWrite, store: MilvusGraphStore,
             "subject_id": planned.triplet.subject_id,
             "object_id": planned.triplet.object_id,
             "passage_ids": passage_ids,
-            "embedding": list(stored["embedding"]) if stored else relation_vectors[rid],
+            "embedding": list(stored["embedding"]) if stored else prepared.vector(rid),
             "subject_kind": stronger_kind(planned.subject_kind,
                                           (stored or {}).get("subject_kind") or ""),
             "object_kind": stronger_kind(planned.object_kind,

@@ -339,13 +339,17 @@ def test_a_passage_only_words_found_has_no_similarity(blind: GraphRAGIndex) -> N
     says its words found it."""
     from llama_index_graphrag_milvus import BridgeRetrieval
 
-    retriever = blind.as_retriever(method=BridgeRetrieval(), similarity_top_k=3)
+    # every meaning similarity ties in this index (one vector for all): which list sizes
+    # leave a passage to the words alone depends on Milvus's order among ties, so several
     question = "Which manuscript from Zwolle lists a mathematician?"
-    found = [hit.node.metadata["graphrag_found_by"] for hit in retriever.retrieve(question)]
-    assert any(f["similarity"] is None for f in found)
-    assert all(f["words"] > 0 for f in found if f["similarity"] is None)
-    steps = retriever.explain(question).passages
-    worded = [s for s in steps if s.similarity is None]
+    worded = []
+    for top_k in range(2, 6):
+        retriever = blind.as_retriever(method=BridgeRetrieval(), similarity_top_k=top_k)
+        found = [hit.node.metadata["graphrag_found_by"] for hit in retriever.retrieve(question)]
+        assert all(f["words"] > 0 for f in found if f["similarity"] is None)
+        steps = [s for s in retriever.explain(question).passages if s.similarity is None]
+        assert len(steps) == sum(f["similarity"] is None for f in found)
+        worded += steps
     assert worded and all(s.words and "found by its words, BM25" in s.reason for s in worded)
 
 

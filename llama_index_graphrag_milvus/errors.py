@@ -15,6 +15,7 @@ tree, one line per class and when it is raised::
     ├── MissingDependencyError      (ImportError) an optional dependency is not installed
     ├── CommunitiesNotBuiltError    communities are read before build_communities() ran
     ├── LLMTimeoutError             (TimeoutError) an LLM call gave no answer in time
+    ├── LLMAnswerError              nothing usable in the answers of the LLM calls a step needs
     ├── ExtractionError             an update's new content could not be extracted
     ├── SolverError                 (RuntimeError) the PCST solver failed (k-hop answers)
     └── NotFoundError               (LookupError) the explorer is asked for a missing item
@@ -122,6 +123,18 @@ class LLMTimeoutError(GraphRAGError, TimeoutError):
     timeout, or make the prompt smaller (``reduce_max_tokens``). Calls that may fail one by
     one (a map batch, a passage's extraction, the reranker) do not raise it: they are
     counted or logged, and the run goes on.
+    """
+
+
+class LLMAnswerError(GraphRAGError):
+    """Raised when the LLM answered, but nothing a step needs could be read from its
+    answers: every map call of
+    :class:`~llama_index_graphrag_milvus.communities.GlobalSearchQueryEngine` failed (it
+    raised, or answered without JSON points), or its reduce call answered nothing. The
+    message quotes the first failure; the LLM's error, if any, is chained as
+    ``__cause__``. Check the LLM (its key, its model, its output-token limit) and ask
+    again. (Some map calls failing is not an error: they are counted in
+    ``response.metadata["map_failures"]``.)
     """
 
 

@@ -16,7 +16,10 @@ A question costs ``batches + 1`` LLM calls, or ``batches`` when no point survive
 the engine then answers :data:`NO_DATA_ANSWER` without calling the LLM. A map call that
 raises, times out or answers without usable JSON gives no points for its batch, logs a
 warning and is counted in :class:`GlobalSearchStats` (``response.metadata``); the query goes
-on. The reduce call is the answer: its failure is raised to the caller.
+on, unless every map call failed: that raises
+:class:`~llama_index_graphrag_milvus.errors.LLMAnswerError` (or ``LLMTimeoutError`` when
+every one timed out) rather than answer "no data" for an LLM that is down. The reduce call
+is the answer: its failure, or an empty answer, is raised to the caller.
 
 Example::
 
@@ -54,7 +57,11 @@ from llama_index_graphrag_milvus.communities.map_reduce import (
     shuffled_reports,
     source_nodes,
 )
-from llama_index_graphrag_milvus.errors import InvalidInputError, LLMTimeoutError
+from llama_index_graphrag_milvus.errors import (
+    InvalidInputError,
+    LLMAnswerError,
+    LLMTimeoutError,
+)
 from llama_index_graphrag_milvus.llm import (
     NoAnswer,
     gather_bounded,
@@ -158,6 +165,20 @@ def _check_prompt(name: str, prompt: Any, variables: Sequence[str]) -> BasePromp
     return prompt
 
 
+def _check_some_map_answered(outcomes: Sequence[MapOutcome], timeout: float | None) -> None:
+    """Raise when there were map calls and every one failed: "no data" would hide an LLM
+    that is down, late or answering without JSON points."""
+    if not outcomes or not all(o.failed for o in outcomes):
+        return
+    first = next((o.error for o in outcomes if o.error is not None), None)
+    late = all(isinstance(o.error, NoAnswer) for o in outcomes)
+    error = LLMTimeoutError if late else LLMAnswerError
+    hint = (f"raise the timeout (timeout={timeout} s) or lower batch_max_tokens" if late
+            else "check the LLM (its key, its model, its output-token limit) and ask again")
+    raise error(f"GlobalSearchQueryEngine: all {len(outcomes)} map calls failed (the "
+                f"first: {first!r}); {hint}.") from first
+
+
 class GlobalSearchQueryEngine(BaseQueryEngine):
     """Microsoft GraphRAG's global search: map-reduce over the community reports of one
     level (see the module docstring).
@@ -192,7 +213,10 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
     Raises:
         InvalidInputError: bad arguments; an empty query; ``reports()`` returned no
             reports (build them with ``index.build_communities()``) or not reports.
-        LLMTimeoutError: the reduce call gave no answer within ``timeout``.
+        LLMTimeoutError: the reduce call gave no answer within ``timeout``, or no map
+            call did.
+        LLMAnswerError: every map call failed (raised, or answered without JSON points),
+            or the reduce call answered nothing.
     """
 
     def __init__(
@@ -293,12 +317,13 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
             logger.warning("GlobalSearchQueryEngine: the map call of batch %d (%d reports) "
                            "failed (%r); the batch gives no points", batch_no + 1,
                            len(batch.reports), raw)
-            return MapOutcome((), 0, failed=True)
+            return MapOutcome((), 0, failed=True, error=raw)
         parsed = parse_points(strip_echo(raw, self._map_prompt.format(**kwargs)))
         if parsed is None:
             logger.warning("GlobalSearchQueryEngine: no JSON points in the map answer of "
                            "batch %d (%.200r); the batch gives no points", batch_no + 1, raw)
-            return MapOutcome((), 0, failed=True)
+            return MapOutcome((), 0, failed=True, error=ValueError(
+                f"no JSON points in the answer {raw[:200]!r}"))
         points, dropped = parsed
         if dropped:
             logger.debug("GlobalSearchQueryEngine: batch %d: dropped %d points (score 0 or "
@@ -318,6 +343,7 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
         outcomes = await gather_bounded([functools.partial(self._map_batch, n, batch, query)
                                          for n, batch in enumerate(batches)],
                                         self.max_concurrency)
+        _check_some_map_answered(outcomes, self.timeout)
         ranked = rank_points(outcomes)
         report_data, in_reduce = pack_points(ranked, self.reduce_max_tokens)
         answer = NO_DATA_ANSWER
@@ -331,7 +357,12 @@ class GlobalSearchQueryEngine(BaseQueryEngine):
                                       f"timeout or lower reduce_max_tokens.") from raw
             if isinstance(raw, Exception):
                 raise raw
-            answer = raw.strip()
+            answer = raw.strip() if isinstance(raw, str) else ""
+            if not answer:
+                raise LLMAnswerError(
+                    f"GlobalSearchQueryEngine: the reduce LLM call answered nothing "
+                    f"({raw!r}) to {len(ranked)} key points; check the LLM (its output-"
+                    f"token limit, its model) and ask again.")
         stats = GlobalSearchStats(
             reports=len(mapped),
             reports_truncated=sum(b.truncated for b in batches),

@@ -84,11 +84,13 @@ class RankedPoint:
 
 @dataclass(frozen=True)
 class MapOutcome:
-    """The points of one batch, and whether its map call failed."""
+    """The points of one batch, and whether its map call failed (``error``: why, or the
+    LLM's exception)."""
 
     points: tuple[MapPoint, ...]
     dropped: int
     failed: bool
+    error: Exception | None = None
 
 
 # ---------------------------------------------------------------------------- pure steps

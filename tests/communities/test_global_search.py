@@ -40,6 +40,7 @@ from llama_index_graphrag_milvus.errors import (
     EmptyIndexError,
     GraphRAGError,
     InvalidInputError,
+    LLMAnswerError,
     LLMTimeoutError,
 )
 from llama_index_graphrag_milvus.llm import count_tokens
@@ -375,12 +376,53 @@ async def test_concurrency_is_bounded(path: str) -> None:
 
 
 def test_map_timeout_fails_the_batch() -> None:
-    llm = ScriptedLLM(answer_each_batch(one_point), delay=2.0)
-    response = ask(engine_for(llm, make_reports(4), batch_max_tokens=2 * SECTION,
-                              timeout=0.05))
+    reports = make_reports(4)
+    first = expected_batches(reports, 2 * SECTION)[0]
+
+    class FirstLate(ScriptedLLM):  # only the first batch's map call is late
+        async def acomplete(self, prompt: str, formatted: bool = False,
+                            **kwargs: Any) -> CompletionResponse:
+            if report_ids(prompt) == first:
+                await asyncio.sleep(2.0)
+            return CompletionResponse(text=self._answer(prompt))
+
+    llm = FirstLate(answer_each_batch(one_point))
+    response = ask(engine_for(llm, reports, batch_max_tokens=2 * SECTION, timeout=0.05))
     stats = stats_of(response)
-    assert (stats.batches, stats.map_failures) == (2, 2)
-    assert response.response == NO_DATA_ANSWER
+    assert (stats.batches, stats.map_failures) == (2, 1)
+    assert stats.reduce_called and response.response == "final answer"
+
+
+def test_every_map_call_late_raises_a_timeout() -> None:
+    llm = ScriptedLLM(answer_each_batch(one_point), delay=2.0)
+    engine = engine_for(llm, make_reports(4), batch_max_tokens=2 * SECTION, timeout=0.05)
+    with pytest.raises(LLMTimeoutError, match=r"all 2 map calls failed .*raise the timeout"):
+        engine.query(QUESTION)
+
+
+@pytest.mark.parametrize("answer", [RuntimeError("401 invalid api key"),
+                                    "I cannot help with that.", '{"answer": "wool"}'])
+async def test_every_map_call_failing_raises_instead_of_answering_no_data(
+        answer: Any) -> None:
+    llm = ScriptedLLM(lambda prompt: answer)
+    engine = engine_for(llm, make_reports(6), batch_max_tokens=2 * SECTION)
+    expected = "401 invalid api key" if isinstance(answer, Exception) else "no JSON points"
+    for query in (engine.query, engine.aquery):
+        with pytest.raises(LLMAnswerError, match=f"all 3 map calls failed.*{expected}") as info:
+            result = query(QUESTION)
+            if asyncio.iscoroutine(result):
+                await result
+        assert isinstance(info.value, GraphRAGError)
+        if isinstance(answer, Exception):
+            assert info.value.__cause__ is answer
+    assert not any(is_reduce(p) for p in llm.prompts)
+
+
+@pytest.mark.parametrize("final", ["", "  \n "])
+def test_an_empty_reduce_answer_raises(final: str) -> None:
+    llm = ScriptedLLM(answer_each_batch(one_point, final=final))
+    with pytest.raises(LLMAnswerError, match="reduce LLM call answered nothing"):
+        ask(engine_for(llm, make_reports(4)))
 
 
 def test_reduce_timeout_raises_a_package_error_that_is_a_timeout_error() -> None:

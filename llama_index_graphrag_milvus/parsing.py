@@ -97,6 +97,41 @@ def _last_opening(raw: str, start: int) -> int:
     return last if last > start else start + 1
 
 
+def cut_list(raw: str, key: str) -> list[Any] | None:
+    """The complete items of a JSON list that an answer opens but never closes (the LLM
+    hit its output-token limit): the list under ``"key"``, else the first list of lists or
+    objects. ``[]`` when the list opens and no item is complete; ``None`` when no such list
+    opens, or when it closes (then :func:`find_json` reads the whole answer).
+
+    >>> cut_list('{"triplets": [["Euler", "born in", "Basel"], ["Euler", "stud', "triplets")
+    [['Euler', 'born in', 'Basel']]
+    >>> cut_list('Sure: [{"a": 1}, {"a": 2}, {"a"', "items")
+    [{'a': 1}, {'a': 2}]
+    >>> cut_list('{"triplets": [["a", "b", "c"]]}', "triplets") is None
+    True
+    """
+    if not isinstance(raw, str):
+        return None
+    opened = (re.search(rf'"{re.escape(key)}"\s*:\s*\[', raw)
+              or re.search(r"\[(?=\s*[\[{])", raw))
+    if opened is None:
+        return None
+    items: list[Any] = []
+    at = opened.end()
+    while True:
+        at = _ITEM_GAP.match(raw, at).end()  # type: ignore[union-attr]  # matches ""
+        if at < len(raw) and raw[at] == "]":
+            return None  # closed: not cut off
+        try:
+            item, at = _DECODER.raw_decode(raw, at)
+        except (ValueError, RecursionError):
+            return _utf8(items)
+        items.append(item)
+
+
+_ITEM_GAP = re.compile(r"\s*,?\s*")
+
+
 def string_list(value: Any, key: str) -> list[str] | None:
     """``value[key]`` (or ``value`` itself when it is a list) as a list of strings.
 

@@ -63,7 +63,11 @@ from llama_index_graphrag_milvus.extraction.prompts import (
     DEFAULT_ENTITY_TYPES,
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
 )
-from llama_index_graphrag_milvus.extraction.triplets import parse_triplets, store_triplets
+from llama_index_graphrag_milvus.extraction.triplets import (
+    answer_failure,
+    parse_triplets,
+    store_triplets,
+)
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.llm import (
     Sleep,
@@ -129,8 +133,11 @@ class TripletExtractor(TransformComponent, PromptMixin):
     (its async API). A failing LLM call is retried ``max_retries`` times, waiting
     ``retry_base_delay`` seconds, then twice as long at each retry; a passage that still
     fails gets no triplets and ``metadata["graphrag_extraction_error"]``, a warning is
-    logged, and the run goes on. An answer with no usable JSON is an answer: no triplets, a
-    warning, no retry. The passage is stored and searchable either way.
+    logged, and the run goes on. An answer with no usable JSON ("I found no triplets.") is
+    an answer: no triplets, a warning, no retry. A blank answer, or one cut off before its
+    first complete triplet (the LLM's output-token limit), fails the passage as an error
+    does, without a retry; an answer cut off later keeps its complete triplets, with a
+    warning. The passage is stored and searchable either way.
 
     With an :class:`ExtractionCache` (``cache=``), passages already extracted with the same
     text, prompt and model are not sent to the LLM again; failures are not cached, so running
@@ -275,13 +282,22 @@ class TripletExtractor(TransformComponent, PromptMixin):
 
     # ------------------------------------------------------------------ shared helpers
 
-    def _parse(self, raw: str, node_ids: str) -> DescribedExtraction:
+    def _parse(self, raw: str, node_ids: str) -> DescribedExtraction | str:
+        """What the answer holds, or why it failed (a blank answer, or one cut off before
+        its first item: not cached, so that the next run asks again)."""
         if self.describe:
-            extraction = parse_described(raw) or no_extraction()
-            what = "entities or relations"
+            described = parse_described(raw)
+            failure = answer_failure(raw, "relations", "relationships", "entities") \
+                if described is None else None
+            extraction, what = described or no_extraction(), "entities or relations"
         else:
             triplets, dropped = parse_triplets(raw)
+            failure = answer_failure(raw, "triplets") if not triplets and not dropped \
+                else None
             extraction, what = DescribedExtraction(triplets, [], [], dropped), "triplets"
+        if failure is not None:
+            logger.warning("triplet extraction of node %s failed: %s", node_ids, failure)
+            return failure
         if extraction.dropped:
             logger.info("triplet extraction: dropped %d malformed %s of node %s",
                         extraction.dropped, what, node_ids)
@@ -294,7 +310,10 @@ class TripletExtractor(TransformComponent, PromptMixin):
             self.max_retries, self.retry_base_delay, self._sleep, logger)
         if answer.error is not None:
             return Outcome(no_extraction(), answer.error, answer.attempts)
-        return Outcome(self._parse(answer.text, node_ids), llm_calls=answer.attempts)
+        parsed = self._parse(answer.text, node_ids)
+        if isinstance(parsed, str):
+            return Outcome(no_extraction(), parsed, answer.attempts)
+        return Outcome(parsed, llm_calls=answer.attempts)
 
     async def _extract_passage(self, key: str, prompt_kwargs: dict[str, Any],
                                nodes: list[BaseNode], io: _Io, tally: Tally) -> None:

@@ -20,7 +20,7 @@ from llama_index.core.schema import BaseNode
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY, hide_from_models
-from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.parsing import cut_list, find_json
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.validation import is_utf8
 
@@ -100,22 +100,58 @@ def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
     """Triplets from an LLM answer (JSON, possibly fenced or wrapped in prose).
 
     The answer is ``{"triplets": [...]}`` (an object with that key wins over a bracketed
-    aside before it), a bare list of triplets, or one bare triplet. Returns the triplets and
-    the number of items dropped; an answer with no JSON list at all yields ``([], 0)`` and a
-    warning.
+    aside before it), a bare list of triplets, or one bare triplet. An answer cut off
+    before its list closed (the LLM's output-token limit) gives its complete triplets, with
+    a warning. Returns the triplets and the number of items dropped; an answer with no
+    JSON list at all yields ``([], 0)`` and a warning.
 
     >>> parse_triplets('From [1]: {"triplets": [["Euler", "born in", "Basel"]]}')
     ([Triplet(subject='Euler', predicate='born in', object='Basel')], 0)
+    >>> parse_triplets('{"triplets": [["Euler", "born in", "Basel"], ["Euler", "studied", '
+    ...                '"math"], ["Eu')[0][1]
+    Triplet(subject='Euler', predicate='studied', object='math')
     """
     value = find_json(raw, key="triplets")
     if isinstance(value, dict):
         value = value.get("triplets")
+    if not isinstance(value, list) or _bare_triplet(value):
+        cut = cut_list(raw, "triplets")
+        if cut:
+            logger.warning("triplet extraction: the answer was cut off before its list "
+                           "closed (the LLM's output-token limit?); kept its %d complete "
+                           "items", len(cut))
+            value = cut
     if not isinstance(value, list):
         logger.warning("triplet extraction: no JSON list of triplets in the answer %.200r", raw)
         return [], 0
-    if len(value) == 3 and all(isinstance(part, str) for part in value):
+    if _bare_triplet(value):
         value = [value]  # one triplet, not a list of them: strings are never triplets
     return to_triplets(value)
+
+
+def answer_failure(raw: str, *keys: str) -> str | None:
+    """Why an extraction answer that gave nothing gave nothing, when it is not the LLM
+    saying it found nothing: a blank answer, or one cut off before the first complete item
+    of its list under one of ``keys``. Such a passage counts as failed (it is not cached:
+    the next run asks again); ``None`` otherwise.
+
+    >>> answer_failure("  ", "triplets")
+    'the LLM answered nothing'
+    >>> answer_failure('{"triplets": [["Leonhard Euler", "was bo', "triplets")[:30]
+    'the answer was cut off before '
+    >>> answer_failure("I found no triplets.", "triplets") is None
+    True
+    """
+    if not isinstance(raw, str) or not raw.strip():
+        return "the LLM answered nothing"
+    if any(cut_list(raw, key) is not None for key in keys):
+        return ("the answer was cut off before its first complete item (raise the LLM's "
+                "output-token limit, max_tokens)")
+    return None
+
+
+def _bare_triplet(value: list[Any]) -> bool:
+    return len(value) == 3 and all(isinstance(part, str) for part in value)
 
 
 def _field(obj: Any, name: str) -> Any:

@@ -27,6 +27,8 @@ from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 from llama_index_graphrag_milvus import InvalidInputError, TripletExtractor
 from llama_index_graphrag_milvus.extraction import (
     DEFAULT_TRIPLET_EXTRACT_PROMPT,
+    EXTRACTION_ERROR_KEY,
+    ExtractionCache,
     parse_triplets,
     to_triplets,
     triplets_from_node,
@@ -540,3 +542,56 @@ def test_triplets_from_node_without_triplets() -> None:
         [], 0)
     assert triplets_from_node(TextNode(text="x", metadata={KG_NODES_KEY: [],
                                                            KG_RELATIONS_KEY: []})) == ([], 0)
+
+
+# ------------------------------------------------------------- cut-off and blank answers
+
+
+def test_an_answer_cut_off_keeps_its_complete_triplets(caplog: pytest.LogCaptureFixture
+                                                       ) -> None:
+    full = triplets_json(EULER, STUDENT, Triplet("Leonhard Euler", "moved to", "Berlin"))
+    cut = full[:full.index("Berlin") + 2]  # the output-token limit hit in the third triplet
+    with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
+        assert parse_triplets(cut) == ([EULER, STUDENT], 0)
+        assert parse_triplets("```json\n" + json.dumps(as_lists(EULER, STUDENT))[:-3]) == (
+            [EULER], 0)  # a bare list of triplets cut off in its second
+    assert sum("cut off" in w for w in extraction_warnings(caplog)) == 2
+
+
+@pytest.mark.parametrize("answer", ["", "  \n", '{"triplets": [["Leonhard Euler", "was bo'])
+async def test_a_blank_or_cut_off_answer_fails_the_passage_and_is_asked_again(
+        answer: str, caplog: pytest.LogCaptureFixture) -> None:
+    cache = ExtractionCache()
+    node = TextNode(id_="n1", text="Leonhard Euler was born in Basel.")
+    with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
+        report = await TripletExtractor(llm=ScriptedLLM([answer]), cache=cache).aextract([node])
+    assert [(f.node_id, f.attempts) for f in report.failures] == [("n1", 1)]
+    expected = "answered nothing" if not answer.strip() else "cut off before its first"
+    assert expected in report.failures[0].error
+    assert expected in node.metadata[EXTRACTION_ERROR_KEY] and stored(node) == []
+    assert any(expected in w and "n1" in w for w in extraction_warnings(caplog))
+    # not cached: the next run asks the LLM again, and its answer replaces the failure
+    llm = ScriptedLLM([triplets_json(EULER)])
+    report = await TripletExtractor(llm=llm, cache=cache).aextract([node])
+    assert (report.failures, report.llm_calls, len(llm.prompts)) == ((), 1, 1)
+    assert stored(node) == as_lists(EULER) and EXTRACTION_ERROR_KEY not in node.metadata
+
+
+@pytest.mark.parametrize("answer", ["I could not find any triplets.", '{"triplets": []}'])
+def test_an_answer_that_finds_nothing_is_not_a_failure(answer: str) -> None:
+    cache = ExtractionCache()
+    node = TextNode(id_="n1", text="Basel is a city.")
+    report = TripletExtractor(llm=ScriptedLLM([answer]), cache=cache).extract([node])
+    assert report.failures == () and stored(node) == []
+    llm = ScriptedLLM([triplets_json(EULER)])
+    TripletExtractor(llm=llm, cache=cache).extract([node])
+    assert llm.prompts == []  # cached: "nothing here" is an answer
+
+
+def test_a_blank_described_answer_fails_the_passage() -> None:
+    node = TextNode(id_="n1", text="Leonhard Euler was born in Basel.")
+    extractor = TripletExtractor(llm=ScriptedLLM(['{"entities": [{"name": "Leonh']),
+                                 describe=True)
+    report = extractor.extract([node])
+    assert [f.node_id for f in report.failures] == ["n1"]
+    assert "cut off" in report.failures[0].error

@@ -77,7 +77,10 @@ DEFAULT_MAX_PROMPT_RELATIONS = 100
 """Candidate relations the rerank prompt lists at most (about 15 tokens each): the k-hop
 retriever's whole pool (``max_candidate_relations``, 100 by default)."""
 
-_NUMBER = re.compile(r"^\s*\[?\s*(\d+)\s*\]?")
+_NUMBER = re.compile(r"^\s*(?:\[\s*(\d+)\s*\]|(\d+)\s*(?:$|[.):](?:\s|$)))")
+"""A chosen relation's number as the prompt shows it (``[2] ...``), alone (``"2"``), or
+numbering a list (``2. ...``, ``2) ...``); not the digits that begin a text ("3M
+acquired ...")."""
 
 
 @dataclass(frozen=True)
@@ -126,25 +129,45 @@ class CandidateList:
         return "\n".join(f"[{i}] {text}" for i, text in enumerate(self.texts, start=1))
 
 
-def parse_selection(raw: str, num_candidates: int) -> list[int] | None:
+def _as_quoted(text: str) -> str:
+    """A relation text as an answer may quote it: case, spacing and a final period aside."""
+    return clean_text(text).rstrip(" .").casefold()
+
+
+def parse_selection(raw: str, num_candidates: int, texts: Sequence[str] = ()
+                    ) -> list[int] | None:
     """Chosen relation numbers (1-based, in order, deduplicated) from the LLM answer.
 
-    Numbers outside ``1..num_candidates`` (invented ids) are ignored. Returns ``None`` when
-    the answer holds no JSON ``useful_relationships`` list.
+    An item is a number, a string that gives one (``"[2] Euler was ..."``, ``"2"``), or
+    one of ``texts`` (the candidates' texts, in their order) quoted without its number,
+    letter case, spacing and a final period aside. Numbers outside ``1..num_candidates``
+    (invented ids) are ignored. Returns ``None`` when the answer holds no JSON
+    ``useful_relationships`` list.
 
     >>> parse_selection('{"useful_relationships": ["[2] b", "[9] made up", 1]}', 3)
     [2, 1]
+    >>> parse_selection('{"useful_relationships": ["3m acquired ceradyne"]}', 3,
+    ...                 ["Euler was born in Basel", "x", "3M acquired Ceradyne"])
+    [3]
     """
     value = find_json(raw, key="useful_relationships")
     if isinstance(value, dict):
         value = value.get("useful_relationships")
     if not isinstance(value, list):
         return None
+    by_text: dict[str, int] = {}
+    for position, text in enumerate(texts, start=1):
+        by_text.setdefault(_as_quoted(text), position)
     chosen: list[int] = []
     for item in value:
         number = item if isinstance(item, int) and not isinstance(item, bool) else None
-        if isinstance(item, str) and (match := _NUMBER.match(item)) and len(match.group(1)) < 10:
-            number = int(match.group(1))  # a longer one is out of range (and past int()'s)
+        if isinstance(item, str):
+            match = _NUMBER.match(item)
+            digits = (match.group(1) or match.group(2)) if match else ""
+            if digits:  # a longer one is out of range (and past int()'s)
+                number = int(digits) if len(digits) < 10 else 0
+            else:
+                number = by_text.get(_as_quoted(item))
         if number is not None and 1 <= number <= num_candidates and number not in chosen:
             chosen.append(number)
     return chosen
@@ -222,7 +245,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
                            "order", raw)
             return []
         raw = strip_echo(raw, self.rerank_prompt.format(**prompt_kwargs))
-        chosen = parse_selection(raw, len(candidates.ids))
+        chosen = parse_selection(raw, len(candidates.ids), candidates.texts)
         if chosen is None:
             logger.warning("GraphRelationRerank: no JSON useful_relationships list in the "
                            "LLM answer (%.200r); keeping the retriever order", raw)

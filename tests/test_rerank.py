@@ -93,6 +93,17 @@ def test_parse_selection_drops_invented_and_duplicates() -> None:
     assert parse_selection(raw, 3) == [2]
 
 
+def test_parse_selection_reads_quoted_texts_and_not_a_text_s_leading_digits() -> None:
+    texts = ["3M acquired Ceradyne", "Euler was born in Basel", "2 Euler studied in Basel"]
+    raw = answer("3m acquired  CERADYNE", "Euler was born in Basel.", "[1]")
+    # a text that begins with digits is that text, not the number
+    assert parse_selection(raw, 3, texts) == [1, 2]
+    assert parse_selection(answer("2 Euler studied in Basel", "2. Euler was born", "1)"),
+                           3, texts) == [3, 2, 1]  # "2." and "1)" number a list
+    assert parse_selection(answer("3M acquired Ceradyne"), 3) == []  # no texts: not id 3
+    assert parse_selection(answer("1" * 5000, "[" + "2" * 5000 + "]", "1"), 3) == [1]
+
+
 def test_parse_selection_without_json_list() -> None:
     assert parse_selection("I think relation 2 is best.", 3) is None
     assert parse_selection('{"thought_process": "no list"}', 3) is None

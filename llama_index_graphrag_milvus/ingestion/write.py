@@ -22,6 +22,7 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode
 
 from llama_index_graphrag_milvus.errors import MilvusStoreError, UnsplitTextWarning, warn
+from llama_index_graphrag_milvus.extraction.extraction_report import EXTRACTION_ERROR_KEY
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
 from llama_index_graphrag_milvus.ingestion.entity_rows import (
@@ -48,13 +49,16 @@ class IngestionStats:
     """What one ingestion call wrote (counts of rows upserted, triplets skipped) and where
     its time went (``seconds`` per stage: ``embed_passages``, ``embed_entities``,
     ``embed_relations``, ``read_stored``, ``create``, ``write_passages``, ``write_entities``,
-    ``write_relations``, ``stale_links``, ``flush``)."""
+    ``write_relations``, ``stale_links``, ``flush``). ``failed_extractions``: passages
+    written without triplets because their LLM extraction failed (marked
+    ``metadata["graphrag_extraction_error"]``; run the insert again to retry them)."""
 
     passages: int
     new_entities: int
     relations: int
     dropped_triplets: int
     seconds: dict[str, float] = field(default_factory=dict, compare=False)
+    failed_extractions: int = 0
 
 
 def _merge_passage_ids(stored: Sequence[str], new: Sequence[str], relation_id: str) -> list[str]:
@@ -235,8 +239,13 @@ def _commit(prepared: PreparedWrite, store: MilvusGraphStore,
             logger.info("ingestion: passages ingested again with other triplets: %s", stale)
     with timed("flush"):
         store.flush()
+    failed = sum(EXTRACTION_ERROR_KEY in p.metadata for p in plan.passages)
+    if failed:
+        logger.warning("ingestion: %d of %d passages were written without triplets: their "
+                       "LLM extraction failed (extraction_failures(nodes) lists them; run "
+                       "the insert again to retry them)", failed, len(plan.passages))
     return IngestionStats(len(plan.passages), len(new_entities), len(relation_rows),
-                          plan.dropped_triplets, seconds)
+                          plan.dropped_triplets, seconds, failed)
 
 
 @contextmanager

@@ -431,3 +431,18 @@ def test_index_rejects_extraction_options_with_kg_extractor(tmp_path: Path) -> N
             [Document(text="x")], kg_extractor=TripletExtractor(llm=RecordingLLM()),
             extraction_cache=ExtractionCache(), uri=str(tmp_path / "graph.db"),
             embed_model=HashEmbedding(dim=32))
+
+
+@pytest.mark.milvus
+def test_an_insert_counts_the_passages_whose_extraction_failed(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    documents = [Document(text=f"passage {i}", doc_id=f"doc{i}") for i in range(3)]
+    index = GraphRAGIndex(uri=str(tmp_path / "graph.db"), embed_model=HashEmbedding(dim=32))
+    down = RecordingLLM(failures={"passage 1": [RuntimeError("rate limited")]})
+    with caplog.at_level(logging.WARNING):
+        stats = index.insert_documents(
+            documents, kg_extractor=TripletExtractor(llm=down, max_retries=0))
+    assert (stats.passages, stats.relations, stats.failed_extractions) == (3, 2, 1)
+    assert "1 of 3 passages were written without triplets" in caplog.text
+    stats = index.insert_documents(documents[1:2], llm=RecordingLLM())  # asked again
+    assert (stats.passages, stats.relations, stats.failed_extractions) == (1, 1, 0)

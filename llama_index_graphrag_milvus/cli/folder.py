@@ -12,6 +12,8 @@ passage. Passages are written first and relations last (see
 leaves the documents of its last batch not stored: the next run extracts and writes them
 again (an upsert: ids are deterministic) and skips the others. A file that changed since it
 was stored splits into other passages: its old ones are deleted before it is stored again.
+A passage whose LLM extraction failed is stored without triplets, marked: its document is
+not stored whole, so the next run asks the LLM again.
 
 Example::
 
@@ -35,6 +37,7 @@ from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
 from llama_index_graphrag_milvus.cli.common import MAX_LISTED, shorten
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.extraction.extraction_report import EXTRACTION_ERROR_KEY
 from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
@@ -284,8 +287,8 @@ def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:
     stored = set()
     for document in folder.documents:
         nodes = [passages.get(pid) for pid in document.passage_ids]
-        if all(node is not None and all(t.id in whole for t in triplets_from_node(node)[0])
-               for node in nodes):
+        if all(node is not None and EXTRACTION_ERROR_KEY not in node.metadata
+               and all(t.id in whole for t in triplets_from_node(node)[0]) for node in nodes):
             stored.add(document.doc_id)
     return stored
 
@@ -297,6 +300,7 @@ class Progress:
     documents: int = 0
     passages: int = 0
     replaced: list[str] = field(default_factory=list)
+    failed_extractions: int = 0
 
 
 def batches(documents: Sequence[FolderDocument], size: int = BATCH_PASSAGES
@@ -341,7 +345,8 @@ def ingest(index: GraphRAGIndex, documents: Sequence[FolderDocument],
                 index.delete_ref_doc(document.doc_id)
                 done.replaced.append(document.name)
         nodes = [node.model_copy(deep=True) for d in batch for node in d.passages]
-        index.insert_nodes(kg_extractor(nodes))
+        written = index.insert_nodes(kg_extractor(nodes))
+        done.failed_extractions += written.failed_extractions
         stored = sum(len(d.passage_ids) for d in batch)
         done.documents += len(batch)
         done.passages += stored

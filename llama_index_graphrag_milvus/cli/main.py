@@ -182,6 +182,10 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
     if progress.replaced:
         say("Changed since they were stored, replaced: "
             + ", ".join(shorten(name, 80) for name in progress.replaced))
+    if progress.failed_extractions:
+        say(f"{progress.failed_extractions} passages were stored without triplets: the LLM "
+            "failed to extract them (see the warnings above); run the command again to "
+            "ask it again")
 
 
 def open_index(args: argparse.Namespace, embed_model: Any, han_or_kana: bool = False

@@ -271,6 +271,30 @@ def test_run_again_it_skips_what_is_stored_and_replaces_changed_files(
     assert "6 passages" in out  # the old Basel passage is gone, not kept beside the new
 
 
+def blank_for_basel_llm() -> ScriptedLLM:
+    """An LLM extractor that answers nothing for the passage on Basel (a content filter, a
+    reasoning model out of tokens), one triplet for the others."""
+    return ScriptedLLM(lambda prompt: "" if "Basel is a city" in prompt else json.dumps(
+        {"triplets": [["Daniel Bernoulli", "figlio di", "Johann Bernoulli"]]}))
+
+
+def test_a_passage_the_llm_failed_to_extract_is_said_and_asked_again(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    db = tmp_path / "notes.db"
+    code, out, _ = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
+                        "--llm", f"{HERE}:blank_for_basel_llm"], capsys)
+    assert code == 0
+    assert "1 passages were stored without triplets: the LLM failed to extract them" in out
+    code, out, _ = run([str(folder), "--uri", str(db), "--embed-model", EMBED,
+                        "--llm", f"{HERE}:triplet_llm"], capsys)
+    assert code == 0 and "5 of 6 documents are stored already: skipped" in out
+    assert "without triplets" not in out
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        basel = [n for n in index.store.document_passages(str(folder / "basel.txt"))]
+        assert [n.metadata.get("graphrag_triplets") for n in basel] == [
+            [["Daniel Bernoulli", "figlio di", "Johann Bernoulli"]]]
+
+
 def test_an_interrupted_batch_is_stored_again_and_only_it(
         folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
         monkeypatch: pytest.MonkeyPatch) -> None:

@@ -285,6 +285,10 @@ class TripletExtractor(TransformComponent, PromptMixin):
     def _parse(self, raw: str, node_ids: str) -> DescribedExtraction | str:
         """What the answer holds, or why it failed (a blank answer, or one cut off before
         its first item: not cached, so that the next run asks again)."""
+        if not raw.strip():  # said once, not also as "no JSON in ''"
+            logger.warning("triplet extraction of node %s failed: the LLM answered nothing",
+                           node_ids)
+            return "the LLM answered nothing"
         if self.describe:
             described = parse_described(raw)
             failure = answer_failure(raw, "relations", "relationships", "entities") \

@@ -569,7 +569,9 @@ async def test_a_blank_or_cut_off_answer_fails_the_passage_and_is_asked_again(
     expected = "answered nothing" if not answer.strip() else "cut off before its first"
     assert expected in report.failures[0].error
     assert expected in node.metadata[EXTRACTION_ERROR_KEY] and stored(node) == []
-    assert any(expected in w and "n1" in w for w in extraction_warnings(caplog))
+    warnings = extraction_warnings(caplog)
+    assert any(expected in w and "n1" in w for w in warnings)
+    assert len(warnings) == 1 or answer.strip()  # a blank answer: one warning, not two
     # not cached: the next run asks the LLM again, and its answer replaces the failure
     llm = ScriptedLLM([triplets_json(EULER)])
     report = await TripletExtractor(llm=llm, cache=cache).aextract([node])

@@ -5,9 +5,26 @@ from __future__ import annotations
 import bisect
 import json
 import re
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-_DECODER = json.JSONDecoder()
+
+def _parse_int(text: str) -> int | float:
+    """A JSON integer; one past Python's digit limit (``sys.get_int_max_str_digits``) as a
+    float (an infinity past float's range), so that the rest of the answer is still read
+    and a use that needs a finite number drops only that value.
+
+    >>> _parse_int("12"), _parse_int("9" * 5000)
+    (12, inf)
+    """
+    try:
+        return int(text)
+    except ValueError:
+        return float(text)
+
+
+_DECODER = json.JSONDecoder(parse_int=_parse_int)
 
 
 def find_json(raw: str, key: str | None = None) -> Any | None:
@@ -26,8 +43,8 @@ def find_json(raw: str, key: str | None = None) -> Any | None:
     True
     >>> find_json("Sure: " + "[" * 5000 + '{"picked": [2]}', key="picked")
     {'picked': [2]}
-    >>> find_json('{"picked": [' + "9" * 5000 + "]}") is None
-    True
+    >>> find_json('{"picked": [' + "9" * 5000 + ", 2]}")
+    {'picked': [inf, 2]}
     """
     if not isinstance(raw, str):
         return None
@@ -97,23 +114,29 @@ def _last_opening(raw: str, start: int) -> int:
     return last if last > start else start + 1
 
 
-def cut_list(raw: str, key: str) -> list[Any] | None:
-    """The complete items of a JSON list that an answer opens but never closes (the LLM
-    hit its output-token limit): the list under ``"key"``, else the first list of lists or
-    objects. ``[]`` when the list opens and no item is complete; ``None`` when no such list
-    opens, or when it closes (then :func:`find_json` reads the whole answer).
+@dataclass(frozen=True)
+class ListRead:
+    """The items of a JSON list read one by one, and whether the list closed."""
 
-    >>> cut_list('{"triplets": [["Euler", "born in", "Basel"], ["Euler", "stud', "triplets")
-    [['Euler', 'born in', 'Basel']]
-    >>> cut_list('Sure: [{"a": 1}, {"a": 2}, {"a"', "items")
-    [{'a': 1}, {'a': 2}]
-    >>> cut_list('{"triplets": [["a", "b", "c"]]}', "triplets") is None
-    True
+    items: list[Any]
+    closed: bool
+
+
+def read_list(raw: str, key: str | None) -> ListRead | None:
+    """The JSON list written after ``"key":`` in ``raw`` (with ``key`` ``None``: the first
+    list whose first item is a list or an object), read item by item: every item when it
+    closes, the complete ones when the answer stops inside it (the LLM hit its output-token
+    limit) or an item is not JSON. ``None`` when no such list opens.
+
+    >>> read_list('{"triplets": [["Euler", "born in", "Basel"], ["Euler", "stud', "triplets")
+    ListRead(items=[['Euler', 'born in', 'Basel']], closed=False)
+    >>> read_list('Sure: [{"a": 1}, {"a": 2}] and more', None)
+    ListRead(items=[{'a': 1}, {'a': 2}], closed=True)
     """
     if not isinstance(raw, str):
         return None
-    opened = (re.search(rf'"{re.escape(key)}"\s*:\s*\[', raw)
-              or re.search(r"\[(?=\s*[\[{])", raw))
+    opened = re.search(rf'"{re.escape(key)}"\s*:\s*\[' if key is not None
+                       else r"\[(?=\s*[\[{])", raw)
     if opened is None:
         return None
     items: list[Any] = []
@@ -121,12 +144,64 @@ def cut_list(raw: str, key: str) -> list[Any] | None:
     while True:
         at = _ITEM_GAP.match(raw, at).end()  # type: ignore[union-attr]  # matches ""
         if at < len(raw) and raw[at] == "]":
-            return None  # closed: not cut off
+            return ListRead(_utf8(items), True)
         try:
             item, at = _DECODER.raw_decode(raw, at)
         except (ValueError, RecursionError):
-            return _utf8(items)
+            return ListRead(_utf8(items), False)
         items.append(item)
+
+
+def cut_list(raw: str, key: str) -> list[Any] | None:
+    """The complete items of a JSON list that an answer opens but never closes: the list
+    under ``"key"``, else the first list of lists or objects (:func:`read_list`). ``[]``
+    when the list opens and no item is complete; ``None`` when no such list opens, or when
+    it closes.
+
+    >>> cut_list('{"triplets": [["Euler", "born in", "Basel"], ["Euler", "stud', "triplets")
+    [['Euler', 'born in', 'Basel']]
+    >>> cut_list('{"triplets": [["a", "b", "c"]]}', "triplets") is None
+    True
+    """
+    read = read_list(raw, key) or read_list(raw, None)
+    return None if read is None or read.closed else read.items
+
+
+def keyed_list(raw: str, key: str, bare: Callable[[list[Any]], bool] = lambda value: True
+               ) -> tuple[list[Any] | None, bool]:
+    """The list an LLM answer gives under ``key``, and whether the answer was cut off in
+    it:
+
+    1. the value of the first JSON object holding ``key`` (``None`` when not a list);
+    2. else the list written after ``"key":``, read item by item (:func:`read_list`), so
+       that an object cut off in it, or broken after it, still gives its complete items;
+       a bracketed aside before it (``"relation [3] is irrelevant"``) is never read;
+    3. else, unless the answer is an object without ``key``, a list standing for the
+       object: the first list of lists or objects when cut off, or the first JSON list
+       when ``bare`` accepts it.
+
+    ``(None, False)`` when the answer holds none of these.
+
+    >>> keyed_list('{"why": "not [3]", "picked": [1, 2', "picked")
+    ([1, 2], True)
+    >>> keyed_list('Sure: [2, 1]', "picked"), keyed_list('{"other": [1]}', "picked")
+    (([2, 1], False), (None, False))
+    """
+    value = find_json(raw, key=key)
+    if isinstance(value, dict) and key in value:
+        found = value[key]
+        return (found if isinstance(found, list) else None), False
+    read = read_list(raw, key)
+    if read is not None:
+        return read.items, not read.closed
+    if isinstance(value, dict):
+        return None, False
+    read = read_list(raw, None)
+    if read is not None and not read.closed:
+        return read.items, True
+    if isinstance(value, list) and bare(value):
+        return value, False
+    return None, False
 
 
 _ITEM_GAP = re.compile(r"\s*,?\s*")

@@ -36,7 +36,7 @@ from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.llm import within, within_thread
 from llama_index_graphrag_milvus.metadata import RELATIONS_KEY, RERANK_KEY, hide_from_models
-from llama_index_graphrag_milvus.parsing import find_json, strip_echo
+from llama_index_graphrag_milvus.parsing import keyed_list, strip_echo
 from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 logger = logging.getLogger(__name__)
@@ -77,10 +77,11 @@ DEFAULT_MAX_PROMPT_RELATIONS = 100
 """Candidate relations the rerank prompt lists at most (about 15 tokens each): the k-hop
 retriever's whole pool (``max_candidate_relations``, 100 by default)."""
 
-_NUMBER = re.compile(r"^\s*(?:\[\s*(\d+)\s*\]|(\d+)\s*(?:$|[.):](?:\s|$)))")
-"""A chosen relation's number as the prompt shows it (``[2] ...``), alone (``"2"``), or
-numbering a list (``2. ...``, ``2) ...``); not the digits that begin a text ("3M
-acquired ...")."""
+_BRACKETED = re.compile(r"^\s*\[\s*(\d+)\s*\]")
+"""A chosen relation's number as the prompt shows it: ``[2] ...``."""
+_NUMBER = re.compile(r"^\s*(\d+)\s*(?:$|[.):](?:\s|$))")
+"""A chosen relation's number alone (``"2"``) or numbering a list (``2. ...``, ``2)
+...``); not the digits that begin a text ("3M acquired ...")."""
 
 
 @dataclass(frozen=True)
@@ -150,27 +151,38 @@ def parse_selection(raw: str, num_candidates: int, texts: Sequence[str] = ()
     ...                 ["Euler was born in Basel", "x", "3M acquired Ceradyne"])
     [3]
     """
-    value = find_json(raw, key="useful_relationships")
-    if isinstance(value, dict):
-        value = value.get("useful_relationships")
-    if not isinstance(value, list):
+    value, cut = keyed_list(raw, "useful_relationships")
+    if value is None or (cut and not value):  # no list, or cut off before its first item
         return None
     by_text: dict[str, int] = {}
     for position, text in enumerate(texts, start=1):
         by_text.setdefault(_as_quoted(text), position)
     chosen: list[int] = []
     for item in value:
-        number = item if isinstance(item, int) and not isinstance(item, bool) else None
-        if isinstance(item, str):
-            match = _NUMBER.match(item)
-            digits = (match.group(1) or match.group(2)) if match else ""
-            if digits:  # a longer one is out of range (and past int()'s)
-                number = int(digits) if len(digits) < 10 else 0
-            else:
-                number = by_text.get(_as_quoted(item))
+        number = _chosen_number(item, by_text)
         if number is not None and 1 <= number <= num_candidates and number not in chosen:
             chosen.append(number)
     return chosen
+
+
+def _chosen_number(item: Any, by_text: dict[str, int]) -> int | None:
+    """The relation number an item of the selection names: an integer (``2``, ``2.0``), the
+    prompt's ``[2]`` before a text, a candidate's text itself ("1. FC Köln won the
+    Bundesliga" is that relation, not number 1), or a number alone or numbering a list."""
+    if isinstance(item, float) and item.is_integer():
+        return int(item)
+    if isinstance(item, int) and not isinstance(item, bool):
+        return item
+    if not isinstance(item, str):
+        return None
+    if (bracketed := _BRACKETED.match(item)) is None and (
+            quoted := by_text.get(_as_quoted(item))) is not None:
+        return quoted
+    match = bracketed or _NUMBER.match(item)
+    digits = match.group(1) if match else ""
+    if not digits:
+        return None
+    return int(digits) if len(digits) < 10 else 0  # a longer one is out of range
 
 
 class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):

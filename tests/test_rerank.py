@@ -104,6 +104,23 @@ def test_parse_selection_reads_quoted_texts_and_not_a_text_s_leading_digits() ->
     assert parse_selection(answer("1" * 5000, "[" + "2" * 5000 + "]", "1"), 3) == [1]
 
 
+def test_parse_selection_reads_a_quoted_text_before_a_list_number_and_whole_floats() -> None:
+    texts = ["Hennes Weisweiler coached 1. FC Köln", "x", "2. Bundesliga is the second "
+             "division", "1. FC Köln won the Bundesliga"]
+    raw = answer("1. FC Köln won the Bundesliga", "2. Bundesliga is the second division")
+    assert parse_selection(raw, 4, texts) == [4, 3]
+    assert parse_selection(answer(2.0, 1.0, 1.5, float("inf")), 4) == [2, 1]
+    assert parse_selection(answer("[2] 1. FC Köln won the Bundesliga"), 4, texts) == [2]
+
+
+def test_parse_selection_never_reads_an_aside_of_a_broken_answer() -> None:
+    cut = '{"thought_process": "Relation [3] is irrelevant", "useful_relationships": ["[1] a", '
+    assert parse_selection(cut + '"[2', 4) == [1]  # the complete items of the list
+    assert parse_selection(cut[:cut.index("[1]")], 4) is None  # no item: no selection
+    broken = '{"thought_process": "[3] no", "useful_relationships": [2, 1]'  # no closing }
+    assert parse_selection(broken, 4) == [2, 1]
+
+
 def test_parse_selection_without_json_list() -> None:
     assert parse_selection("I think relation 2 is best.", 3) is None
     assert parse_selection('{"thought_process": "no list"}', 3) is None
@@ -203,8 +220,13 @@ def test_invented_ids_ignored() -> None:
     assert result[0].node.metadata["graphrag_rerank"]["relation_rank"] == 0
 
 
-def test_all_invented_keeps_incoming_order_and_warns(caplog: pytest.LogCaptureFixture) -> None:
-    llm = ScriptedLLM([answer("[17] made up", "[5] one too far", "no number")])
+@pytest.mark.parametrize("raw", [
+    answer("[17] made up", "[5] one too far", "no number"),
+    '{"useful_relationships": [' + "9" * 5000 + ", 2.5, -1]}",  # past Python's digit limit
+])
+def test_all_invented_keeps_incoming_order_and_warns(
+        raw: str, caplog: pytest.LogCaptureFixture) -> None:
+    llm = ScriptedLLM([raw])
     nodes = make_nodes()
     with caplog.at_level(logging.WARNING, logger=RERANK_LOGGER):
         result = GraphRelationRerank(llm=llm, top_n=3).postprocess_nodes(nodes,
@@ -231,9 +253,9 @@ def test_all_invented_keeps_incoming_order_and_warns(caplog: pytest.LogCaptureFi
         '{"useful_relationships": "[1] a"}',
         "",
         "Sure: " + "[" * 3000,  # a model stuck in a loop: nested past Python's limit
-        '{"useful_relationships": [' + "9" * 5000 + "]}",  # past Python's digit limit
+        '{"thought_process": "[3] is irrelevant", "useful_relationships": ["[1] ',  # cut off
     ],
-    ids=["prose", "truncated", "missing-key", "not-a-list", "empty", "nested", "bigint"],
+    ids=["prose", "truncated", "missing-key", "not-a-list", "empty", "nested", "cut-off"],
 )
 def test_malformed_answer_keeps_incoming_order(raw: str,
                                                caplog: pytest.LogCaptureFixture) -> None:

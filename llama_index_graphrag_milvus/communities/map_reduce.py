@@ -4,6 +4,7 @@ packing the reduce prompt's analyst blocks. No LLM here: :mod:`.global_search` c
 
 from __future__ import annotations
 
+import logging
 import math
 import random
 from collections.abc import Callable, Sequence
@@ -14,8 +15,10 @@ from llama_index.core.schema import NodeWithScore
 
 from llama_index_graphrag_milvus.communities.report_retriever import report_node
 from llama_index_graphrag_milvus.llm import count_tokens, truncate_to_tokens
-from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.parsing import keyed_list
 from llama_index_graphrag_milvus.records import CommunityReport
+
+logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
@@ -202,6 +205,7 @@ def _score(value: Any) -> float | None:
 def parse_points(raw: str) -> tuple[list[MapPoint], int] | None:
     """The key points of a map answer and how many were dropped; ``None`` when the answer
     holds no usable JSON (neither ``{"points": [...]}`` nor a bare list of point objects).
+    An answer cut off in its list (the output-token limit) gives its complete points.
 
     A point needs a non-empty string ``description`` and a numeric ``score`` (a number, or
     a string holding one); the score is clamped to 0..100. Points that lack either, and
@@ -213,13 +217,13 @@ def parse_points(raw: str) -> tuple[list[MapPoint], int] | None:
     >>> parse_points("I cannot answer.") is None
     True
     """
-    value = find_json(raw, key="points")
-    if isinstance(value, dict):
-        value = value.get("points")
-    elif isinstance(value, list) and not (value and all(isinstance(v, dict) for v in value)):
-        value = None  # a bracketed aside such as "[1]", not a list of points
-    if not isinstance(value, list):
+    value, cut = keyed_list(  # a bare list is one of point objects, not an aside: "[1]"
+        raw, "points", bare=lambda items: bool(items) and all(isinstance(v, dict) for v in items))
+    if value is None or (cut and not value):
         return None
+    if cut:
+        logger.warning("global search: a map answer was cut off (the LLM's output-token "
+                       "limit?); kept its %d complete points", len(value))
     points: list[MapPoint] = []
     dropped = 0
     for item in value:

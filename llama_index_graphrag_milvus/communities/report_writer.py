@@ -38,7 +38,7 @@ from llama_index_graphrag_milvus.llm import (
     gather_bounded,
     run_with_threads,
 )
-from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.parsing import find_json, strip_echo
 from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
 from llama_index_graphrag_milvus.validation import check_instance, check_int, check_number
 
@@ -359,7 +359,8 @@ class CommunityReporter:
         progress.update(1)
         if answer.error is not None:
             return ReportOutcome(extractive_report(data), answer.error, answer.attempts)
-        report = parse_report(answer.text, context.community)
+        report = parse_report(strip_echo(answer.text, self.report_prompt.format(
+            **self._prompt(context))), context.community)  # the prompt's example, echoed
         if report is None:
             logger.warning("the report answer for community %s has no JSON report with a "
                            "title and a summary (%.200r); using the extractive report",

@@ -20,7 +20,7 @@ from llama_index_graphrag_milvus.metadata import (
     RELATION_DESCRIPTIONS_KEY,
     hide_from_models,
 )
-from llama_index_graphrag_milvus.parsing import find_json
+from llama_index_graphrag_milvus.parsing import find_json, read_list
 from llama_index_graphrag_milvus.records import EntityDescription, RelationDescription, Triplet
 
 T = TypeVar("T")
@@ -170,7 +170,14 @@ def _described_json(raw: str) -> dict[str, Any] | None:
         value = find_json(raw, key=key)
         if isinstance(value, dict) and any(k in value for k in _DESCRIBED_KEYS):
             return value
-    return None
+    # no whole object: an answer cut off (the output-token limit) keeps its complete items
+    lists = {key: read for key in _DESCRIBED_KEYS if (read := read_list(raw, key)) is not None}
+    if not any(read.items for read in lists.values()):
+        return None
+    logger.warning("described extraction: the answer was cut off (the LLM's output-token "
+                   "limit?); kept its complete items: %s", ", ".join(
+                       f"{len(read.items)} {key}" for key, read in lists.items()))
+    return {key: read.items for key, read in lists.items()}
 
 
 def parse_described(raw: str) -> DescribedExtraction | None:

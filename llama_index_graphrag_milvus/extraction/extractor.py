@@ -81,6 +81,7 @@ from llama_index_graphrag_milvus.metadata import (
     RELATION_DESCRIPTIONS_KEY,
     hide_from_models,
 )
+from llama_index_graphrag_milvus.parsing import strip_echo
 from llama_index_graphrag_milvus.validation import pydantic_arguments
 
 T = TypeVar("T")
@@ -314,7 +315,10 @@ class TripletExtractor(TransformComponent, PromptMixin):
             self.max_retries, self.retry_base_delay, self._sleep, logger)
         if answer.error is not None:
             return Outcome(no_extraction(), answer.error, answer.attempts)
-        parsed = self._parse(answer.text, node_ids)
+        # an answer that repeats the prompt first (some completion endpoints, core's
+        # MockLLM) would give the prompt's example triplets to every passage
+        raw = strip_echo(answer.text, self.extract_prompt.format(**prompt_kwargs))
+        parsed = self._parse(raw, node_ids)
         if isinstance(parsed, str):
             return Outcome(no_extraction(), parsed, answer.attempts)
         return Outcome(parsed, llm_calls=answer.attempts)

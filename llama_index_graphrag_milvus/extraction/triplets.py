@@ -20,7 +20,7 @@ from llama_index.core.schema import BaseNode
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY, hide_from_models
-from llama_index_graphrag_milvus.parsing import cut_list, find_json
+from llama_index_graphrag_milvus.parsing import cut_list, keyed_list
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.validation import is_utf8
 
@@ -111,16 +111,11 @@ def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
     ...                '"math"], ["Eu')[0][1]
     Triplet(subject='Euler', predicate='studied', object='math')
     """
-    value = find_json(raw, key="triplets")
-    if isinstance(value, dict):
-        value = value.get("triplets")
-    if not isinstance(value, list) or _bare_triplet(value):
-        cut = cut_list(raw, "triplets")
-        if cut:
-            logger.warning("triplet extraction: the answer was cut off before its list "
-                           "closed (the LLM's output-token limit?); kept its %d complete "
-                           "items", len(cut))
-            value = cut
+    value, cut = keyed_list(raw, "triplets")
+    if cut:
+        logger.warning("triplet extraction: the answer was cut off before its list closed "
+                       "(the LLM's output-token limit?); kept its %d complete items",
+                       len(value or ()))
     if not isinstance(value, list):
         logger.warning("triplet extraction: no JSON list of triplets in the answer %.200r", raw)
         return [], 0

@@ -44,6 +44,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseNode
 
+from llama_index_graphrag_milvus.parsing import strip_echo
 from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.requests import (
     EmbedTexts,
@@ -225,7 +226,7 @@ def _ner(context: DriverContext, request: Ner) -> list[str]:
                                                        query_str=request.query)
     except Exception as exc:  # NER is an optional refinement: fall back, never fail
         raw = exc
-    return parse_ner(raw)
+    return _ner_names(context, request, raw)
 
 
 async def _aner(context: DriverContext, request: Ner) -> list[str]:
@@ -236,6 +237,14 @@ async def _aner(context: DriverContext, request: Ner) -> list[str]:
                                                               query_str=request.query)
     except Exception as exc:  # NER is an optional refinement: fall back, never fail
         raw = exc
+    return _ner_names(context, request, raw)
+
+
+def _ner_names(context: DriverContext, request: Ner, raw: str | BaseException) -> list[str]:
+    """The names of an NER answer, read after an echo of the prompt (whose example names
+    would otherwise be taken for the question's)."""
+    if isinstance(raw, str):
+        raw = strip_echo(raw, context.ner_prompt.format(query_str=request.query))
     return parse_ner(raw)
 
 

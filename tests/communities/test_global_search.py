@@ -566,6 +566,14 @@ def test_default_prompts_show_real_json_and_keep_the_words_apart() -> None:
     ('{"answer": "wool"}', None),
     ("[1, 2]", None),
     ("no json", None),
+    # cut off (the output-token limit): the complete points; none complete: no points
+    ('{"points": [{"description": "A", "score": 40}, {"description": "B", "sc',
+     ([MapPoint("A", 40.0)], 0)),
+    ('{"why": "see [1]", "points": [{"descr', None),
+    # a score past Python's digit limit is read (clamped as 1e9 is), the other points too
+    pytest.param('{"points": [{"description": "A", "score": ' + "9" * 5000 + '}, '
+                 '{"description": "B", "score": 30}]}',
+                 ([MapPoint("A", 100.0), MapPoint("B", 30.0)], 0), id="score-of-5000-digits"),
 ])
 def test_parse_points(raw: str, expected: Any) -> None:
     assert parse_points(raw) == expected

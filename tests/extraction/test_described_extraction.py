@@ -519,3 +519,33 @@ def test_cache_key_covers_describe_and_entity_types() -> None:
     # without describe the key is that of earlier versions: old caches stay valid
     assert TripletExtractor(llm=llm, entity_types=("person",)).cache_key("x") == (
         TripletExtractor(llm=llm).cache_key("x"))
+
+
+@pytest.mark.parametrize("cut_in", ["relations", "entities"])
+def test_an_answer_cut_off_keeps_its_complete_entities_and_relations(
+        cut_in: str, caplog: pytest.LogCaptureFixture) -> None:
+    relations = [relation("Euler", "Basel"), relation("Euler", "Bernoulli")]
+    entities = [{"name": "Euler", "type": "person"}, {"name": "Basel", "type": "geo"}]
+    full = json.dumps({"entities": entities, "relations": relations} if cut_in == "relations"
+                      else {"relations": relations, "entities": entities})
+    cut = full[:full.rindex('"Bernoulli"' if cut_in == "relations" else '"Basel"') + 3]
+    with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
+        found = parse_described(cut)
+    assert found is not None
+    kept = ([Triplet("Euler", "knew", "Basel")] if cut_in == "relations"
+            else [Triplet("Euler", "knew", "Basel"), Triplet("Euler", "knew", "Bernoulli")])
+    assert found.triplets == kept
+    assert [e.name for e in found.entities] == (["Euler", "Basel"] if cut_in == "relations"
+                                                else ["Euler"])
+    assert "cut off" in caplog.text
+    node = passage_node()
+    report = described(ScriptedLLM([cut])).extract([node])
+    assert report.failures == ()
+    assert node.metadata[TRIPLETS_KEY] == [[t.subject, t.predicate, t.object] for t in kept]
+
+
+def test_an_echo_of_the_prompt_is_not_read_as_the_answer() -> None:
+    node = passage_node()
+    llm = ScriptedLLM(lambda prompt: prompt + answer(relations=[relation("Euler", "Basel")]))
+    described(llm).extract([node])
+    assert node.metadata[TRIPLETS_KEY] == [["Euler", "knew", "Basel"]]

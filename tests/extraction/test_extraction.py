@@ -558,6 +558,28 @@ def test_an_answer_cut_off_keeps_its_complete_triplets(caplog: pytest.LogCapture
     assert sum("cut off" in w for w in extraction_warnings(caplog)) == 2
 
 
+@pytest.mark.parametrize("raw", [
+    '{"triplets": [["Ada", "was born in", 1815], ["Ada", "wrote", "Notes"], ["Ada", "met", "Bab',
+    '{"triplets": [["Ada", "b", "c", "d"], ["Ada", "was born in", 1815], ["Ada", "wrote", '
+    '"Notes"], ["Ad',
+    'Per [1]: {"triplets": [["Ada", "was born in", 1815], ["Ada", "wrote", "Notes"], ["Ad',
+    '{"triplets": [["Ada", "was born in", ' + "9" * 5000 + '], ["Ada", "was born in", 1815], '
+    '["Ada", "wrote", "Notes"]]}',
+])
+def test_an_odd_first_triplet_or_an_aside_loses_nothing_else(raw: str) -> None:
+    """A number, a 4-part list or a bracketed aside before a cut-off list, or an integer
+    past Python's digit limit, cost only their own triplet."""
+    triplets, _ = parse_triplets(raw)
+    assert triplets == [Triplet("Ada", "was born in", "1815"), Triplet("Ada", "wrote", "Notes")]
+
+
+def test_an_echo_of_the_prompt_is_not_read_as_the_answer() -> None:
+    node = TextNode(id_="n1", text="Ada Lovelace wrote the Notes.")
+    llm = ScriptedLLM(lambda prompt: prompt + triplets_json(Triplet("Ada", "wrote", "Notes")))
+    TripletExtractor(llm=llm).extract([node])
+    assert stored(node) == [["Ada", "wrote", "Notes"]]  # not the prompt's example
+
+
 @pytest.mark.parametrize("answer", ["", "  \n", '{"triplets": [["Leonhard Euler", "was bo'])
 async def test_a_blank_or_cut_off_answer_fails_the_passage_and_is_asked_again(
         answer: str, caplog: pytest.LogCaptureFixture) -> None:

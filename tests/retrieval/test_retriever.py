@@ -179,6 +179,17 @@ def test_ner_answer_in_code_fences_is_parsed(family_index: GraphRAGIndex, monkey
     assert ("graphrag_entities", 2) in spy.calls
 
 
+@LITE_ONLY
+async def test_an_ner_answer_after_an_echo_of_the_prompt_is_read_not_the_echo(
+        family_index: GraphRAGIndex, monkeypatch) -> None:
+    spy = SearchSpy(family_index, monkeypatch)  # the prompt's format line holds ["..."]
+    llm = ScriptedLLM(lambda prompt: prompt + ' {"named_entities": ["Basel", "Daniel"]}')
+    retriever = khop(family_index, llm=llm, entity_search="milvus")
+    hits = retriever.retrieve(QUESTION)
+    assert ("graphrag_entities", 2) in spy.calls  # both names, not the echo's "..."
+    assert texts(await retriever.aretrieve(QUESTION)) == texts(hits)  # the async twin alike
+
+
 def test_retriever_never_reaches_for_settings_llm(shared_family_index: GraphRAGIndex,
                                                  monkeypatch) -> None:
     trap = ScriptedLLM(lambda prompt: pytest.fail("Settings.llm was called"))

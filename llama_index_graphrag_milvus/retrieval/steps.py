@@ -22,7 +22,7 @@ from llama_index_graphrag_milvus.metadata import (
     GraphPassageNode,
     hide_from_models,
 )
-from llama_index_graphrag_milvus.parsing import find_json, string_list
+from llama_index_graphrag_milvus.parsing import keyed_list, string_list
 from llama_index_graphrag_milvus.records import CandidateRelation, Triplet
 from llama_index_graphrag_milvus.validation import is_utf8
 
@@ -114,7 +114,8 @@ def parse_ner(raw: str | BaseException) -> list[str]:
     if isinstance(raw, BaseException):
         logger.warning("query NER failed (%r); searching entities with the query vector", raw)
         return []
-    names = string_list(find_json(raw, key="named_entities"), "named_entities")
+    value, _ = keyed_list(raw, "named_entities")  # cut off: its complete names
+    names = string_list(value, "named_entities")
     if names is None:
         logger.warning("query NER answer has no JSON named_entities list (%.200r); searching "
                        "entities with the query vector", raw)

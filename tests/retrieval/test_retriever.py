@@ -27,6 +27,7 @@ from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, Invali
 from llama_index_graphrag_milvus.ids import passage_id
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.records import Triplet
+from llama_index_graphrag_milvus.retrieval.steps import parse_ner
 from tests.conftest import FAMILY
 from tests.support.fakes import ScriptedLLM
 from tests.support.markers import LITE_ONLY
@@ -188,6 +189,17 @@ async def test_an_ner_answer_after_an_echo_of_the_prompt_is_read_not_the_echo(
     hits = retriever.retrieve(QUESTION)
     assert ("graphrag_entities", 2) in spy.calls  # both names, not the echo's "..."
     assert texts(await retriever.aretrieve(QUESTION)) == texts(hits)  # the async twin alike
+
+
+@pytest.mark.parametrize(("raw", "names"), [
+    ('{"named_entities": ["Euler", "Euler", "Johann Ber', ["Euler"]),  # cut off
+    ('Sure: ["Euler", "Basel"]', ["Euler", "Basel"]),
+    ('{"why": "[1] is a note", "named_entities": ["Basel"]', ["Basel"]),  # no closing brace
+    ('{"named_entities": "Euler"', []),
+])
+def test_parse_ner_reads_complete_names_of_a_cut_or_broken_answer(raw: str,
+                                                                 names: list[str]) -> None:
+    assert parse_ner(raw) == names
 
 
 def test_retriever_never_reaches_for_settings_llm(shared_family_index: GraphRAGIndex,

@@ -2,18 +2,15 @@
 
 from __future__ import annotations
 
-import inspect
 import logging
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
 from llama_index.core.indices.vector_store import VectorStoreIndex
 from llama_index.core.llms.llm import LLM
 from llama_index.core.query_engine import RetrieverQueryEngine
-from llama_index.core.response_synthesizers import ResponseMode
-from llama_index.core.response_synthesizers.context_only import ContextOnly
-from llama_index.core.response_synthesizers.no_text import NoText
 from llama_index.core.schema import BaseNode, Document
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
@@ -34,7 +31,7 @@ from llama_index_graphrag_milvus.communities.report_writer import (
     CommunityReporter,
     choose_reporter,
 )
-from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.engines import chat_engine, query_engine
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
@@ -59,9 +56,7 @@ from llama_index_graphrag_milvus.ingestion.plan import (
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.milvus.tenants import check_tenant_key
 from llama_index_graphrag_milvus.records import CommunityReport
-from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever, RetrievalMethod
-from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
 from llama_index_graphrag_milvus.retrieval.naive import NaiveRetriever
 from llama_index_graphrag_milvus.retrieval.settings import GraphMode, NaiveSearch
 from llama_index_graphrag_milvus.validation import check_int
@@ -73,21 +68,6 @@ DEFAULT_GRAPH_MEMORY_BUDGET = 1 << 30
 """``graph="auto"`` holds the graph in memory up to this many bytes (1 GiB)."""
 
 logger = logging.getLogger(__name__)
-
-_ENGINE_ARGUMENTS = frozenset(
-    name for name in inspect.signature(RetrieverQueryEngine.from_args).parameters
-    if name not in ("retriever", "llm", "kwargs"))
-"""What ``RetrieverQueryEngine.from_args`` takes besides the retriever and the LLM."""
-_RETRIEVER_ARGUMENTS = frozenset(
-    name for name, parameter in inspect.signature(GraphRAGRetriever.__init__).parameters.items()
-    if name not in ("self", "index", "llm") and parameter.kind is not parameter.VAR_KEYWORD
-) | frozenset(KEYWORD_SETTINGS)
-"""What ``GraphRAGRetriever`` takes besides the index and the LLM (the deprecated keyword
-settings of the methods included)."""
-_WITHOUT_ANSWER: dict[str, type[NoText] | type[ContextOnly]] = {
-    ResponseMode.NO_TEXT: NoText, ResponseMode.CONTEXT_ONLY: ContextOnly}
-"""The response modes that write no answer (``ResponseMode`` is a ``str`` enum: the names
-match too)."""
 
 
 class GraphRAGIndex(DocumentMaintenance):
@@ -518,25 +498,42 @@ class GraphRAGIndex(DocumentMaintenance):
             engine = index.as_query_engine(llm=llm, streaming=True, similarity_top_k=10)
             engine.query("Who taught Euler?").print_response_stream()
         """
-        unknown = sorted(set(kwargs) - _RETRIEVER_ARGUMENTS - _ENGINE_ARGUMENTS)
-        if unknown:
-            raise InvalidInputError(
-                f"as_query_engine got unexpected arguments {unknown}: it takes those of "
-                "GraphRAGRetriever (passage_scoring, similarity_top_k, filters...) and of "
-                "RetrieverQueryEngine.from_args (streaming, response_mode, "
-                "node_postprocessors...).")
-        llm = llm or Settings.llm
-        retriever = self.as_retriever(llm=llm, **{k: v for k, v in kwargs.items()
-                                                  if k in _RETRIEVER_ARGUMENTS})
-        engine = {k: v for k, v in kwargs.items() if k in _ENGINE_ARGUMENTS}
-        engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
-        mode = engine.get("response_mode")
-        if "response_synthesizer" not in engine and mode in _WITHOUT_ANSWER:
-            # LlamaIndex's factory builds these without the llm, so they looked for
-            # Settings.llm (OpenAI's, unless set) although they never call one
-            engine["response_synthesizer"] = _WITHOUT_ANSWER[mode](
-                llm=llm, streaming=bool(engine.get("streaming", False)))
-        return RetrieverQueryEngine.from_args(retriever, llm=llm, **engine)
+        return query_engine(self, llm or Settings.llm, top_n, kwargs)
+
+    def as_chat_engine(self, chat_mode: ChatMode | str = ChatMode.CONDENSE_PLUS_CONTEXT,
+                       llm: LLM | None = None, top_n: int = 2, **kwargs: Any
+                       ) -> BaseChatEngine:
+        """A chat engine on the graph, as LlamaIndex's indexes build theirs: the graph
+        retriever, :class:`~llama_index_graphrag_milvus.rerank.GraphRelationRerank` (``top_n``
+        passages) and one of core's chat engines, ``chat_mode``:
+
+        - ``"condense_plus_context"`` (the default): each message, rewritten with the chat
+          history into a question that stands alone ("And his son?" becomes "Who was the
+          son of Euler's teacher?"), is retrieved on the graph; the passages and the
+          history go to the LLM (``CondensePlusContextChatEngine``);
+        - ``"context"``: each message retrieved as it is (``ContextChatEngine``);
+        - ``"condense_question"``: the rewritten question asked of :meth:`as_query_engine`
+          (``CondenseQuestionChatEngine``).
+
+        ``llm`` (default ``Settings.llm``) does NER, rerank, the rewriting and the answer.
+        ``kwargs`` go where they belong: the arguments of :class:`GraphRAGRetriever` to the
+        retriever, the others to the engine's ``from_defaults`` (``memory``,
+        ``system_prompt``, ``node_postprocessors``...; with ``"condense_question"``, those
+        of :meth:`as_query_engine` too). ``node_postprocessors`` replace the default
+        reranker. For an agent (core's ``react``, ``openai``, ``best`` modes), give it
+        ``index.as_query_engine()`` as a ``QueryEngineTool``.
+
+        Raises:
+            InvalidInputError: a ``chat_mode`` other than the three above, or an argument
+                nothing takes.
+
+        Example::
+
+            chat = index.as_chat_engine(llm=llm, similarity_top_k=10)
+            print(chat.chat("Who taught Euler?"))
+            print(chat.chat("And what did his son work on?"))
+        """
+        return chat_engine(self, chat_mode, llm or Settings.llm, top_n, kwargs)
 
     # ---- lifecycle
 

@@ -1,0 +1,126 @@
+"""Query and chat engines on a graph index, built as LlamaIndex's own indexes build theirs:
+what :meth:`GraphRAGIndex.as_query_engine` and :meth:`GraphRAGIndex.as_chat_engine` return.
+
+Each engine is the graph retriever, :class:`~llama_index_graphrag_milvus.rerank.
+GraphRelationRerank` (the default postprocessor) and one of core's engines. The keyword
+arguments go where they belong: those of :class:`GraphRAGRetriever` to the retriever, the
+others to the engine's factory; an argument neither takes is refused in one clear error.
+"""
+
+from __future__ import annotations
+
+import inspect
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any
+
+from llama_index.core.chat_engine import (
+    CondensePlusContextChatEngine,
+    CondenseQuestionChatEngine,
+    ContextChatEngine,
+)
+from llama_index.core.chat_engine.types import BaseChatEngine, ChatMode
+from llama_index.core.llms.llm import LLM
+from llama_index.core.query_engine import RetrieverQueryEngine
+from llama_index.core.response_synthesizers import ResponseMode
+from llama_index.core.response_synthesizers.context_only import ContextOnly
+from llama_index.core.response_synthesizers.no_text import NoText
+
+from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.rerank import GraphRelationRerank
+from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
+from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+
+def _parameters(factory: Callable[..., Any], *besides: str) -> frozenset[str]:
+    return frozenset(name for name, parameter in inspect.signature(factory).parameters.items()
+                     if name not in besides and parameter.kind is not parameter.VAR_KEYWORD)
+
+
+RETRIEVER_ARGUMENTS = _parameters(GraphRAGRetriever.__init__, "self", "index", "llm") \
+    | frozenset(KEYWORD_SETTINGS)
+"""What ``GraphRAGRetriever`` takes besides the index and the LLM (the deprecated keyword
+settings of the methods included)."""
+QUERY_ENGINE_ARGUMENTS = _parameters(RetrieverQueryEngine.from_args, "retriever", "llm")
+"""What ``RetrieverQueryEngine.from_args`` takes besides the retriever and the LLM."""
+
+CHAT_ENGINES: Mapping[str, Callable[..., BaseChatEngine]] = {
+    ChatMode.CONDENSE_PLUS_CONTEXT.value: CondensePlusContextChatEngine.from_defaults,
+    ChatMode.CONTEXT.value: ContextChatEngine.from_defaults,
+    ChatMode.CONDENSE_QUESTION.value: CondenseQuestionChatEngine.from_defaults,
+}
+"""The chat modes a graph index offers (core's that read a retriever or a query engine),
+the first the default: the follow-up question rewritten to stand alone, then retrieved."""
+
+_WITHOUT_ANSWER: dict[str, type[NoText] | type[ContextOnly]] = {
+    ResponseMode.NO_TEXT: NoText, ResponseMode.CONTEXT_ONLY: ContextOnly}
+"""The response modes that write no answer (``ResponseMode`` is a ``str`` enum: the names
+match too)."""
+
+
+_EXAMPLES = {"GraphRAGRetriever": "passage_scoring, similarity_top_k, filters",
+             "RetrieverQueryEngine.from_args": "streaming, response_mode, node_postprocessors",
+             "as_query_engine": "similarity_top_k, filters, response_mode"}
+"""The arguments an error names first, for each taker (else the first few by name)."""
+
+
+def _split(kwargs: Mapping[str, Any], owner: str, takers: Mapping[str, frozenset[str]]
+           ) -> dict[str, dict[str, Any]]:
+    """``kwargs`` by the first of ``takers`` that takes each; one that none takes is
+    refused, naming who takes what."""
+    unknown = sorted(set(kwargs).difference(*takers.values()))
+    if unknown:
+        raise InvalidInputError(
+            f"{owner} got unexpected arguments {unknown}: it takes those of "
+            + " and of ".join(f"{name} ({_EXAMPLES.get(name) or ', '.join(sorted(names)[:3])}"
+                              "...)" for name, names in takers.items()) + ".")
+    split: dict[str, dict[str, Any]] = {name: {} for name in takers}
+    for key, value in kwargs.items():
+        split[next(name for name, names in takers.items() if key in names)][key] = value
+    return split
+
+
+def query_engine(index: GraphRAGIndex, llm: LLM, top_n: int, kwargs: Mapping[str, Any]
+                 ) -> RetrieverQueryEngine:
+    """:meth:`GraphRAGIndex.as_query_engine` (see there)."""
+    split = _split(kwargs, "as_query_engine", {
+        "GraphRAGRetriever": RETRIEVER_ARGUMENTS,
+        "RetrieverQueryEngine.from_args": QUERY_ENGINE_ARGUMENTS})
+    retriever = index.as_retriever(llm=llm, **split["GraphRAGRetriever"])
+    engine = split["RetrieverQueryEngine.from_args"]
+    engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
+    mode = engine.get("response_mode")
+    if "response_synthesizer" not in engine and mode in _WITHOUT_ANSWER:
+        # LlamaIndex's factory builds these without the llm, so they looked for
+        # Settings.llm (OpenAI's, unless set) although they never call one
+        engine["response_synthesizer"] = _WITHOUT_ANSWER[mode](
+            llm=llm, streaming=bool(engine.get("streaming", False)))
+    return RetrieverQueryEngine.from_args(retriever, llm=llm, **engine)
+
+
+def chat_engine(index: GraphRAGIndex, chat_mode: str, llm: LLM, top_n: int,
+                kwargs: Mapping[str, Any]) -> BaseChatEngine:
+    """:meth:`GraphRAGIndex.as_chat_engine` (see there)."""
+    mode = chat_mode.value if isinstance(chat_mode, ChatMode) else chat_mode
+    factory = CHAT_ENGINES.get(mode) if isinstance(mode, str) else None
+    if factory is None:
+        raise InvalidInputError(
+            f"chat_mode must be one of {list(CHAT_ENGINES)}, got {chat_mode!r}; for an "
+            "agent (react, openai, best), give it index.as_query_engine() as a "
+            "QueryEngineTool.")
+    name = factory.__qualname__
+    if mode == ChatMode.CONDENSE_QUESTION.value:  # a query engine, not a retriever
+        split = _split(kwargs, "as_chat_engine", {
+            name: _parameters(factory, "query_engine", "llm"),
+            "as_query_engine": RETRIEVER_ARGUMENTS | QUERY_ENGINE_ARGUMENTS})
+        return factory(query_engine(index, llm, top_n, split["as_query_engine"]), llm=llm,
+                       **split[name])
+    split = _split(kwargs, "as_chat_engine", {
+        "GraphRAGRetriever": RETRIEVER_ARGUMENTS,
+        name: _parameters(factory, "retriever", "llm")})
+    engine = split[name]
+    engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
+    return factory(index.as_retriever(llm=llm, **split["GraphRAGRetriever"]), llm=llm,
+                   **engine)

@@ -37,11 +37,8 @@ from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
 
 from llama_index_graphrag_milvus.cli.common import MAX_LISTED, shorten
 from llama_index_graphrag_milvus.errors import InvalidInputError
-from llama_index_graphrag_milvus.extraction.extraction_report import EXTRACTION_ERROR_KEY
-from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.index import GraphRAGIndex
-from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
-from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.ingestion.refresh import passage_ids, whole_documents
 from llama_index_graphrag_milvus.validation import is_utf8
 from llama_index_graphrag_milvus.words import mostly_han_or_kana, reads_as_english
 
@@ -241,12 +238,6 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
     return Folder(path, tuple(found), tuple(empty), listed)
 
 
-def passage_ids(passages: Sequence[BaseNode], index_keys: Sequence[str] | str
-                ) -> tuple[str, ...]:
-    """The ids of ``passages`` in an index whose ``passage_identity_keys`` are
-    ``index_keys``."""
-    return tuple(p.node_id for p in plan_from_nodes(passages, index_keys).passages)
-
 
 def unread_hint(unread: Sequence[tuple[str, str]]) -> str:
     """What to do about the files :func:`read_folder` did not read (``Folder.unread``), as
@@ -265,32 +256,9 @@ def unread_hint(unread: Sequence[tuple[str, str]]) -> str:
 
 
 def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:
-    """The ids of the documents the index holds whole (see the module docstring): two reads
-    by primary key per thousand passages."""
-    store = index.store
-    if store.dim is None:
-        return set()
-    wanted = [pid for d in folder.documents for pid in d.passage_ids]
-    passages = {node.node_id: node for node in store.get_passages(wanted)}
-    links: dict[str, set[str]] = {}
-    for node in passages.values():
-        for triplet in triplets_from_node(node)[0]:
-            links.setdefault(triplet.id, set()).add(node.node_id)
-    relations = store.get_rows(store.relation_collection, list(links), ["id", "passage_ids"])
-    whole: set[str] = set()
-    for relation_id, passage_ids in links.items():
-        row = relations.get(relation_id)
-        linked = set(row["passage_ids"]) if row is not None else set()
-        if row is not None and (passage_ids <= linked
-                                or len(linked) >= MAX_PASSAGES_PER_RELATION):
-            whole.add(relation_id)
-    stored = set()
-    for document in folder.documents:
-        nodes = [passages.get(pid) for pid in document.passage_ids]
-        if all(node is not None and EXTRACTION_ERROR_KEY not in node.metadata
-               and all(t.id in whole for t in triplets_from_node(node)[0]) for node in nodes):
-            stored.add(document.doc_id)
-    return stored
+    """The ids of the documents the index holds whole (see
+    :func:`~llama_index_graphrag_milvus.ingestion.refresh.whole_documents`)."""
+    return whole_documents(index.store, {d.doc_id: d.passage_ids for d in folder.documents})
 
 
 @dataclass

@@ -1,6 +1,7 @@
 """Document maintenance of :class:`~llama_index_graphrag_milvus.index.GraphRAGIndex`, with
 LlamaIndex's names: ``insert`` / ``insert_nodes`` (and ``insert_documents``,
-``insert_triplets``), ``update_ref_doc``, ``delete_ref_doc``, each with an async twin.
+``insert_triplets``), ``update_ref_doc``, ``refresh_ref_docs``, ``delete_ref_doc``, each
+with an async twin.
 
 Each write and its async twin build the same plan (pure, :mod:`.plan`); the async twin
 extracts through the extractor's async API and runs the embeddings and the Milvus writes in a
@@ -16,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document
+from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
@@ -27,6 +29,7 @@ from llama_index_graphrag_milvus.ingestion.documents import (
     ExtractionOptions,
     aextract_documents,
     extract_documents,
+    pipeline,
 )
 from llama_index_graphrag_milvus.ingestion.identity import EmbedModelRecord, IndexSettings
 from llama_index_graphrag_milvus.ingestion.plan import (
@@ -35,6 +38,7 @@ from llama_index_graphrag_milvus.ingestion.plan import (
     plan_from_nodes,
     plan_ingestion,
 )
+from llama_index_graphrag_milvus.ingestion.refresh import RefreshPlan, refresh_plan
 from llama_index_graphrag_milvus.ingestion.upgrade import reindex_passages, upgrade_entity_passages
 from llama_index_graphrag_milvus.ingestion.write import (
     IngestionStats,
@@ -148,6 +152,59 @@ class DocumentMaintenance:
 
     update = update_ref_doc
     """The name of :meth:`update_ref_doc` in 0.1.0 (kept as an alias)."""
+
+    def refresh_ref_docs(self, documents: Sequence[Document], *,
+                         filters: MetadataFilters | None = None,
+                         **extraction: Unpack[ExtractionOptions]) -> list[bool]:
+        """Bring the index in line with ``documents`` (LlamaIndex's ``refresh_ref_docs``):
+        a document whose id the index does not hold is inserted, one whose passages
+        changed is updated (:meth:`update_ref_doc`), and one stored as the same passages
+        is left as it is, without an LLM call. Returns, in order, whether each document
+        was inserted or updated.
+
+        Documents are compared by their passages (the node parsers of ``extraction`` run,
+        not the extractor): the same text and identity metadata give the same passage ids.
+        A document whose last write was interrupted, or a passage of which the LLM failed
+        to extract, counts as changed, so a refresh run again finishes the job. With
+        ``filters``, documents are compared with, and updated in, the matching copy only
+        (one tenant's: see :meth:`delete_ref_doc`). ``extraction`` as for
+        :meth:`insert_documents`.
+
+        Raises:
+            InvalidInputError: documents that are not ``Document`` objects, two with one
+                id, or an extraction option the index does not take.
+
+        Example::
+
+            documents = SimpleDirectoryReader("./docs", filename_as_id=True).load_data()
+            changed = index.refresh_ref_docs(documents, llm=llm)
+            print(f"{sum(changed)} of {len(documents)} documents inserted or updated")
+        """
+        plan = self._refresh_plan(documents, filters, extraction)
+        if plan.new:
+            self.insert_documents(plan.new, **extraction)
+        for document in plan.changed:
+            self.update_ref_doc(document, filters=filters, **extraction)
+        return plan.refreshed
+
+    async def arefresh_ref_docs(self, documents: Sequence[Document], *,
+                                filters: MetadataFilters | None = None,
+                                **extraction: Unpack[ExtractionOptions]) -> list[bool]:
+        """Async twin of :meth:`refresh_ref_docs`."""
+        plan = await asyncio.to_thread(self._refresh_plan, documents, filters, extraction)
+        if plan.new:
+            await self.ainsert_documents(plan.new, **extraction)
+        for document in plan.changed:
+            await self.aupdate_ref_doc(document, filters=filters, **extraction)
+        return plan.refreshed
+
+    def _refresh_plan(self, documents: Sequence[Document], filters: MetadataFilters | None,
+                      extraction: ExtractionOptions) -> RefreshPlan:
+        pipeline(extraction)  # checks the options before anything is read
+        where = to_milvus_expression(filters) if filters is not None else ""
+        return refresh_plan(self.store, documents,
+                            extraction.get("transformations") or [Settings.node_parser],
+                            self.passage_identity_keys, where)
 
     def delete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
                        delete_from_docstore: bool = False) -> DeletionStats:

@@ -1,0 +1,131 @@
+"""``refresh_ref_docs``: new documents inserted, changed ones updated, unchanged ones left
+without an LLM call; an interrupted or failed extraction is done again. Milvus Lite only:
+the decisions are reads by id, the writes are ``insert_documents`` / ``update_ref_doc``
+(tested on both backends in test_documents.py)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.ingestion.write import PreparedWrite
+from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from tests.ingestion.test_documents import (
+    DANIEL,
+    EULER,
+    SPLITTER,
+    all_texts,
+    counts,
+    doc,
+    extractor,
+    signature,
+)
+from tests.support.fakes import HashEmbedding, ScriptedLLM
+
+pytestmark = pytest.mark.milvus
+
+BASEL = doc("basel", "Euler was born in Basel.")
+OPTIONS: dict[str, Any] = {"transformations": [SPLITTER]}
+
+
+def passages_asked(llm: ScriptedLLM) -> list[str]:
+    return [p.rsplit("Passage:", 1)[1].strip().split("\n")[0] for p in llm.prompts]
+
+
+@pytest.fixture
+def index(tmp_path: Path) -> GraphRAGIndex:
+    return GraphRAGIndex(uri=str(tmp_path / "graph.db"), embed_model=HashEmbedding())
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_new_changed_and_unchanged_documents(index: GraphRAGIndex, tmp_path: Path,
+                                                   use_async: bool) -> None:
+    async def refresh(documents: list[Any], llm: ScriptedLLM, **kwargs: Any) -> list[bool]:
+        if use_async:
+            return await index.arefresh_ref_docs(documents, llm=llm, **OPTIONS, **kwargs)
+        return index.refresh_ref_docs(documents, llm=llm, **OPTIONS, **kwargs)
+
+    first = extractor()
+    assert await refresh([EULER, DANIEL], first) == [True, True]
+    assert len(first.prompts) == 4  # two passages each
+    again = extractor()
+    assert await refresh([EULER, DANIEL], again) == [False, False]
+    assert again.prompts == []  # unchanged: no LLM call
+    new_daniel = doc("daniel", "Daniel Bernoulli studied fluid dynamics.")
+    changed = extractor()
+    assert await refresh([EULER, new_daniel, BASEL], changed) == [False, True, True]
+    assert sorted(passages_asked(changed)) == ["Daniel Bernoulli studied fluid dynamics.",
+                                               "Euler was born in Basel."]
+    texts = all_texts(index, "Daniel Bernoulli")
+    assert "Daniel Bernoulli studied fluid dynamics." in texts
+    assert "Daniel Bernoulli was the son of Johann Bernoulli." not in texts  # replaced
+    # the same index as one built from the final documents
+    clean = GraphRAGIndex.from_documents([EULER, new_daniel, BASEL], llm=extractor(),
+                                         uri=str(tmp_path / "clean.db"),
+                                         embed_model=HashEmbedding(), **OPTIONS)
+    assert signature(index) == signature(clean) and counts(index) == counts(clean)
+
+
+def test_a_failed_extraction_or_an_interrupted_write_is_done_again(
+        index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    blank_for_euler = ScriptedLLM(
+        lambda prompt: "" if "Euler was born" in prompt.rsplit("Passage:", 1)[1]
+        else extractor()._script(prompt))
+    assert index.refresh_ref_docs([EULER, DANIEL], llm=blank_for_euler, **OPTIONS) == [
+        True, True]
+    # a write stopped before its relations (passages are written first)
+    upsert = MilvusGraphStore.upsert_rows
+
+    def stopped(self: MilvusGraphStore, collection: str, rows: Any) -> None:
+        if collection == self.relation_collection:
+            raise KeyboardInterrupt
+        upsert(self, collection, rows)
+
+    monkeypatch.setattr(MilvusGraphStore, "upsert_rows", stopped)
+    with pytest.raises(KeyboardInterrupt):
+        index.refresh_ref_docs([BASEL], llm=extractor(), **OPTIONS)
+    monkeypatch.setattr(MilvusGraphStore, "upsert_rows", upsert)
+    llm = extractor()
+    assert index.refresh_ref_docs([EULER, DANIEL, BASEL], llm=llm, **OPTIONS) == [
+        True, False, True]
+    assert "Euler was born in Basel." in passages_asked(llm)
+    assert index.refresh_ref_docs([EULER, DANIEL, BASEL], llm=llm, **OPTIONS) == [
+        False, False, False]
+
+
+def test_filters_compare_and_update_one_tenant_s_copy(index: GraphRAGIndex) -> None:
+    def tenant(document: Any, name: str) -> Any:
+        return doc(document.doc_id, *document.text.split("\n\n")).model_copy(
+            update={"metadata": {"tenant": name}})
+
+    index.insert_documents([tenant(EULER, "a"), tenant(EULER, "b")], llm=extractor(), **OPTIONS)
+    only_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    new_a = tenant(doc("euler", "Euler was born in Basel."), "a")
+    assert index.refresh_ref_docs([new_a], filters=only_a, llm=extractor(), **OPTIONS) == [
+        True]
+    stored = index.store.document_passages("euler")
+    assert sorted((n.metadata["tenant"], n.get_content()) for n in stored) == [
+        ("a", "Euler was born in Basel."), ("b", "Euler was a student of Johann Bernoulli."),
+        ("b", "Euler was born in Basel.")]
+    assert index.refresh_ref_docs([new_a], filters=only_a, llm=extractor(), **OPTIONS) == [
+        False]
+
+
+@pytest.mark.parametrize(("documents", "options", "match"), [
+    ([EULER, EULER], OPTIONS, r"documents \['euler'\] appear twice in one refresh"),
+    ("euler", OPTIONS, "documents must be a list of llama_index Documents"),
+    ([EULER, "text"], OPTIONS, "documents must be llama_index Documents, got a str"),
+    ([EULER], {"chunk_size": 5}, r"unexpected arguments \['chunk_size'\]"),
+])
+def test_bad_input_is_refused_before_anything_is_read_or_written(
+        index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch, documents: Any,
+        options: dict[str, Any], match: str) -> None:
+    monkeypatch.setattr(PreparedWrite, "__init__", lambda *a, **k: pytest.fail("a write"))
+    llm = extractor()
+    with pytest.raises(InvalidInputError, match=match):
+        index.refresh_ref_docs(documents, llm=llm, **options)
+    assert llm.prompts == []

@@ -351,6 +351,13 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
         """Create the three collections for vectors of ``dim`` (no-op when they exist);
         ``properties`` (what the index records about itself) go on the relation
         collection."""
+        # held while the collections are made: a reader of this process that sees the
+        # relation collection (open_if_created) would otherwise create the passage
+        # collection beside this call ("collection ... already exists")
+        with self._open_lock:
+            self._create_collections(dim, properties)
+
+    def _create_collections(self, dim: int, properties: Mapping[str, str] | None) -> None:
         if self.dim is not None:
             self.check_dimension(dim, "the embedding model")
             return

@@ -88,6 +88,55 @@ async def test_gathered_async_writes_and_deletes_keep_every_link(milvus_uri: str
         index.close()
 
 
+def test_a_reader_that_sees_the_collections_being_made_waits_for_them(
+        milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A write creating the collections makes the relation collection before the passage
+    collection; a reader of the process that saw the first (``open_if_created``, which
+    every write's preparation calls) made the second too, and the creation failed with
+    "collection 'graphrag_passages' already exists" (a gathered first ingestion, in CI)."""
+    index = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64))
+    store = index.store
+    opening, go_on, opened = threading.Event(), threading.Event(), []
+    create, open_ = type(store)._create, type(store)._open
+
+    def paused_create(self: Any, name: str, *args: Any, **kwargs: Any) -> None:
+        create(self, name, *args, **kwargs)
+        if name == self.relation_collection:  # held before the passage collection is made
+            opening.set()
+            go_on.wait(timeout=30)
+
+    def recorded_open(self: Any, dim: int) -> None:
+        opened.append(threading.current_thread().name)
+        open_(self, dim)
+
+    monkeypatch.setattr(type(store), "_create", paused_create)
+    monkeypatch.setattr(type(store), "_open", recorded_open)
+    errors: list[BaseException] = []
+
+    def guarded(call: Any) -> Any:
+        def run() -> None:
+            try:
+                call()
+            except BaseException as exc:  # collected and asserted on
+                errors.append(exc)
+        return run
+
+    creator = threading.Thread(target=guarded(lambda: store.create(64)), name="creator")
+    creator.start()
+    assert opening.wait(timeout=30)
+    reader = threading.Thread(target=guarded(store.open_if_created), name="reader")
+    reader.start()
+    reader.join(timeout=0.5)  # it waits for the creation (without the lock it opened here)
+    go_on.set()
+    creator.join()
+    reader.join()
+    try:
+        assert errors == [] and opened == ["creator"]
+        assert store.dim == 64 and store.passage_collection in store.client.list_collections()
+    finally:
+        index.close()
+
+
 def test_two_index_objects_of_one_graph_write_in_turn(milvus_uri: str) -> None:
     first = GraphRAGIndex.from_triplets([note(0)], uri=milvus_uri,
                                         embed_model=HashEmbedding())

@@ -98,8 +98,7 @@ def refresh_plan(store: MilvusGraphStore, documents: Sequence[Document],
             "doc_id of its own, or refresh one version of it.")
     split = {d.node_id: passage_ids(run_transformations([d], list(transformations)),
                                     identity_keys) for d in kept}
-    stored = {doc_id: {n.node_id for n in store.document_passages(doc_id, where)}
-              for doc_id in split}
+    stored = store.document_passage_ids(list(split), where)
     same = {doc_id: ids_ for doc_id, ids_ in split.items()
             if stored[doc_id] and stored[doc_id] == set(ids_)}
     whole = whole_documents(store, same)

@@ -15,7 +15,7 @@ from llama_index.vector_stores.milvus import MilvusVectorStore
 from pymilvus import MilvusClient
 
 from llama_index_graphrag_milvus.milvus.filters import in_list, quote
-from llama_index_graphrag_milvus.milvus.rows import rows_to_passages
+from llama_index_graphrag_milvus.milvus.rows import chunks, rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
@@ -29,6 +29,8 @@ IN_USE_WINDOW = 4096
 """Relation ends one query of :meth:`StoreWrites.entities_in_use` reads at most."""
 MAX_EXCLUDED_IN_FILTER = 10_000
 """Excluded relation ids :meth:`StoreWrites.entities_in_use` puts in its filter at most."""
+DOCUMENTS_PER_READ = 256
+"""Documents :meth:`StoreWrites.document_passage_ids` asks for in one query."""
 
 
 class StoreWrites:
@@ -92,6 +94,22 @@ class StoreWrites:
                                      filter=expression,
                                      output_fields=["id", *PASSAGE_FIELDS])
         return rows_to_passages(rows, [row["id"] for row in rows])
+
+    def document_passage_ids(self, ref_doc_ids: Sequence[str], where: str = ""
+                             ) -> dict[str, set[str]]:
+        """The ids of the passages of each of ``ref_doc_ids`` (that match ``where``), read
+        without their text: one query per :data:`DOCUMENTS_PER_READ` documents."""
+        found: dict[str, set[str]] = {doc_id: set() for doc_id in ref_doc_ids}
+        if self.dim is None:
+            return found
+        with milvus_errors(f"read {self.passage_collection}"):
+            for chunk in chunks(list(found), DOCUMENTS_PER_READ):
+                expression = in_list("doc_id", chunk) + (f" and {where}" if where else "")
+                for row in self.client.query(collection_name=self.passage_collection,
+                                             **self.read_options, filter=expression,
+                                             output_fields=["id", "doc_id"]):
+                    found[row["doc_id"]].add(row["id"])
+        return found
 
     def entities_in_use(self, entity_ids: Sequence[str],
                         excluding: Collection[str] = ()) -> set[str]:

@@ -129,3 +129,19 @@ def test_bad_input_is_refused_before_anything_is_read_or_written(
     with pytest.raises(InvalidInputError, match=match):
         index.refresh_ref_docs(documents, llm=llm, **options)
     assert llm.prompts == []
+
+
+def test_documents_are_read_a_chunk_at_a_time(index: GraphRAGIndex,
+                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    import llama_index_graphrag_milvus.milvus.writes as writes
+
+    monkeypatch.setattr(writes, "DOCUMENTS_PER_READ", 1)
+    assert index.refresh_ref_docs([EULER, DANIEL, BASEL], llm=extractor(), **OPTIONS) == [
+        True, True, True]
+    assert index.store.document_passage_ids(["euler", "daniel", "basel", "none"]) == {
+        "euler": {n.node_id for n in index.store.document_passages("euler")},
+        "daniel": {n.node_id for n in index.store.document_passages("daniel")},
+        "basel": {n.node_id for n in index.store.document_passages("basel")},
+        "none": set()}
+    assert index.refresh_ref_docs([EULER, DANIEL, BASEL], llm=extractor(), **OPTIONS) == [
+        False, False, False]

@@ -70,7 +70,21 @@ def split_options(kwargs: Mapping[str, Any]) -> tuple[ExtractionOptions, dict[st
 
 
 def pipeline(options: ExtractionOptions) -> list[TransformComponent]:
-    """The node parsers and the extractor of ``options``.
+    """The node parsers and the extractor of ``options`` (checked by
+    :func:`check_options`)."""
+    check_options(options)
+    kg_extractor = options.get("kg_extractor")
+    workers = options.get("extraction_workers")
+    fields: dict[str, Any] = {} if workers is None else {
+        "num_workers": check_int("extraction_workers", workers)}
+    extractor = kg_extractor or TripletExtractor(llm=options.get("llm"),
+                                                 cache=options.get("extraction_cache"),
+                                                 **fields)
+    return [*(options.get("transformations") or [Settings.node_parser]), extractor]
+
+
+def check_options(options: ExtractionOptions) -> None:
+    """Refuse extraction options the index does not take, before any LLM is resolved.
 
     Raises:
         InvalidInputError: an option that is not one of :data:`EXTRACTION_OPTIONS`, or
@@ -90,10 +104,8 @@ def pipeline(options: ExtractionOptions) -> list[TransformComponent]:
             "TripletExtractor; with kg_extractor, set them on it instead: "
             "TripletExtractor(llm=llm, cache=..., num_workers=...)."
         )
-    fields: dict[str, Any] = {} if workers is None else {
-        "num_workers": check_int("extraction_workers", workers)}
-    extractor = kg_extractor or TripletExtractor(llm=options.get("llm"), cache=cache, **fields)
-    return [*(options.get("transformations") or [Settings.node_parser]), extractor]
+    if workers is not None:
+        check_int("extraction_workers", workers)
 
 
 def with_text(documents: Sequence[Document]) -> list[BaseNode]:

@@ -28,8 +28,8 @@ from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete
 from llama_index_graphrag_milvus.ingestion.documents import (
     ExtractionOptions,
     aextract_documents,
+    check_options,
     extract_documents,
-    pipeline,
 )
 from llama_index_graphrag_milvus.ingestion.identity import EmbedModelRecord, IndexSettings
 from llama_index_graphrag_milvus.ingestion.plan import (
@@ -200,7 +200,7 @@ class DocumentMaintenance:
 
     def _refresh_plan(self, documents: Sequence[Document], filters: MetadataFilters | None,
                       extraction: ExtractionOptions) -> RefreshPlan:
-        pipeline(extraction)  # checks the options before anything is read
+        check_options(extraction)  # before anything is read
         where = to_milvus_expression(filters) if filters is not None else ""
         return refresh_plan(self.store, documents,
                             extraction.get("transformations") or [Settings.node_parser],

@@ -145,3 +145,13 @@ def test_documents_are_read_a_chunk_at_a_time(index: GraphRAGIndex,
         "none": set()}
     assert index.refresh_ref_docs([EULER, DANIEL, BASEL], llm=extractor(), **OPTIONS) == [
         False, False, False]
+
+
+def test_unchanged_documents_need_no_llm_at_all(index: GraphRAGIndex,
+                                                monkeypatch: pytest.MonkeyPatch) -> None:
+    from llama_index.core import Settings
+
+    index.refresh_ref_docs([EULER], llm=extractor(), **OPTIONS)
+    monkeypatch.setattr(Settings, "_llm", None)  # unresolved: OpenAI's, which fails here
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    assert index.refresh_ref_docs([EULER], **OPTIONS) == [False]

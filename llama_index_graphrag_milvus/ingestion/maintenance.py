@@ -12,6 +12,7 @@ copies (:class:`~llama_index_graphrag_milvus.index_cache.IndexCache`).
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Collection, Iterable, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -51,6 +52,8 @@ from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 if TYPE_CHECKING:
     from typing import Unpack
+
+logger = logging.getLogger(__name__)
 
 
 class DocumentMaintenance:
@@ -157,22 +160,27 @@ class DocumentMaintenance:
                          filters: MetadataFilters | None = None,
                          **extraction: Unpack[ExtractionOptions]) -> list[bool]:
         """Bring the index in line with ``documents`` (LlamaIndex's ``refresh_ref_docs``):
-        a document whose id the index does not hold is inserted, one whose passages
-        changed is updated (:meth:`update_ref_doc`), and one stored as the same passages
-        is left as it is, without an LLM call. Returns, in order, whether each document
-        was inserted or updated.
+        a document whose id the index does not hold is inserted, one whose passages or
+        metadata changed is updated, one now without text has its stored passages deleted,
+        and one stored as the same passages is left as it is, without an LLM call. Returns,
+        in order, whether each document was inserted, updated or deleted.
 
         Documents are compared by their passages (the node parsers of ``extraction`` run,
-        not the extractor): the same text and identity metadata give the same passage ids.
-        A document whose last write was interrupted, or a passage of which the LLM failed
-        to extract, counts as changed, so a refresh run again finishes the job. With
-        ``filters``, documents are compared with, and updated in, the matching copy only
-        (one tenant's: see :meth:`delete_ref_doc`). ``extraction`` as for
-        :meth:`insert_documents`.
+        not the extractor): the same text and identity metadata give the same passage ids,
+        and their other metadata is compared too. A document whose last write was
+        interrupted, or a passage of which the LLM failed to extract, counts as changed,
+        so a refresh run again finishes the job. The new and changed documents are
+        extracted together (``extraction_workers`` LLM calls in flight). A changed
+        document the LLM could not extract is left as it was (``False``, and a warning): its
+        graph is not replaced by passages without triplets; a new one is stored with its
+        failed passages marked, as an insert does. With ``filters``, documents are compared
+        with, and updated in, the matching copy only (one tenant's: see
+        :meth:`delete_ref_doc`). ``extraction`` as for :meth:`insert_documents`.
 
         Raises:
             InvalidInputError: documents that are not ``Document`` objects, two with one
-                id, or an extraction option the index does not take.
+                id, a new or changed document outside ``filters``, or an extraction option
+                the index does not take; before anything is extracted or written.
 
         Example::
 
@@ -181,30 +189,58 @@ class DocumentMaintenance:
             print(f"{sum(changed)} of {len(documents)} documents inserted or updated")
         """
         plan = self._refresh_plan(documents, filters, extraction)
-        if plan.new:
-            self.insert_documents(plan.new, **extraction)
-        for document in plan.changed:
-            self.update_ref_doc(document, filters=filters, **extraction)
-        return plan.refreshed
+        todo = [*plan.new, *plan.changed]
+        nodes = extract_documents(todo, extraction, self.show_progress) if todo else []
+        return self._refresh_write(plan, nodes, filters)
 
     async def arefresh_ref_docs(self, documents: Sequence[Document], *,
                                 filters: MetadataFilters | None = None,
                                 **extraction: Unpack[ExtractionOptions]) -> list[bool]:
         """Async twin of :meth:`refresh_ref_docs`."""
         plan = await asyncio.to_thread(self._refresh_plan, documents, filters, extraction)
-        if plan.new:
-            await self.ainsert_documents(plan.new, **extraction)
-        for document in plan.changed:
-            await self.aupdate_ref_doc(document, filters=filters, **extraction)
-        return plan.refreshed
+        todo = [*plan.new, *plan.changed]
+        nodes = await aextract_documents(todo, extraction, self.show_progress) if todo else []
+        return await asyncio.to_thread(self._refresh_write, plan, nodes, filters)
 
     def _refresh_plan(self, documents: Sequence[Document], filters: MetadataFilters | None,
                       extraction: ExtractionOptions) -> RefreshPlan:
         check_options(extraction)  # before anything is read
         where = to_milvus_expression(filters) if filters is not None else ""
-        return refresh_plan(self.store, documents,
+        plan = refresh_plan(self.store, documents,
                             extraction.get("transformations") or [Settings.node_parser],
                             self.passage_identity_keys, where)
+        for document in [*plan.new, *plan.changed]:  # before any extraction or write
+            self._within_scope(document.node_id, plan.nodes[document.node_id], filters)
+        return plan
+
+    def _refresh_write(self, plan: RefreshPlan, nodes: Sequence[BaseNode],
+                       filters: MetadataFilters | None) -> list[bool]:
+        """The writes of a refresh, its documents extracted: the new ones inserted in one
+        write, each changed one updated (unless its extraction failed), each emptied one
+        deleted."""
+        where = to_milvus_expression(filters) if filters is not None else ""
+        by_document: dict[str, list[BaseNode]] = {}
+        for node in nodes:
+            by_document.setdefault(node.ref_doc_id or "", []).append(node)
+        inserted = [n for d in plan.new for n in by_document.get(d.node_id, [])]
+        if inserted:
+            self._write(plan_from_nodes(inserted, self.passage_identity_keys))
+        refreshed = dict(zip(plan.ids, plan.refreshed, strict=True))
+        left = []
+        for document in plan.changed:
+            changed = by_document.get(document.node_id, [])
+            if extraction_failures(changed):
+                left.append(document.node_id)
+                refreshed[document.node_id] = False
+                continue
+            self._update(document.node_id, where, changed)
+        for doc_id in plan.emptied:
+            self._delete(doc_id, where)
+        if left:
+            logger.warning("refresh: %d changed document(s) left as they were, the LLM could "
+                           "not extract them (%s); run the refresh again once it answers",
+                           len(left), ", ".join(repr(d) for d in left[:5]))
+        return list(refreshed.values())
 
     def delete_ref_doc(self, ref_doc_id: str, filters: MetadataFilters | None = None,
                        delete_from_docstore: bool = False) -> DeletionStats:

@@ -12,6 +12,7 @@ gives the ids it was stored under.
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -42,7 +43,11 @@ def whole_documents(store: MilvusGraphStore, documents: Mapping[str, Sequence[st
     if store.dim is None:
         return set()
     wanted = [pid for ids in documents.values() for pid in ids]
-    passages = {node.node_id: node for node in store.get_passages(wanted)}
+    return _whole(store, documents, {n.node_id: n for n in store.get_passages(wanted)})
+
+
+def _whole(store: MilvusGraphStore, documents: Mapping[str, Sequence[str]],
+           passages: Mapping[str, BaseNode]) -> set[str]:
     links: dict[str, set[str]] = {}
     for node in passages.values():
         for triplet in triplets_from_node(node)[0]:
@@ -65,13 +70,26 @@ def whole_documents(store: MilvusGraphStore, documents: Mapping[str, Sequence[st
     return whole
 
 
-@dataclass(frozen=True)
+def _own_metadata(node: BaseNode) -> str:
+    """A node's metadata without what the package adds (``graphrag_*``), as comparable
+    text: metadata outside the identity keys changes a document without changing its
+    passage ids."""
+    return json.dumps({k: v for k, v in node.metadata.items() if not k.startswith("graphrag_")},
+                      sort_keys=True, default=str)
+
+
+@dataclass
 class RefreshPlan:
     """What a refresh does with each document: ``new`` ones are inserted, ``changed`` ones
-    updated; ``refreshed`` says, in the input order, which were either."""
+    updated, the stored passages of ``emptied`` ones (no text now) deleted; ``nodes`` are
+    each new or changed document's passages (split, not extracted); ``refreshed`` says, in
+    the input order (``ids``), which documents are any of these."""
 
     new: list[Document] = field(default_factory=list)
     changed: list[Document] = field(default_factory=list)
+    emptied: list[str] = field(default_factory=list)
+    nodes: dict[str, list[BaseNode]] = field(default_factory=dict)
+    ids: list[str] = field(default_factory=list)
     refreshed: list[bool] = field(default_factory=list)
 
 
@@ -80,7 +98,8 @@ def refresh_plan(store: MilvusGraphStore, documents: Sequence[Document],
                  identity_keys: Sequence[str] | str, where: str = "") -> RefreshPlan:
     """Split ``documents`` (the node parsers only: no LLM) and compare each with what the
     index stores under its id (and matching ``where``): not stored, new; stored as the
-    same passages and held whole, left as it is; otherwise changed.
+    same passages with the same metadata and held whole, left as it is; stored and now
+    without text, emptied; otherwise changed.
 
     Raises:
         InvalidInputError: ``documents`` is not a list of ``Document``, or two of them
@@ -96,21 +115,28 @@ def refresh_plan(store: MilvusGraphStore, documents: Sequence[Document],
         raise InvalidInputError(
             f"documents {twice[:5]} appear twice in one refresh: give each document one "
             "doc_id of its own, or refresh one version of it.")
-    split = {d.node_id: passage_ids(run_transformations([d], list(transformations)),
-                                    identity_keys) for d in kept}
-    stored = store.document_passage_ids(list(split), where)
-    same = {doc_id: ids_ for doc_id, ids_ in split.items()
-            if stored[doc_id] and stored[doc_id] == set(ids_)}
-    whole = whole_documents(store, same)
-    plan = RefreshPlan()
+    plan = RefreshPlan(nodes={d.node_id: list(run_transformations([d], list(transformations)))
+                              for d in kept})
+    split = {doc_id: passage_ids(nodes, identity_keys) for doc_id, nodes in plan.nodes.items()}
+    stored = store.document_passage_ids([d.node_id for d in documents], where)
+    same = {doc_id: ids for doc_id, ids in split.items()
+            if stored[doc_id] and stored[doc_id] == set(ids)}
+    held = {n.node_id: n for n in store.get_passages([p for ids in same.values() for p in ids])}
+    fresh = {n.node_id: _own_metadata(n) for nodes in plan.nodes.values()
+             for n in plan_from_nodes(nodes, identity_keys).passages}
+    unchanged = {doc_id for doc_id in _whole(store, same, held)
+                 if all(_own_metadata(held[p]) == fresh[p] for p in same[doc_id])}
     for document in documents:
         doc_id = document.node_id
-        if doc_id not in split:  # no text: nothing to write
-            plan.refreshed.append(False)
+        plan.ids.append(doc_id)
+        if doc_id not in split:  # no text now: what was stored goes
+            if stored[doc_id]:
+                plan.emptied.append(doc_id)
+            plan.refreshed.append(bool(stored[doc_id]))
         elif not stored[doc_id]:
             plan.new.append(document)
             plan.refreshed.append(True)
-        elif doc_id in whole:
+        elif doc_id in unchanged:
             plan.refreshed.append(False)
         else:
             plan.changed.append(document)

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
@@ -155,3 +156,72 @@ def test_unchanged_documents_need_no_llm_at_all(index: GraphRAGIndex,
     monkeypatch.setattr(Settings, "_llm", None)  # unresolved: OpenAI's, which fails here
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     assert index.refresh_ref_docs([EULER], **OPTIONS) == [False]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_emptied_documents_metadata_changes_and_a_failing_document(
+        tmp_path: Path, use_async: bool) -> None:
+    """A document now without text is deleted; a metadata change outside the identity keys
+    is an update; a changed document the LLM cannot extract is left as it was (False)
+    while the others are refreshed, extracted together."""
+    index = GraphRAGIndex(uri=str(tmp_path / "g.db"), embed_model=HashEmbedding(),
+                          passage_identity_keys=["tenant"])
+
+    def dated(document: Any, year: int) -> Any:
+        return document.model_copy(update={"metadata": {"tenant": "a", "year": year}})
+
+    whole = {"transformations": [SentenceSplitter(chunk_size=200, chunk_overlap=0)]}
+
+    async def refresh(documents: list[Any], llm: ScriptedLLM) -> list[bool]:
+        if use_async:
+            return await index.arefresh_ref_docs(documents, llm=llm, **whole)
+        return index.refresh_ref_docs(documents, llm=llm, **whole)
+
+    start = [dated(EULER, 2020), dated(DANIEL, 2020), dated(BASEL, 2020)]
+    assert await refresh(start, extractor()) == [True, True, True]
+    emptied = doc("basel").model_copy(update={"text": " "})
+    fails_on_daniel = ScriptedLLM(
+        lambda prompt: "" if "Daniel" in prompt.rsplit("Passage:", 1)[1]
+        else extractor()._script(prompt))
+    new_daniel = dated(doc("daniel", "Daniel Bernoulli studied fluid dynamics."), 2024)
+    assert await refresh([dated(EULER, 2024), new_daniel, emptied], fails_on_daniel) == [
+        True, False, True]
+    assert index.store.document_passage_ids(["basel"]) == {"basel": set()}
+    years = {d: {n.metadata["year"] for n in index.store.document_passages(d)}
+             for d in ("euler", "daniel")}
+    assert years == {"euler": {2024}, "daniel": {2020}}  # daniel left as it was
+    llm = extractor()
+    assert await refresh([dated(EULER, 2024), new_daniel, emptied], llm) == [
+        False, True, False]
+    assert len(llm.prompts) == 1  # only daniel, asked again
+    assert "Daniel Bernoulli studied fluid dynamics." in llm.prompts[0]
+
+
+def test_a_document_outside_the_filters_is_refused_before_any_write(
+        index: GraphRAGIndex) -> None:
+    def tenant(document: Any, name: str) -> Any:
+        return document.model_copy(update={"metadata": {"tenant": name}})
+
+    only_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    llm = extractor()
+    with pytest.raises(InvalidInputError, match="'daniel' is outside the filters"):
+        index.refresh_ref_docs([tenant(EULER, "a"), tenant(DANIEL, "b")], filters=only_a,
+                               llm=llm, **OPTIONS)
+    assert llm.prompts == [] and index.store.dim is None  # nothing extracted or written
+
+
+def test_changed_documents_are_extracted_together(index: GraphRAGIndex) -> None:
+    index.refresh_ref_docs([EULER, DANIEL], llm=extractor(), **OPTIONS)
+    batches: list[int] = []
+    from llama_index_graphrag_milvus.extraction import TripletExtractor
+
+    class Counting(TripletExtractor):
+        def __call__(self, nodes: Any, **kwargs: Any) -> Any:
+            batches.append(len(nodes))
+            return super().__call__(nodes, **kwargs)
+
+    changed = [doc("euler", "Euler was born in Basel."),
+               doc("daniel", "Daniel Bernoulli studied fluid dynamics.")]
+    assert index.refresh_ref_docs(changed, kg_extractor=Counting(llm=extractor()),
+                                  **OPTIONS) == [True, True]
+    assert batches == [2]  # one extraction of both documents' passages

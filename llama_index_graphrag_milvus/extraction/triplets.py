@@ -20,7 +20,7 @@ from llama_index.core.schema import BaseNode
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY, hide_from_models
-from llama_index_graphrag_milvus.parsing import cut_list, keyed_list
+from llama_index_graphrag_milvus.parsing import cut_list, find_json, keyed_list
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.validation import is_utf8
 
@@ -126,9 +126,10 @@ def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
 
 def answer_failure(raw: str, *keys: str) -> str | None:
     """Why an extraction answer that gave nothing gave nothing, when it is not the LLM
-    saying it found nothing: a blank answer, or one cut off before the first complete item
-    of its list under one of ``keys``. Such a passage counts as failed (it is not cached:
-    the next run asks again); ``None`` otherwise.
+    saying it found nothing: a blank answer, one cut off before the first complete item
+    of its list under one of ``keys``, or JSON without such a list (``{"relations": [...]}``
+    asked for triplets, ``{"triplets": null}``). Such a passage counts as failed (it is not
+    cached: the next run asks again); ``None`` otherwise.
 
     >>> answer_failure("  ", "triplets")
     'the LLM answered nothing'
@@ -136,12 +137,19 @@ def answer_failure(raw: str, *keys: str) -> str | None:
     'the answer was cut off before '
     >>> answer_failure("I found no triplets.", "triplets") is None
     True
+    >>> answer_failure('{"facts": [["a", "b", "c"]]}', "triplets")[:35]
+    'the answer is JSON without a list o'
+    >>> answer_failure('{"triplets": []}', "triplets") is None
+    True
     """
     if not isinstance(raw, str) or not raw.strip():
         return "the LLM answered nothing"
     if any(cut_list(raw, key) is not None for key in keys):
         return ("the answer was cut off before its first complete item (raise the LLM's "
                 "output-token limit, max_tokens)")
+    if find_json(raw) is not None and all(keyed_list(raw, key)[0] is None for key in keys):
+        return (f"the answer is JSON without a list of {keys[0]} ({raw[:80]!r}): the LLM "
+                "did not follow the prompt's format")
     return None
 
 

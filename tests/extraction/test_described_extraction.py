@@ -376,10 +376,13 @@ async def test_malformed_answers_give_no_triplets_and_no_retry(
     nodes = [TextNode(id_="a", text="first"), TextNode(id_="b", text="second")]
     with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
         report = await described(llm, num_workers=1).aextract(nodes)
-    assert (report.llm_calls, report.triplets, report.failures) == (2, 0, ())
+    # prose is an answer ("nothing here"); JSON in another format is a failure, not retried
+    assert (report.llm_calls, report.triplets) == (2, 0)
+    assert [(f.node_id, f.error[:40]) for f in report.failures] == [
+        ("b", "the answer is JSON without a list of rel")]
     assert all(stored(n) == {TRIPLETS_KEY: [], ENTITY_DESCRIPTIONS_KEY: [],
                              RELATION_DESCRIPTIONS_KEY: []} for n in nodes)
-    assert len(extraction_warnings(caplog)) == 2
+    assert len(extraction_warnings(caplog)) == 3  # two "no JSON object", one failure
 
 
 def test_dropped_items_are_logged(caplog: pytest.LogCaptureFixture) -> None:

@@ -601,6 +601,19 @@ async def test_a_blank_or_cut_off_answer_fails_the_passage_and_is_asked_again(
     assert stored(node) == as_lists(EULER) and EXTRACTION_ERROR_KEY not in node.metadata
 
 
+@pytest.mark.parametrize("answer", ['{"relations": [["Ada", "met", "Babbage"]]}',
+                                    '{"triplets": null}', '{"triplets": "Ada met Babbage"}'])
+def test_json_without_a_list_of_triplets_fails_the_passage(answer: str) -> None:
+    cache = ExtractionCache()
+    node = TextNode(id_="n1", text="Ada met Babbage.")
+    report = TripletExtractor(llm=ScriptedLLM([answer]), cache=cache).extract([node])
+    assert [f.node_id for f in report.failures] == ["n1"]
+    assert "JSON without a list of triplets" in report.failures[0].error
+    llm = ScriptedLLM([triplets_json(Triplet("Ada", "met", "Babbage"))])
+    TripletExtractor(llm=llm, cache=cache).extract([node])  # not cached: asked again
+    assert stored(node) == [["Ada", "met", "Babbage"]]
+
+
 @pytest.mark.parametrize("answer", ["I could not find any triplets.", '{"triplets": []}'])
 def test_an_answer_that_finds_nothing_is_not_a_failure(answer: str) -> None:
     cache = ExtractionCache()

@@ -209,7 +209,8 @@ def parse_points(raw: str) -> tuple[list[MapPoint], int] | None:
 
     A point needs a non-empty string ``description`` and a numeric ``score`` (a number, or
     a string holding one); the score is clamped to 0..100. Points that lack either, and
-    points with score 0 ("I don't know"), are dropped.
+    points with score 0 ("I don't know"), are dropped; a list none of whose items is such a
+    point is ``None``, as an answer without JSON is.
 
     >>> parse_points('Sure: {"points": [{"description": "A [Data: Reports (c1)]", '
     ...              '"score": 120}, {"description": "none", "score": 0}, {"score": 5}]}')
@@ -225,15 +226,20 @@ def parse_points(raw: str) -> tuple[list[MapPoint], int] | None:
         logger.warning("global search: a map answer was cut off (the LLM's output-token "
                        "limit?); kept its %d complete points", len(value))
     points: list[MapPoint] = []
-    dropped = 0
+    dropped = well_formed = 0
     for item in value:
         description = item.get("description") if isinstance(item, dict) else None
         score = _score(item.get("score")) if isinstance(item, dict) else None
-        if not isinstance(description, str) or not description.strip() or not score:
+        formed = isinstance(description, str) and bool(description.strip()) \
+            and score is not None
+        well_formed += formed
+        if not formed or not score:
             # no description, no numeric score, or score 0 ("I don't know")
             dropped += 1
             continue
-        points.append(MapPoint(description.strip(), score))
+        points.append(MapPoint(str(description).strip(), score))
+    if value and not well_formed:  # a list, but not of points: the format was not followed
+        return None
     return points, dropped
 
 

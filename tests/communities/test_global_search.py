@@ -234,7 +234,7 @@ def test_malformed_map_answers_contribute_nothing(caplog: pytest.LogCaptureFixtu
     answers: dict[str, Any] = {
         batches[0][0]: "I think the guilds trade wool.",  # not JSON
         batches[1][0]: '{"answer": "wool"}',  # JSON without points
-        batches[2][0]: json.dumps({"points": [  # every point malformed: not a failure
+        batches[2][0]: json.dumps({"points": [  # every point malformed: a failure too
             {"description": "bad score", "score": "high"}, {"description": "no score"},
             {"description": "", "score": 50}, {"score": 40}]}),
         batches[3][0]: RuntimeError("LLM down"),  # the LLM raises
@@ -244,17 +244,17 @@ def test_malformed_map_answers_contribute_nothing(caplog: pytest.LogCaptureFixtu
     with caplog.at_level(logging.WARNING, logger=LOGGER):
         response = ask(engine_for(llm, reports, batch_max_tokens=budget))
     stats = stats_of(response)
-    assert (stats.batches, stats.map_calls, stats.map_failures) == (5, 5, 3)
-    assert (stats.points_kept, stats.points_dropped) == (1, 4)
+    assert (stats.batches, stats.map_calls, stats.map_failures) == (5, 5, 4)
+    assert (stats.points_kept, stats.points_dropped) == (1, 0)
     assert stats.reduce_called and response.response == "final answer"
     assert len(llm.prompts) == 6
     assert blocks(next(p for p in llm.prompts if is_reduce(p))) == [
         (5, 80.0, "good [Data: Reports (x)]")]
     assert [n.node.node_id for n in response.source_nodes] == batches[4]
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
-    assert len(warnings) == 3
+    assert len(warnings) == 4
     assert any("LLM down" in w for w in warnings)
-    assert sum("no JSON points" in w for w in warnings) == 2
+    assert sum("no JSON points" in w for w in warnings) == 3
 
 
 def test_no_points_means_no_reduce_call() -> None:
@@ -401,7 +401,8 @@ def test_every_map_call_late_raises_a_timeout() -> None:
 
 
 @pytest.mark.parametrize("answer", [RuntimeError("401 invalid api key"),
-                                    "I cannot help with that.", '{"answer": "wool"}'])
+                                    "I cannot help with that.", '{"answer": "wool"}',
+                                    '{"points": [1, 2, 3]}'])
 async def test_every_map_call_failing_raises_instead_of_answering_no_data(
         answer: Any) -> None:
     llm = ScriptedLLM(lambda prompt: answer)
@@ -558,9 +559,11 @@ def test_default_prompts_show_real_json_and_keep_the_words_apart() -> None:
     ('[{"description": "a", "score": 20}]', ([MapPoint("a", 20.0)], 0)),
     ('{"points": [{"description": "a", "score": -5}, {"description": "b", "score": 1e9}]}',
      ([MapPoint("b", 100.0)], 1)),
+    # a list of which no item is a point: as no JSON (the map call failed)
     ('{"points": [{"description": "a", "score": NaN}, {"description": "b", "score": true},'
-     ' {"description": 3, "score": 50}, "text", {"description": "c", "score": [5]}]}',
-     ([], 5)),
+     ' {"description": 3, "score": 50}, "text", {"description": "c", "score": [5]}]}', None),
+    ('{"points": [1, 2, 3]}', None),
+    ('{"points": [{"description": "a", "score": 0}]}', ([], 1)),  # "I don't know": answered
     ('{"points": []}', ([], 0)),
     ('{"points": "wool"}', None),
     ('{"answer": "wool"}', None),

@@ -10,9 +10,11 @@ others to the engine's factory; an argument neither takes is refused in one clea
 from __future__ import annotations
 
 import inspect
+import logging
 from collections.abc import Callable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.chat_engine import (
     CondensePlusContextChatEngine,
     CondenseQuestionChatEngine,
@@ -29,9 +31,12 @@ from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
+from llama_index_graphrag_milvus.validation import is_utf8
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
+
+logger = logging.getLogger(__name__)
 
 
 def _parameters(factory: Callable[..., Any], *besides: str) -> frozenset[str]:
@@ -46,10 +51,43 @@ settings of the methods included)."""
 QUERY_ENGINE_ARGUMENTS = _parameters(RetrieverQueryEngine.from_args, "retriever", "llm")
 """What ``RetrieverQueryEngine.from_args`` takes besides the retriever and the LLM."""
 
+def _standalone(question: Any, latest_message: str) -> str:
+    """The condensed question, or the user's own message when the LLM's rewriting is
+    blank or not text UTF-8 can encode (retrieving it would fail on the user's behalf)."""
+    if isinstance(question, str) and question.strip() and is_utf8(question):
+        return question
+    logger.warning("chat engine: the LLM's standalone question was unusable (%.80r); the "
+                   "message is retrieved as it is", question)
+    return latest_message
+
+
+class _StandaloneQuestion:
+    """The condense steps of core's chat engines (their second argument is the message),
+    with a blank rewriting falling back to the message (:func:`_standalone`)."""
+
+    def _condense_question(self, chat_history: list[ChatMessage], message: str) -> str:
+        condensed = cast(Any, super())._condense_question(chat_history, message)
+        return _standalone(condensed, message)
+
+    async def _acondense_question(self, chat_history: list[ChatMessage], message: str) -> str:
+        condensed = await cast(Any, super())._acondense_question(chat_history, message)
+        return _standalone(condensed, message)
+
+
+class GraphCondensePlusContextChatEngine(_StandaloneQuestion, CondensePlusContextChatEngine):
+    """Core's ``CondensePlusContextChatEngine``, a blank rewriting falling back to the
+    message."""
+
+
+class GraphCondenseQuestionChatEngine(_StandaloneQuestion, CondenseQuestionChatEngine):
+    """Core's ``CondenseQuestionChatEngine``, a blank rewriting falling back to the
+    message."""
+
+
 CHAT_ENGINES: Mapping[str, Callable[..., BaseChatEngine]] = {
-    ChatMode.CONDENSE_PLUS_CONTEXT.value: CondensePlusContextChatEngine.from_defaults,
+    ChatMode.CONDENSE_PLUS_CONTEXT.value: GraphCondensePlusContextChatEngine.from_defaults,
     ChatMode.CONTEXT.value: ContextChatEngine.from_defaults,
-    ChatMode.CONDENSE_QUESTION.value: CondenseQuestionChatEngine.from_defaults,
+    ChatMode.CONDENSE_QUESTION.value: GraphCondenseQuestionChatEngine.from_defaults,
 }
 """The chat modes a graph index offers (core's that read a retriever or a query engine),
 the first the default: the follow-up question rewritten to stand alone, then retrieved."""
@@ -112,8 +150,9 @@ def chat_engine(index: GraphRAGIndex, chat_mode: str, llm: LLM, top_n: int,
             "QueryEngineTool.")
     name = factory.__qualname__
     if mode == ChatMode.CONDENSE_QUESTION.value:  # a query engine, not a retriever
-        split = _split(kwargs, "as_chat_engine", {
-            name: _parameters(factory, "query_engine", "llm"),
+        split = _split(kwargs, "as_chat_engine", {  # core refuses the two it lists, late
+            name: _parameters(factory, "query_engine", "llm", "system_prompt",
+                              "prefix_messages"),
             "as_query_engine": RETRIEVER_ARGUMENTS | QUERY_ENGINE_ARGUMENTS})
         return factory(query_engine(index, llm, top_n, split["as_query_engine"]), llm=llm,
                        **split[name])

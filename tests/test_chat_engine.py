@@ -102,6 +102,20 @@ def test_the_other_chat_modes(shared_family_index: GraphRAGIndex, asked: list[st
     assert asked[-1] == STANDALONE
 
 
+@pytest.mark.parametrize("mode", ["condense_plus_context", "condense_question"])
+@pytest.mark.parametrize("rewriting", ["", "  \n", "\ud800"])
+async def test_an_unusable_rewriting_falls_back_to_the_message(
+        shared_family_index: GraphRAGIndex, asked: list[str], mode: str, rewriting: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    llm = ScriptedLLM(lambda prompt: rewriting if "standalone question" in prompt.lower()
+                      else answer(prompt))
+    chat = shared_family_index.as_chat_engine(mode, llm=llm)
+    chat.chat(FIRST)
+    reply = await chat.achat(FOLLOW_UP)
+    assert str(reply) == ANSWER and asked[-1] == FOLLOW_UP
+    assert "standalone question was unusable" in caplog.text
+
+
 @pytest.mark.parametrize(("args", "match"), [
     ({"chat_mode": "react"}, r"chat_mode must be one of \['condense_plus_context', 'context', "
                              r"'condense_question'\], got 'react'.*QueryEngineTool"),
@@ -111,7 +125,10 @@ def test_the_other_chat_modes(shared_family_index: GraphRAGIndex, asked: list[st
      r"unexpected arguments \['condense_prompt'\].*ContextChatEngine.from_defaults"),
     ({"chat_mode": "condense_question", "streeming": True},
      r"unexpected arguments \['streeming'\].*as_query_engine"),
-])
+    ({"chat_mode": "condense_question", "system_prompt": "Be brief."},
+     r"unexpected arguments \['system_prompt'\]"),  # core refuses it, but only later
+], ids=["agent-mode", "not-a-mode", "retriever-typo", "other-mode's-argument", "engine-typo",
+        "core-refuses"])
 def test_bad_arguments_are_refused_naming_who_takes_what(
         shared_family_index: GraphRAGIndex, args: dict[str, Any], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):

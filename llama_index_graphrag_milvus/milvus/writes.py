@@ -15,7 +15,7 @@ from llama_index.vector_stores.milvus import MilvusVectorStore
 from pymilvus import MilvusClient
 
 from llama_index_graphrag_milvus.milvus.filters import in_list, quote
-from llama_index_graphrag_milvus.milvus.rows import chunks, rows_to_passages
+from llama_index_graphrag_milvus.milvus.rows import GET_CHUNK, chunks, id_filter, rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
@@ -29,6 +29,9 @@ IN_USE_WINDOW = 4096
 """Relation ends one query of :meth:`StoreWrites.entities_in_use` reads at most."""
 MAX_EXCLUDED_IN_FILTER = 10_000
 """Excluded relation ids :meth:`StoreWrites.entities_in_use` puts in its filter at most."""
+ROW_KEYS = frozenset({"id", "doc_id", "_node_content", "_node_type", "document_id",
+                      "ref_doc_id"})
+"""The keys of a passage row that are not the passage's metadata (MilvusVectorStore's)."""
 DOCUMENTS_PER_READ = 256
 """Documents :meth:`StoreWrites.document_passage_ids` asks for in one query."""
 
@@ -44,6 +47,7 @@ class StoreWrites:
     records_entity_passages: bool
     tenant_key: str | None
     dim: int | None
+    is_lite: bool
 
     @property
     def client(self) -> MilvusClient:
@@ -57,8 +61,26 @@ class StoreWrites:
     def upsert_passages(self, nodes: Sequence[BaseNode]) -> None:
         """Upsert passage nodes (with embeddings) into the passage collection."""
         with milvus_errors(f"upsert into {self.passage_collection}"):
+            if self.is_lite:
+                self._drop_rows_losing_keys(nodes)
             for start in range(0, len(nodes), WRITE_BATCH_SIZE):
                 self.passages.add(list(nodes[start:start + WRITE_BATCH_SIZE]))
+
+    def _drop_rows_losing_keys(self, nodes: Sequence[BaseNode]) -> None:
+        """Delete the stored rows of ``nodes`` that hold metadata keys the nodes no longer
+        have: Milvus Lite's upsert merges a row's dynamic fields into the stored ones, so a
+        key removed from a passage (a metadata field, the mark of a failed extraction)
+        would stay in its row and go on matching filters."""
+        metadata = {node.node_id: node.metadata for node in nodes}
+        losing: list[str] = []
+        for chunk in chunks(list(metadata), GET_CHUNK):
+            for row in self.client.query(collection_name=self.passage_collection,
+                                         **self.read_options, filter=id_filter(chunk),
+                                         output_fields=["id", "$meta"]):
+                if set(row) - ROW_KEYS - set(metadata[row["id"]]):
+                    losing.append(row["id"])
+        if losing:
+            self.client.delete(self.passage_collection, ids=losing)
 
     def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
         """Upsert rows into the entity or relation collection, in batches. Relation rows get

@@ -225,3 +225,26 @@ def test_changed_documents_are_extracted_together(index: GraphRAGIndex) -> None:
     assert index.refresh_ref_docs(changed, kg_extractor=Counting(llm=extractor()),
                                   **OPTIONS) == [True, True]
     assert batches == [2]  # one extraction of both documents' passages
+
+
+def test_a_metadata_key_removed_stops_matching_filters(milvus_uri: str) -> None:
+    """Milvus Lite's upsert merges a row's dynamic fields into the stored ones: a key the
+    new version no longer has stayed in the row and went on matching filters (and a failed
+    extraction's mark stayed beside the triplets that replaced it). On both backends."""
+    index = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(),
+                          passage_identity_keys=["tenant"])
+    whole = {"transformations": [SentenceSplitter(chunk_size=200, chunk_overlap=0)]}
+    memo = doc("memo", "Euler was born in Basel.")
+    draft = memo.model_copy(update={"metadata": {"tenant": "a", "status": "draft"}})
+    blank = ScriptedLLM(lambda prompt: "")
+    assert index.refresh_ref_docs([draft], llm=blank, **whole) == [True]  # marked failed
+    final = memo.model_copy(update={"metadata": {"tenant": "a"}})
+    assert index.refresh_ref_docs([final], llm=extractor(), **whole) == [True]
+    store = index.store
+    rows = store.client.query(store.passage_collection, filter='doc_id == "memo"',
+                              output_fields=["$meta"])
+    assert len(rows) == 1
+    assert "status" not in rows[0] and "graphrag_extraction_error" not in rows[0]
+    drafts = MetadataFilters(filters=[MetadataFilter(key="status", value="draft")])
+    assert index.as_naive_retriever(filters=drafts).retrieve("Basel") == []
+    assert index.refresh_ref_docs([final], llm=extractor(), **whole) == [False]

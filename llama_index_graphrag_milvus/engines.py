@@ -160,6 +160,10 @@ def chat_engine(index: GraphRAGIndex, chat_mode: str, llm: LLM, top_n: int,
         "GraphRAGRetriever": RETRIEVER_ARGUMENTS,
         name: _parameters(factory, "retriever", "llm")})
     engine = split[name]
+    if engine.get("system_prompt") is not None and engine.get("prefix_messages") is not None:
+        raise InvalidInputError(  # core refuses the pair, late and as a plain ValueError
+            "as_chat_engine takes system_prompt or prefix_messages, not both: put the "
+            "system message first in prefix_messages, or give system_prompt alone.")
     engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
     return factory(index.as_retriever(llm=llm, **split["GraphRAGRetriever"]), llm=llm,
                    **engine)

@@ -8,6 +8,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from llama_index.core.base.llms.types import ChatMessage
 from llama_index.core.bridge.pydantic import Field
 from llama_index.core.chat_engine import (
     CondensePlusContextChatEngine,
@@ -127,8 +128,11 @@ async def test_an_unusable_rewriting_falls_back_to_the_message(
      r"unexpected arguments \['streeming'\].*as_query_engine"),
     ({"chat_mode": "condense_question", "system_prompt": "Be brief."},
      r"unexpected arguments \['system_prompt'\]"),  # core refuses it, but only later
+    ({"chat_mode": "context", "system_prompt": "Be brief.",
+      "prefix_messages": [ChatMessage(role="system", content="Be kind.")]},
+     "system_prompt or prefix_messages, not both"),
 ], ids=["agent-mode", "not-a-mode", "retriever-typo", "other-mode's-argument", "engine-typo",
-        "core-refuses"])
+        "core-refuses", "core-refuses-the-pair"])
 def test_bad_arguments_are_refused_naming_who_takes_what(
         shared_family_index: GraphRAGIndex, args: dict[str, Any], match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):

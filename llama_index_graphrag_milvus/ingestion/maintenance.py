@@ -191,7 +191,7 @@ class DocumentMaintenance:
         plan = self._refresh_plan(documents, filters, extraction)
         todo = [*plan.new, *plan.changed]
         nodes = extract_documents(todo, extraction, self.show_progress) if todo else []
-        return self._refresh_write(plan, nodes, filters)
+        return self._refresh_write(plan, nodes)
 
     async def arefresh_ref_docs(self, documents: Sequence[Document], *,
                                 filters: MetadataFilters | None = None,
@@ -200,7 +200,7 @@ class DocumentMaintenance:
         plan = await asyncio.to_thread(self._refresh_plan, documents, filters, extraction)
         todo = [*plan.new, *plan.changed]
         nodes = await aextract_documents(todo, extraction, self.show_progress) if todo else []
-        return await asyncio.to_thread(self._refresh_write, plan, nodes, filters)
+        return await asyncio.to_thread(self._refresh_write, plan, nodes)
 
     def _refresh_plan(self, documents: Sequence[Document], filters: MetadataFilters | None,
                       extraction: ExtractionOptions) -> RefreshPlan:
@@ -213,12 +213,10 @@ class DocumentMaintenance:
             self._within_scope(document.node_id, plan.nodes[document.node_id], filters)
         return plan
 
-    def _refresh_write(self, plan: RefreshPlan, nodes: Sequence[BaseNode],
-                       filters: MetadataFilters | None) -> list[bool]:
+    def _refresh_write(self, plan: RefreshPlan, nodes: Sequence[BaseNode]) -> list[bool]:
         """The writes of a refresh, its documents extracted: the new ones inserted in one
         write, each changed one updated (unless its extraction failed), each emptied one
-        deleted."""
-        where = to_milvus_expression(filters) if filters is not None else ""
+        deleted, in the plan's scope."""
         by_document: dict[str, list[BaseNode]] = {}
         for node in nodes:
             by_document.setdefault(node.ref_doc_id or "", []).append(node)
@@ -233,9 +231,9 @@ class DocumentMaintenance:
                 left.append(document.node_id)
                 refreshed[document.node_id] = False
                 continue
-            self._update(document.node_id, where, changed)
+            self._update(document.node_id, plan.where, changed)
         for doc_id in plan.emptied:
-            self._delete(doc_id, where)
+            self._delete(doc_id, plan.where)
         if left:
             logger.warning("refresh: %d changed document(s) left as they were, the LLM could "
                            "not extract them (%s); run the refresh again once it answers",

@@ -82,13 +82,15 @@ def _own_metadata(node: BaseNode) -> str:
 class RefreshPlan:
     """What a refresh does with each document: ``new`` ones are inserted, ``changed`` ones
     updated, the stored passages of ``emptied`` ones (no text now) deleted; ``nodes`` are
-    each new or changed document's passages (split, not extracted); ``refreshed`` says, in
-    the input order (``ids``), which documents are any of these."""
+    each new or changed document's passages (split, not extracted), ``where`` the scope
+    they were compared in; ``refreshed`` says, in the input order (``ids``), which
+    documents are any of these."""
 
     new: list[Document] = field(default_factory=list)
     changed: list[Document] = field(default_factory=list)
     emptied: list[str] = field(default_factory=list)
     nodes: dict[str, list[BaseNode]] = field(default_factory=dict)
+    where: str = ""
     ids: list[str] = field(default_factory=list)
     refreshed: list[bool] = field(default_factory=list)
 
@@ -116,14 +118,15 @@ def refresh_plan(store: MilvusGraphStore, documents: Sequence[Document],
             f"documents {twice[:5]} appear twice in one refresh: give each document one "
             "doc_id of its own, or refresh one version of it.")
     plan = RefreshPlan(nodes={d.node_id: list(run_transformations([d], list(transformations)))
-                              for d in kept})
-    split = {doc_id: passage_ids(nodes, identity_keys) for doc_id, nodes in plan.nodes.items()}
+                              for d in kept}, where=where)
+    planned = {doc_id: plan_from_nodes(nodes, identity_keys).passages
+               for doc_id, nodes in plan.nodes.items()}  # with the ids they are stored under
+    split = {doc_id: [p.node_id for p in passages] for doc_id, passages in planned.items()}
+    fresh = {p.node_id: _own_metadata(p) for passages in planned.values() for p in passages}
     stored = store.document_passage_ids([d.node_id for d in documents], where)
     same = {doc_id: ids for doc_id, ids in split.items()
             if stored[doc_id] and stored[doc_id] == set(ids)}
     held = {n.node_id: n for n in store.get_passages([p for ids in same.values() for p in ids])}
-    fresh = {n.node_id: _own_metadata(n) for nodes in plan.nodes.values()
-             for n in plan_from_nodes(nodes, identity_keys).passages}
     unchanged = {doc_id for doc_id in _whole(store, same, held)
                  if all(_own_metadata(held[p]) == fresh[p] for p in same[doc_id])}
     for document in documents:

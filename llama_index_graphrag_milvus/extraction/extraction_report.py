@@ -20,8 +20,8 @@ Excluded from what LLMs and embedding models see; removed again when a later run
 
 @dataclass(frozen=True)
 class ExtractionFailure:
-    """A passage whose extraction failed: the LLM call failed after every retry, or it
-    answered nothing, or its answer was cut off before its first item."""
+    """A passage whose extraction failed: the LLM call failed after every retry, or its
+    answer was blank, cut off before its first item, or JSON without the list asked for."""
 
     node_id: str
     error: str

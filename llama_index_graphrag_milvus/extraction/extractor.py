@@ -135,10 +135,11 @@ class TripletExtractor(TransformComponent, PromptMixin):
     ``retry_base_delay`` seconds, then twice as long at each retry; a passage that still
     fails gets no triplets and ``metadata["graphrag_extraction_error"]``, a warning is
     logged, and the run goes on. An answer with no usable JSON ("I found no triplets.") is
-    an answer: no triplets, a warning, no retry. A blank answer, or one cut off before its
-    first complete triplet (the LLM's output-token limit), fails the passage as an error
-    does, without a retry; an answer cut off later keeps its complete triplets, with a
-    warning. The passage is stored and searchable either way.
+    an answer: no triplets, a warning, no retry. A blank answer, one cut off before its
+    first complete triplet (the LLM's output-token limit), or JSON without a list of
+    triplets fails the passage as an error does, without a retry; an answer cut off later
+    keeps its complete triplets, with a warning. The passage is stored and searchable
+    either way.
 
     With an :class:`ExtractionCache` (``cache=``), passages already extracted with the same
     text, prompt and model are not sent to the LLM again; failures are not cached, so running
@@ -284,8 +285,8 @@ class TripletExtractor(TransformComponent, PromptMixin):
     # ------------------------------------------------------------------ shared helpers
 
     def _parse(self, raw: str, node_ids: str) -> DescribedExtraction | str:
-        """What the answer holds, or why it failed (a blank answer, or one cut off before
-        its first item: not cached, so that the next run asks again)."""
+        """What the answer holds, or why it failed (:func:`answer_failure`: not cached, so
+        that the next run asks again)."""
         if not raw.strip():  # said once, not also as "no JSON in ''"
             logger.warning("triplet extraction of node %s failed: the LLM answered nothing",
                            node_ids)

@@ -73,10 +73,13 @@ class LLMAnswer:
 
 async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_retries: int,
                             base_delay: float, sleep: Sleep | None = None,
-                            log: logging.Logger = logger) -> LLMAnswer:
+                            log: logging.Logger = logger, timeout: float | None = None
+                            ) -> LLMAnswer:
     """Call an LLM, retrying a failure ``max_retries`` times after ``base_delay`` seconds,
     then twice as long at each retry; a final failure is returned (and logged as a warning
-    naming ``what``, to ``log``: the caller's logger), never raised.
+    naming ``what``, to ``log``: the caller's logger), never raised. With ``timeout``, an
+    attempt that gives no answer within that many seconds is a failure too
+    (:class:`NoAnswer`, see :func:`within`).
 
     >>> calls = []
     >>> async def flaky() -> str:
@@ -93,7 +96,12 @@ async def call_with_retries(call: Callable[[], Awaitable[str]], what: str, max_r
     async def attempt() -> str:
         nonlocal attempts
         attempts += 1
-        return await call()
+        if timeout is None:
+            return await call()
+        answer = await within(call(), timeout)
+        if isinstance(answer, Exception):
+            raise answer
+        return answer
 
     def before_sleep(state: RetryCallState) -> None:
         failure = state.outcome.exception() if state.outcome else None
@@ -152,11 +160,17 @@ def within_thread(call: Callable[[], T], timeout: float | None) -> T | Exception
     """The sync twin of :func:`within`: ``call()`` in a worker thread (with the caller's
     context, so that the call stays inside its instrumentation span), its answer, its
     exception, or a :class:`NoAnswer` after ``timeout`` seconds (the thread is left to
-    finish on its own: a blocking call cannot be cancelled).
+    finish on its own: a blocking call cannot be cancelled). Without a timeout the call
+    runs in the caller's thread.
 
     >>> within_thread(lambda: "fast", 1.0)
     'fast'
     """
+    if timeout is None:
+        try:
+            return call()
+        except Exception as exc:  # the caller decides what a failure means
+            return exc
     context = contextvars.copy_context()
     executor = ThreadPoolExecutor(max_workers=1)
     future = executor.submit(context.run, call)
@@ -226,11 +240,19 @@ class Threads:
 
     def __init__(self, pool: ThreadPoolExecutor) -> None:
         self._pool = pool
+        self.abandoned = False
+        """Whether a call was given up while its thread ran (a timeout): the threads are
+        then not waited for at the end (a blocking call cannot be cancelled)."""
 
     async def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)`` in a worker thread, with the caller's context."""
         call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
-        return await asyncio.get_running_loop().run_in_executor(self._pool, call)
+        future = asyncio.get_running_loop().run_in_executor(self._pool, call)
+        try:
+            return await future
+        except asyncio.CancelledError:
+            self.abandoned = True
+            raise
 
 
 def run_with_threads(workers: int, name: str,
@@ -246,10 +268,11 @@ def run_with_threads(workers: int, name: str,
     """
     async def run() -> T:
         pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
+        threads = Threads(pool)
         try:
-            return await main(Threads(pool))
-        finally:
-            pool.shutdown(wait=True, cancel_futures=True)
+            return await main(threads)
+        finally:  # a call given up (a timeout) is left to finish on its own
+            pool.shutdown(wait=not threads.abandoned, cancel_futures=True)
 
     return run_blocking(run)
 

@@ -358,7 +358,8 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
     with timed_stage(seconds, "descriptions"):
         summarizer = None if reporter is None else DescriptionSummarizer(
             reporter.llm, num_workers=reporter.num_workers, max_retries=reporter.max_retries,
-            retry_base_delay=reporter.retry_base_delay, sleep=reporter.sleep)
+            retry_base_delay=reporter.retry_base_delay, sleep=reporter.sleep,
+            timeout=reporter.timeout)
         descriptions, described = build_descriptions(store, graph, embed_model, summarizer,
                                                      show_progress)
     with timed_stage(seconds, "read"):

@@ -125,18 +125,19 @@ def joined(descriptions: Sequence[str], max_chars: int = JOINED_MAX_CHARS) -> st
 
 class DescriptionSummarizer:
     """Summarizes several descriptions of one entity or relation with an LLM: bounded
-    concurrency, retries with backoff, and the joined descriptions as the fallback of a
-    failed call (logged)."""
+    concurrency, retries with backoff, a deadline per call (``timeout`` seconds, none by
+    default), and the joined descriptions as the fallback of a failed call (logged)."""
 
     def __init__(self, llm: LLM, prompt: BasePromptTemplate = DEFAULT_SUMMARIZE_PROMPT,
                  num_workers: int = 4, max_retries: int = 3, retry_base_delay: float = 1.0,
-                 sleep: Sleep | None = None) -> None:
+                 sleep: Sleep | None = None, timeout: float | None = None) -> None:
         self.llm = llm
         self.prompt = prompt
         self.num_workers = num_workers
         self.max_retries = max_retries
         self.retry_base_delay = retry_base_delay
         self._sleep = sleep
+        self.timeout = timeout
 
     @property
     def model(self) -> str:
@@ -150,7 +151,7 @@ class DescriptionSummarizer:
         answer = await call_with_retries(
             lambda: self.llm.apredict(self.prompt, **kwargs),
             f"the description summary of {item.kind} {item.name!r}", self.max_retries,
-            self.retry_base_delay, self._sleep, logger)
+            self.retry_base_delay, self._sleep, logger, self.timeout)
         text = " ".join(answer.text.split())
         return (text if answer.error is None and text else joined(item.descriptions),
                 answer.attempts)

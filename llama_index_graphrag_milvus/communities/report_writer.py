@@ -40,7 +40,12 @@ from llama_index_graphrag_milvus.llm import (
 )
 from llama_index_graphrag_milvus.parsing import find_json, strip_echo
 from llama_index_graphrag_milvus.records import Community, CommunityReport, Finding
-from llama_index_graphrag_milvus.validation import check_instance, check_int, check_number
+from llama_index_graphrag_milvus.validation import (
+    check_instance,
+    check_int,
+    check_number,
+    check_optional_number,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -319,6 +324,9 @@ class CommunityReporter:
         num_workers: LLM calls in flight at most.
         max_retries: retries of a failed call; ``retry_base_delay`` seconds before the
             first, doubled after.
+        timeout: seconds to wait for each LLM call (reports and description summaries); a
+            call past it fails like an error (retried, then the fallback). ``None``
+            (default) waits as long as the LLM client does.
         sleep: the async sleep of the backoff (tests pass a recorder).
 
     Example::
@@ -330,7 +338,7 @@ class CommunityReporter:
     def __init__(self, llm: LLM, report_prompt: BasePromptTemplate = DEFAULT_REPORT_PROMPT,
                  max_input_tokens: int = DEFAULT_MAX_INPUT_TOKENS, num_workers: int = 4,
                  max_retries: int = 3, retry_base_delay: float = 1.0,
-                 sleep: Sleep | None = None) -> None:
+                 sleep: Sleep | None = None, timeout: float | None = None) -> None:
         check_instance("llm", llm, LLM, "a LlamaIndex LLM")
         check_int("num_workers", num_workers)
         check_int("max_retries", max_retries, minimum=0)
@@ -343,6 +351,8 @@ class CommunityReporter:
         self.retry_base_delay = float(retry_base_delay)
         self.sleep = sleep
         """The async sleep of the retry backoff (``None``: ``asyncio.sleep``)."""
+        self.timeout = check_optional_number("timeout", timeout, low=0, low_open=True,
+                                             hint="seconds")
 
     @property
     def model(self) -> str:
@@ -355,7 +365,7 @@ class CommunityReporter:
                    progress: tqdm) -> ReportOutcome:
         answer = await call_with_retries(
             lambda: predict(context), f"the report of community {context.community.id}",
-            self.max_retries, self.retry_base_delay, self.sleep, logger)
+            self.max_retries, self.retry_base_delay, self.sleep, logger, self.timeout)
         progress.update(1)
         if answer.error is not None:
             return ReportOutcome(extractive_report(data), answer.error, answer.attempts)

@@ -168,7 +168,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
             a recorder).
         **kwargs: the fields (``extract_prompt``, ``describe``, ``entity_types``,
             ``max_triplets_per_chunk``, ``num_workers``, ``max_retries``,
-            ``retry_base_delay``).
+            ``retry_base_delay``, ``timeout``).
 
     Raises:
         InvalidInputError: ``entity_types`` is a string, empty, or holds a blank or
@@ -218,6 +218,12 @@ class TripletExtractor(TransformComponent, PromptMixin):
         default=1.0, ge=0.0, description="Seconds before the first retry; doubled at each "
         "further retry."
     )
+    timeout: float | None = Field(
+        default=None, gt=0.0, description="Seconds to wait for each LLM call; a call past "
+        "it fails like an error (retried, then the passage is recorded as failed). None "
+        "(default) waits as long as the LLM client does. A sync call given up is left to "
+        "finish in its thread."
+    )
     _cache: ExtractionCache | None = PrivateAttr(default=None)
     _sleep: Sleep | None = PrivateAttr(default=None)  # None: asyncio.sleep
 
@@ -232,6 +238,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
         with pydantic_arguments("TripletExtractor",
                                 "max_triplets_per_chunk and num_workers are integers > 0, "
                                 "max_retries an integer >= 0, retry_base_delay seconds >= 0, "
+                                "timeout seconds > 0 or None, "
                                 "extract_prompt a PromptTemplate."):
             super().__init__(**kwargs)
         if self.describe and not prompt_given:
@@ -313,7 +320,7 @@ class TripletExtractor(TransformComponent, PromptMixin):
                                     io: _Io) -> Outcome:
         answer = await call_with_retries(
             lambda: io.predict(prompt_kwargs), f"triplet extraction of node {node_ids}",
-            self.max_retries, self.retry_base_delay, self._sleep, logger)
+            self.max_retries, self.retry_base_delay, self._sleep, logger, self.timeout)
         if answer.error is not None:
             return Outcome(no_extraction(), answer.error, answer.attempts)
         # an answer that repeats the prompt first (some completion endpoints, core's

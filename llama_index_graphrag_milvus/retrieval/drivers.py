@@ -44,6 +44,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseNode
 
+from llama_index_graphrag_milvus.llm import within, within_thread
 from llama_index_graphrag_milvus.parsing import strip_echo
 from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.requests import (
@@ -151,6 +152,9 @@ class DriverContext:
     embed_model: BaseEmbedding
     llm: LLM | None = None
     ner_prompt: BasePromptTemplate = field(default_factory=lambda: DEFAULT_NER_PROMPT)
+    ner_timeout: float | None = None
+    """Seconds the query NER's LLM call is waited for; past it the query goes on without
+    its names (as when the call fails). ``None`` waits as long as the LLM client does."""
     searches: SearchSettings = field(default_factory=SearchSettings)
     graph: GraphMode = GraphMode.MEMORY
     """``MEMORY`` or ``MILVUS`` (an index's ``"auto"`` is resolved before a query)."""
@@ -221,22 +225,18 @@ def steps(kind: type[Request[A]], plan: Callable[[DriverContext, Any], Plan[A]]
 def _ner(context: DriverContext, request: Ner) -> list[str]:
     if context.llm is None:
         return []
-    try:
-        raw: str | BaseException = context.llm.predict(context.ner_prompt,
-                                                       query_str=request.query)
-    except Exception as exc:  # NER is an optional refinement: fall back, never fail
-        raw = exc
+    llm, prompt = context.llm, context.ner_prompt
+    # NER is an optional refinement: a failure or no answer in time falls back, never fails
+    raw = within_thread(lambda: llm.predict(prompt, query_str=request.query),
+                        context.ner_timeout)
     return _ner_names(context, request, raw)
 
 
 async def _aner(context: DriverContext, request: Ner) -> list[str]:
     if context.llm is None:
         return []
-    try:
-        raw: str | BaseException = await context.llm.apredict(context.ner_prompt,
-                                                              query_str=request.query)
-    except Exception as exc:  # NER is an optional refinement: fall back, never fail
-        raw = exc
+    raw = await within(context.llm.apredict(context.ner_prompt, query_str=request.query),
+                       context.ner_timeout)
     return _ner_names(context, request, raw)
 
 

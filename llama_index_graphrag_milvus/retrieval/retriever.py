@@ -63,7 +63,7 @@ from llama_index_graphrag_milvus.retrieval.threads import (
     MAX_BLAS_THREADS,
     PROCESS_BLAS,
 )
-from llama_index_graphrag_milvus.validation import check_instance, check_int
+from llama_index_graphrag_milvus.validation import check_instance, check_int, check_optional_number
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.explain import Explanation, Trace
@@ -174,6 +174,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             :mod:`~.threads`). Like ``OPENBLAS_NUM_THREADS``, which when set in the
             environment is kept. ``None`` leaves the threads alone.
         ner_prompt: prompt with ``{query_str}`` that asks for ``{"named_entities": [...]}``.
+        ner_timeout: seconds to wait for the query NER's LLM call (with ``llm``); past it
+            the query goes on without the names, as when the call fails (a warning). Default
+            ``None``: as long as the LLM client waits. A sync call given up is left to
+            finish in its thread.
         passage_scoring: the former name of ``method`` (deprecated).
         **method_settings: the deprecated keyword form of the built-in methods' settings
             (``hops``, ``max_bridges``, ``ppr_damping``...: see
@@ -210,6 +214,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         memory_search_max_floats: int = MEMORY_SEARCH_MAX_FLOATS,
         blas_threads: int | None = DEFAULT_BLAS_THREADS,
         ner_prompt: BasePromptTemplate | None = None,
+        ner_timeout: float | None = None,
         callback_manager: CallbackManager | None = None,
         verbose: bool = False,
         passage_scoring: RetrievalMethod | PassageScoring | str | None = None,
@@ -238,6 +243,8 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._index = index
         self._llm = llm
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
+        self._ner_timeout = check_optional_number("ner_timeout", ner_timeout, low=0,
+                                                  low_open=True, hint="seconds")
         self._filters = filters
         self._where = to_milvus_expression(filters) if filters is not None else ""
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -295,6 +302,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         """One query's context; with ``filters``, a fresh scope (what the query learns of
         which passages match is its own)."""
         return DriverContext.of(self._index, llm=self._llm, ner_prompt=self._ner_prompt,
+                                ner_timeout=self._ner_timeout,
                                 searches=self._searches, graph=GraphMode(graph),
                                 scope=Scope(self._where, pinned_tenants(
                                     self._filters, self._index.store.tenant_key))

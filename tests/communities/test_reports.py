@@ -3,9 +3,16 @@ extractive report: pure, no Milvus."""
 
 from __future__ import annotations
 
+import asyncio
+
 import pytest
 from llama_index.core.utils import get_tokenizer
+from tqdm import tqdm
 
+from llama_index_graphrag_milvus.communities.descriptions import (
+    DescriptionSummarizer,
+    MergedDescription,
+)
 from llama_index_graphrag_milvus.communities.report_writer import (
     DEFAULT_REPORT_PROMPT,
     CommunityData,
@@ -16,7 +23,7 @@ from llama_index_graphrag_milvus.communities.report_writer import (
 )
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.records import Community
-from tests.support.fakes import ScriptedLLM
+from tests.support.fakes import HangingLLM, ScriptedLLM
 
 
 def data(prefix: str, size: int, level: int = 0, children: tuple[str, ...] = ()
@@ -107,6 +114,45 @@ def test_reporter_and_builder_arguments_are_checked() -> None:
         CommunityReporter(ScriptedLLM(["x"]), num_workers=0)
     with pytest.raises(InvalidInputError, match="retry_base_delay"):
         CommunityReporter(ScriptedLLM(["x"]), retry_base_delay=float("inf"))
+
+
+REPORT = '{"title": "A report", "summary": "Written by the LLM.", "rating": 5}'
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_report_call_past_the_timeout_gets_the_extractive_report(
+        use_async: bool) -> None:
+    slow, fast = data("s", 4), data("f", 4)
+    llm = HangingLLM(lambda prompt: REPORT, hang_on="Entity s number 0")
+    reporter = CommunityReporter(llm, timeout=0.2, max_retries=0)
+    items = [(reporter.contexts.build(d), d) for d in (slow, fast)]
+    try:
+        with tqdm(disable=True) as progress:
+            outcomes = await (reporter.awrite(items, progress) if use_async
+                              else asyncio.to_thread(reporter.write, items, progress))
+        finished_before_release = llm.finished
+    finally:
+        llm.release()
+    assert outcomes[0].report == extractive_report(slow)
+    assert outcomes[0].error == "NoAnswer: no answer within 0.2 s"
+    assert outcomes[1].error is None and outcomes[1].report.title == "A report"
+    assert llm.hung == 1 and finished_before_release == 0
+
+
+def test_a_description_summary_past_the_timeout_keeps_the_joined_descriptions() -> None:
+    items = [MergedDescription("e1", "entity", "Basel", descriptions=["A city.", "On the Rhine."]),
+             MergedDescription("e2", "entity", "Euler", descriptions=["A mathematician.",
+                                                                     "Born in Basel."])]
+    llm = HangingLLM(lambda prompt: "A summary.", hang_on="same entity, Basel,")
+    summarizer = DescriptionSummarizer(llm, timeout=0.2, max_retries=0)
+    summaries, calls = summarizer.summarize(items)
+    assert summaries == ["On the Rhine. A city.", "A summary."] and calls == 2
+    assert llm.hung == 1
+
+
+def test_reporter_timeout_must_be_positive_seconds() -> None:
+    with pytest.raises(InvalidInputError, match="timeout must be None or a finite number > 0"):
+        CommunityReporter(ScriptedLLM(["x"]), timeout=0)
 
 
 def test_cache_key_follows_the_context_the_prompt_and_the_model() -> None:

@@ -35,7 +35,7 @@ from llama_index_graphrag_milvus.extraction import (
 )
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.records import Triplet
-from tests.support.fakes import ScriptedLLM
+from tests.support.fakes import HangingLLM, ScriptedLLM
 
 EXTRACTION_LOGGER = "llama_index_graphrag_milvus.extraction"
 
@@ -290,6 +290,33 @@ async def test_llm_exception_on_one_node(use_async: bool,
     warnings = extraction_warnings(caplog)
     assert len(warnings) == 1
     assert "n2" in warnings[0] and "LLM unavailable" in warnings[0]
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_call_past_the_timeout_fails_its_passage_and_the_others_are_extracted(
+        use_async: bool) -> None:
+    llm = HangingLLM(fact_script, hang_on="Euler studied with Bernoulli")
+    extractor = TripletExtractor(llm=llm, timeout=0.2, max_retries=1, retry_base_delay=0.0)
+    nodes = make_text_nodes()
+    try:
+        report = await extractor.aextract(nodes) if use_async else extractor.extract(nodes)
+        finished_before_release = llm.finished
+    finally:
+        llm.release()
+    assert stored(nodes[0]) == as_lists(EULER)
+    assert stored(nodes[2]) == as_lists(*FACTS["Prussia"])
+    assert stored(nodes[1]) == []
+    assert nodes[1].metadata[EXTRACTION_ERROR_KEY] == "NoAnswer: no answer within 0.2 s"
+    assert report.failed_node_ids == ["n2"]
+    assert llm.hung == 2  # the attempt past the timeout was retried once
+    # the sync call returned while the given-up calls still hung in their threads
+    assert finished_before_release == 0
+
+
+def test_timeout_must_be_positive_seconds() -> None:
+    with pytest.raises(InvalidInputError, match="timeout: Input should be greater than 0"):
+        TripletExtractor(llm=ScriptedLLM([]), timeout=0)
+    assert TripletExtractor(llm=ScriptedLLM([])).timeout is None
 
 
 async def test_answer_without_json_leaves_node_empty(caplog: pytest.LogCaptureFixture) -> None:

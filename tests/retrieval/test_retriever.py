@@ -29,7 +29,7 @@ from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.retrieval.steps import parse_ner
 from tests.conftest import FAMILY
-from tests.support.fakes import ScriptedLLM
+from tests.support.fakes import HangingLLM, ScriptedLLM
 from tests.support.markers import LITE_ONLY
 
 # Parsing, argument checks and fallbacks do not depend on the backend: Lite only. The tests
@@ -170,6 +170,31 @@ def test_unusable_ner_falls_back_to_the_query_vector(shared_family_index: GraphR
         hits = khop(shared_family_index, llm=ScriptedLLM([answer])).retrieve(QUESTION)
     assert texts(hits) == expected
     assert "searching entities with the query vector" in caplog.text
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_an_ner_call_past_ner_timeout_falls_back_to_the_query_vector(
+        shared_family_index: GraphRAGIndex, caplog, use_async: bool) -> None:
+    expected = texts(khop(shared_family_index).retrieve(QUESTION))
+    llm = HangingLLM([], hang_on=QUESTION)
+    retriever = khop(shared_family_index, llm=llm, ner_timeout=0.2)
+    try:
+        with caplog.at_level(logging.WARNING):
+            hits = await (retriever.aretrieve(QUESTION) if use_async
+                          else asyncio.to_thread(retriever.retrieve, QUESTION))
+        finished_before_release = llm.finished
+    finally:
+        llm.release()
+    assert texts(hits) == expected
+    assert llm.hung == 1 and finished_before_release == 0
+    assert "query NER failed (NoAnswer('no answer within 0.2 s'))" in caplog.text
+
+
+@pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "soon"])
+def test_ner_timeout_must_be_positive_seconds(shared_family_index: GraphRAGIndex,
+                                              bad: object) -> None:
+    with pytest.raises(InvalidInputError, match="ner_timeout must be None or a finite number"):
+        shared_family_index.as_retriever(ner_timeout=bad)
 
 
 @LITE_ONLY

@@ -124,3 +124,46 @@ class ScriptedLLM(CustomLLM):
             yield CompletionResponse(text=text, delta=text)
 
         return gen()
+
+
+HANG_SECONDS = 30.0
+"""The longest a :class:`HangingLLM` call hangs: a test whose timeout did not work fails
+after this, instead of hanging the suite."""
+
+
+class HangingLLM(ScriptedLLM):
+    """A :class:`ScriptedLLM` that gives no answer to a prompt holding ``hang_on``: the
+    sync call blocks until :meth:`release` (at most :data:`HANG_SECONDS`), the async one
+    until its caller cancels it. ``hung`` counts those calls, ``finished`` the sync ones
+    that returned (late, with an empty list)."""
+
+    hang_on: str = ""
+    hung: int = 0
+    finished: int = 0
+    _released: threading.Event = PrivateAttr(default_factory=threading.Event)
+
+    def __init__(self, script: Script | list[Any], hang_on: str) -> None:
+        super().__init__(script)
+        self.hang_on = hang_on
+
+    def release(self) -> None:
+        """Let the blocked sync calls return."""
+        self._released.set()
+
+    def complete(self, prompt: str, formatted: bool = False, **kwargs: Any) -> CompletionResponse:
+        if self.hang_on not in prompt:
+            return super().complete(prompt, formatted, **kwargs)
+        with self._lock:
+            self.hung += 1
+        self._released.wait(HANG_SECONDS)
+        with self._lock:
+            self.finished += 1
+        return CompletionResponse(text="[]")
+
+    async def acomplete(self, prompt: str, formatted: bool = False,
+                        **kwargs: Any) -> CompletionResponse:
+        if self.hang_on not in prompt:
+            return await super().acomplete(prompt, formatted, **kwargs)
+        self.hung += 1
+        await asyncio.wait_for(asyncio.Event().wait(), HANG_SECONDS)
+        return CompletionResponse(text="[]")

@@ -60,7 +60,9 @@ class EmptyIndexError(GraphRAGError):
 class EmbeddingModelError(GraphRAGError, ValueError):
     """Raised when a reopened index is given an embedding model other than the one it was
     built with (its vectors differ from the recorded probe's), and
-    ``allow_embed_model_change`` is off.
+    ``allow_embed_model_change`` is off; or when the model returned what cannot be stored or
+    searched (another number of vectors than texts, vectors of different lengths, values
+    that are not numbers, NaN or infinite ones), checked before anything is written.
     """
 
 

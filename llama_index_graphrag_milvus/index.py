@@ -31,6 +31,7 @@ from llama_index_graphrag_milvus.communities.report_writer import (
     CommunityReporter,
     choose_reporter,
 )
+from llama_index_graphrag_milvus.embeddings import resolve_model
 from llama_index_graphrag_milvus.engines import chat_engine, query_engine
 from llama_index_graphrag_milvus.graph import DEFAULT_HUB_DEGREE, EntityRelationGraph
 from llama_index_graphrag_milvus.graph.leiden import LeidenConfig
@@ -92,8 +93,9 @@ class GraphRAGIndex(DocumentMaintenance):
         token: credentials for a server or Zilliz Cloud (``"user:password"`` or an API key).
         collection_prefix: names the three collections ``{prefix}_entities``,
             ``{prefix}_relations``, ``{prefix}_passages``.
-        embed_model: the embedding model; defaults to ``Settings.embed_model``. A reopened
-            index must use the model it was built with.
+        embed_model: the embedding model (or a name LlamaIndex resolves, such as
+            ``"local:BAAI/bge-small-en-v1.5"``); defaults to ``Settings.embed_model``. A
+            reopened index must use the model it was built with.
         consistency_level: Milvus consistency of the created collections (default
             ``"Strong"``: a query sees every write that finished before it).
         show_progress: progress bars while embedding and loading the graph.
@@ -163,7 +165,7 @@ class GraphRAGIndex(DocumentMaintenance):
         uri: str = "./graphrag.db",
         token: str = "",
         collection_prefix: str = "graphrag",
-        embed_model: BaseEmbedding | None = None,
+        embed_model: BaseEmbedding | str | None = None,
         consistency_level: str = "Strong",
         show_progress: bool = False,
         milvus_client_kwargs: dict[str, Any] | None = None,
@@ -186,11 +188,11 @@ class GraphRAGIndex(DocumentMaintenance):
             "graph_memory_budget", graph_memory_budget,
             hint="the bytes the in-memory graph may take with graph='auto'; "
                  "graph='milvus' serves the graph from Milvus whatever its size")
+        self.embed_model: BaseEmbedding = resolve_model(embed_model)
         self.store = MilvusGraphStore(uri, token=token, collection_prefix=collection_prefix,
                                       consistency_level=consistency_level,
                                       client_kwargs=milvus_client_kwargs,
                                       index_type=index_type, index_params=index_params)
-        self.embed_model: BaseEmbedding = embed_model or Settings.embed_model
         self.show_progress = show_progress
         self.hub_degree = hub_degree
         try:

@@ -120,6 +120,10 @@ class IndexCache:
         self._generations: dict[str, int] = dict.fromkeys(COPIES, 0)
         self.graph_written: str | None = None
         """The write token (``MilvusGraphStore.written_token``) the graph was read after."""
+        self.queries_apart: bool | None = None
+        """Whether the index's embedding model embeds a query otherwise than a passage
+        (:func:`~llama_index_graphrag_milvus.embeddings.queries_apart`), learnt by the
+        first query that embeds second queries; kept across writes."""
 
     # ------------------------------------------------------------------ the mechanics
 

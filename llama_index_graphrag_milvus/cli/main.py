@@ -41,6 +41,7 @@ from llama_index_graphrag_milvus.cli.common import (
 from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
 from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL, extractor, load_llm
 from llama_index_graphrag_milvus.errors import (
+    EmbeddingModelError,
     GraphRAGError,
     InvalidInputError,
     UnsplitTextWarning,
@@ -279,6 +280,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         elif not args.ask:
             say(f'\nNext: {PROG} {args.folder} --ask "your question"   or   '
                 f"{PROG} {args.folder} --explore")
+    except EmbeddingModelError as exc:  # its advice names the API's options
+        return fail(f"{exc} From this command: pass the --embed-model the index was built "
+                    "with, or another --collection-prefix (or --uri) for this model.")
     except GraphRAGError as exc:
         return fail(exc)
     except KeyboardInterrupt:

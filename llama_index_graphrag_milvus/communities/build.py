@@ -47,6 +47,7 @@ from llama_index_graphrag_milvus.communities.report_writer import (
     extractive_report,
     with_community,
 )
+from llama_index_graphrag_milvus.embeddings import embed_texts
 from llama_index_graphrag_milvus.errors import (
     CommunitiesNotBuiltError,
     EmptyIndexError,
@@ -371,8 +372,8 @@ def build_communities(store: MilvusGraphStore, graph: EntityRelationGraph,
                                                  seconds, show_progress)
     with timed_stage(seconds, "embed"):
         missing = [i for i in range(len(communities)) if i not in done.vectors]
-        vectors = embed_model.get_text_embedding_batch(
-            [done.reports[i].embedding_text() for i in missing], show_progress=show_progress)
+        vectors = embed_texts(embed_model, [done.reports[i].embedding_text() for i in missing],
+                              show_progress)
         for index, vector in zip(missing, vectors, strict=True):
             done.vectors[index] = np.asarray(vector, np.float32)
     with timed_stage(seconds, "write"):

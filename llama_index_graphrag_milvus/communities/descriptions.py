@@ -30,6 +30,7 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate, PromptTemplate
 from llama_index.core.schema import BaseNode
 
+from llama_index_graphrag_milvus.embeddings import embed_texts
 from llama_index_graphrag_milvus.extraction.described import descriptions_from_node
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.ids import clip_utf8, entity_id, stable_id
@@ -235,9 +236,8 @@ def build_descriptions(store: MilvusGraphStore, graph: EntityRelationGraph,
     vectors: list[Any] = [existing[k]["embedding"] if k in existing and existing[k]["source_hash"]
                == hashes[k] else None for k in keys]
     missing = [i for i, v in enumerate(vectors) if v is None]
-    new = embed_model.get_text_embedding_batch(
-        [f"{merged[keys[i]].name}: {texts[keys[i]]}" for i in missing],
-        show_progress=show_progress)
+    new = embed_texts(embed_model, [f"{merged[keys[i]].name}: {texts[keys[i]]}"
+                                    for i in missing], show_progress)
     for i, vector in zip(missing, new, strict=True):
         vectors[i] = vector
     rows = []

@@ -22,6 +22,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 
+from llama_index_graphrag_milvus.embeddings import check_vectors
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RETRIEVAL_KEYS, TRIPLETS_KEY
 from llama_index_graphrag_milvus.milvus.fulltext import check_analyzer, same_analyzer
@@ -96,7 +97,7 @@ class EmbedModelRecord:
     @classmethod
     def of(cls, model: BaseEmbedding) -> EmbedModelRecord:
         """Embed the probe text with ``model`` (one call) and describe it."""
-        vector = model.get_text_embedding(PROBE_TEXT)
+        vector = check_vectors([model.get_text_embedding(PROBE_TEXT)], 1, model)[0]
         return cls(type(model).__name__, str(getattr(model, "model_name", "")), len(vector),
                    tuple(round(float(x), 6) for x in vector[:PROBE_COMPONENTS]))
 
@@ -116,7 +117,9 @@ class EmbedModelRecord:
             return False
         a, b = np.asarray(self.probe), np.asarray(other.probe)
         norm = float(np.linalg.norm(a) * np.linalg.norm(b))
-        return norm > 0 and float(a @ b) / norm >= PROBE_MIN_COSINE
+        if norm == 0.0:  # a model may give the probe a zero vector: the same one, or not
+            return bool(np.array_equal(a, b))
+        return float(a @ b) / norm >= PROBE_MIN_COSINE
 
     def describe(self) -> str:
         return f"{self.class_name}(model_name={self.model_name!r}, dim={self.dim})"
@@ -159,8 +162,10 @@ def check_embed_model(stored: EmbedModelRecord, current: EmbedModelRecord, where
                         current.describe(), stored.describe(), where)
         return False
     if not allow_change:
+        now = ("now gives" if stored.describe() == current.describe()
+               else f"{current.describe()} gives")
         raise EmbeddingModelError(
-            f"{where} was built with {stored.describe()}, and {current.describe()} gives "
+            f"{where} was built with {stored.describe()}, and {now} "
             "different vectors: searches would compare vectors of two models and return "
             "noise. Pass the embedding model the index was built with, use a new "
             "collection_prefix for the new model, or, if the switch is deliberate (you "

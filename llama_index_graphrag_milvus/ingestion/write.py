@@ -21,7 +21,13 @@ from typing import Any
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode
 
-from llama_index_graphrag_milvus.errors import MilvusStoreError, UnsplitTextWarning, warn
+from llama_index_graphrag_milvus.embeddings import embed_texts
+from llama_index_graphrag_milvus.errors import (
+    EmbeddingModelError,
+    MilvusStoreError,
+    UnsplitTextWarning,
+    warn,
+)
 from llama_index_graphrag_milvus.extraction.extraction_report import EXTRACTION_ERROR_KEY
 from llama_index_graphrag_milvus.extraction.kinds import stronger_kind
 from llama_index_graphrag_milvus.ingestion.deletion import drop_stale_links
@@ -81,10 +87,21 @@ def _links(plan: IngestionPlan) -> dict[str, set[str]]:
     return links
 
 
-def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool
-           ) -> list[list[float]]:
-    return embed_model.get_text_embedding_batch(texts, show_progress=show_progress) if texts \
-        else []
+def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool,
+           store: MilvusGraphStore, dim: int | None = None) -> list[list[float]]:
+    """The vectors of ``texts``, checked (:func:`~llama_index_graphrag_milvus.embeddings.
+    check_vectors`) and of the index's dimension (or ``dim``, that of the passages of a
+    first write) before anything is written."""
+    vectors = embed_texts(embed_model, texts, show_progress)
+    if vectors:
+        if dim is not None and len(vectors[0]) != dim:
+            raise EmbeddingModelError(
+                f"the embedding model gave {dim}-dimensional vectors for passages and "
+                f"{len(vectors[0])}-dimensional ones for entity or relation texts: check the "
+                "model; nothing "
+                "was stored.")
+        store.check_dimension(len(vectors[0]), "the embedding model")
+    return vectors
 
 
 @dataclass
@@ -132,9 +149,8 @@ def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: Bas
     with timed("embed_passages"):
         passage_vectors = _embed(
             embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
-                          for p in plan.passages], show_progress)
-    if passage_vectors:
-        store.check_dimension(len(passage_vectors[0]), "the embedding model")
+                          for p in plan.passages], show_progress, store)
+    dim = len(passage_vectors[0]) if passage_vectors else None
     generation = store.gate.generation
     with timed("read_stored"):
         stored_entities, stored_relations = _read_stored(plan, store)
@@ -142,13 +158,13 @@ def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: Bas
     new_entities = [eid for eid in plan.entities if eid not in stored_entities]
     with timed("embed_entities"):
         vectors.update(zip(new_entities, _embed(
-            embed_model, [plan.entities[e] for e in new_entities], show_progress),
+            embed_model, [plan.entities[e] for e in new_entities], show_progress, store, dim),
             strict=True))
     new_relations = [rid for rid in plan.relations if rid not in stored_relations]
     with timed("embed_relations"):
         vectors.update(zip(new_relations, _embed(
             embed_model, [plan.relations[r].triplet.text for r in new_relations],
-            show_progress), strict=True))
+            show_progress, store, dim), strict=True))
     return PreparedWrite(plan, passage_vectors, vectors, stored_entities, stored_relations,
                          generation, seconds)
 

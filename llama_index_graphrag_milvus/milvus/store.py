@@ -463,14 +463,20 @@ class MilvusGraphStore(StoreReads, StoreWrites, QueryPath):
                                                     properties=dict(properties))
         self.properties.update(properties)
 
-    def check_dimension(self, dim: int, source: str) -> None:
+    def check_dimension(self, dim: int, source: str, given: bool = False) -> None:
         """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one
-        (and :class:`MilvusStoreError` if the store is closed: retrievers check this first)."""
+        (and :class:`MilvusStoreError` if the store is closed: retrievers check this first);
+        ``given``: the vector is the caller's (``QueryBundle.embedding``), not ``source``'s."""
         self._check_open()
         if self.dim is not None and dim != self.dim:
+            held = (f"the collections under prefix {self.prefix!r} at {self.uri!r} hold "
+                    f"{self.dim}-dimensional ones")
+            if given:
+                raise EmbeddingDimensionError(
+                    f"QueryBundle.embedding has {dim} dimensions, but {held}: set it to a "
+                    "vector of the index's embedding model, or leave it None.")
             raise EmbeddingDimensionError(
-                f"{source} gives {dim}-dimensional vectors, but the collections under prefix "
-                f"{self.prefix!r} at {self.uri!r} hold {self.dim}-dimensional ones. Use the "
+                f"{source} gives {dim}-dimensional vectors, but {held}. Use the "
                 "embedding model the index was built with, or a new collection_prefix."
             )
 

@@ -48,7 +48,7 @@ from llama_index_graphrag_milvus.retrieval.passages import (
     with_own_relations,
 )
 from llama_index_graphrag_milvus.retrieval.requests import (
-    EmbedTexts,
+    EmbedQueries,
     Plan,
     RankWords,
     Together,
@@ -418,7 +418,7 @@ class BridgeRetrieval(RetrievalMethod):
             unknown = []
         started = time.perf_counter()
         asked = tuple(second_query(query.text, b, self.bridge_query) for b in possible)
-        vectors = (yield from EmbedTexts(asked)) if asked else []
+        vectors = (yield from EmbedQueries(asked)) if asked else []
         timings = {"second_query_embedding": time.perf_counter() - started}
         texts = (query.text, *asked) if self.match_words else ()
         read, (ranked, worded) = yield from side_by_side(

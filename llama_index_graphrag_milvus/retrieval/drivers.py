@@ -44,10 +44,19 @@ from llama_index.core.llms.llm import LLM
 from llama_index.core.prompts import BasePromptTemplate
 from llama_index.core.schema import BaseNode
 
+from llama_index_graphrag_milvus.embeddings import (
+    aembed_queries,
+    aembed_texts,
+    aqueries_apart,
+    embed_queries,
+    embed_texts,
+    queries_apart,
+)
 from llama_index_graphrag_milvus.llm import within, within_thread
 from llama_index_graphrag_milvus.parsing import strip_echo
 from llama_index_graphrag_milvus.records import EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.requests import (
+    EmbedQueries,
     EmbedTexts,
     GetEntityNames,
     GetPassages,
@@ -249,16 +258,31 @@ def _ner_names(context: DriverContext, request: Ner, raw: str | BaseException) -
 
 
 def _embed(context: DriverContext, request: EmbedTexts) -> list[list[float]]:
-    return context.embed_model.get_text_embedding_batch(list(request.texts))
+    return embed_texts(context.embed_model, request.texts)
 
 
 async def _aembed(context: DriverContext, request: EmbedTexts) -> list[list[float]]:
-    return await context.embed_model.aget_text_embedding_batch(list(request.texts))
+    return await aembed_texts(context.embed_model, request.texts)
+
+
+def _embed_queries(context: DriverContext, request: EmbedQueries) -> list[list[float]]:
+    model, cache = context.embed_model, context.cache
+    if cache.queries_apart is None:  # learnt once per index
+        cache.queries_apart = queries_apart(model)
+    return embed_queries(model, request.texts, cache.queries_apart)
+
+
+async def _aembed_queries(context: DriverContext, request: EmbedQueries) -> list[list[float]]:
+    model, cache = context.embed_model, context.cache
+    if cache.queries_apart is None:
+        cache.queries_apart = await aqueries_apart(model)
+    return await aembed_queries(model, request.texts, cache.queries_apart)
 
 
 MODEL_HANDLERS: Handlers = dict([
     handler(Ner, _ner, _aner),
     handler(EmbedTexts, _embed, _aembed),
+    handler(EmbedQueries, _embed_queries, _aembed_queries),
 ])
 """Answered by the query NER's LLM and the index's embedding model."""
 

@@ -112,8 +112,9 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             vector_store_kwargs=store_kwargs, **kwargs)
 
     def _checked(self, query_bundle: QueryBundle, vector: list[float]) -> QueryBundle:
+        given = given_vector(query_bundle) is not None
         vector = check_vector(vector)
-        self._graph_store.check_dimension(len(vector), "the embedding model")
+        self._graph_store.check_dimension(len(vector), "the embedding model", given)
         query_bundle.embedding = vector
         return query_bundle
 

@@ -272,7 +272,16 @@ class Ner(Request[list[str]]):
 
 @dataclass(frozen=True)
 class EmbedTexts(Request[list[list[float]]]):
-    """Embeddings of ``texts``, in one batch of the index's embedding model."""
+    """Embeddings of ``texts``, in one batch of the index's embedding model (passage side:
+    names matched to the stored entity names)."""
+
+    texts: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class EmbedQueries(Request[list[list[float]]]):
+    """Embeddings of ``texts`` as queries (questions searched against the passages), in one
+    batch when the model embeds queries as passages (see :mod:`~.embeddings`)."""
 
     texts: tuple[str, ...]
 

@@ -289,9 +289,9 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         return query
 
     def _context(self, query: str, vector: list[float], query_bundle: QueryBundle,
-                 embedding_s: float, trace: Trace | None) -> QueryContext:
+                 embedding_s: float, trace: Trace | None, given: bool) -> QueryContext:
         vector = check_vector(vector)
-        self._index.store.check_dimension(len(vector), "the embedding model")
+        self._index.store.check_dimension(len(vector), "the embedding model", given)
         query_bundle.embedding = vector  # other retrievers of a fusion reuse it
         if trace is not None:
             trace.on_query_embedding(embedding_s)
@@ -318,8 +318,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         text = self._prepared(bundle)
         PROCESS_BLAS.limit(self._blas_threads)
         started = time.perf_counter()
-        vector = given_vector(bundle) or self._index.embed_model.get_query_embedding(text)
-        context = self._context(text, vector, bundle, time.perf_counter() - started, trace)
+        given = given_vector(bundle)
+        vector = given or self._index.embed_model.get_query_embedding(text)
+        context = self._context(text, vector, bundle, time.perf_counter() - started, trace,
+                                given is not None)
         return SyncDriver(self._driver_context(self._index.graph_mode)).run(plan(context))
 
     async def arun(self, query: str | QueryBundle, plan: Callable[[QueryContext], Plan[T]],
@@ -329,9 +331,10 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         text = self._prepared(bundle)
         PROCESS_BLAS.limit(self._blas_threads)
         started = time.perf_counter()
-        vector = (given_vector(bundle)
-                  or await self._index.embed_model.aget_query_embedding(text))
-        context = self._context(text, vector, bundle, time.perf_counter() - started, trace)
+        given = given_vector(bundle)
+        vector = given or await self._index.embed_model.aget_query_embedding(text)
+        context = self._context(text, vector, bundle, time.perf_counter() - started, trace,
+                                given is not None)
         driver = AsyncDriver(self._driver_context(await self._index.aget_graph_mode()))
         return await driver.run(plan(context))
 
@@ -382,6 +385,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             "blas_threads": self._blas_threads,
             "similarity_top_k": self._similarity_top_k,
             "ner": self._llm is not None,
+            "ner_timeout": self._ner_timeout,
             "filters": self._where,
             "passage_scoring": self._method.name,
             **self._method.describe(),

@@ -84,6 +84,10 @@ def check_query(query_bundle: QueryBundle) -> str:
     return query.strip()
 
 
+FLOAT32_MAX = 3.4028234663852886e38
+"""The largest 32-bit float: Milvus stores and searches vectors as such."""
+
+
 def check_vector(vector: Any) -> list[float]:
     """The query vector as floats; :class:`InvalidInputError` unless it is a sequence of
     finite numbers (a ``QueryBundle.embedding`` given by the caller, or a broken model's)."""
@@ -93,10 +97,11 @@ def check_vector(vector: Any) -> list[float]:
         raise InvalidInputError(
             f"the query vector must be a list of numbers, got {str(vector)[:80]}; set "
             "QueryBundle.embedding to the embedding model's vector, or leave it None.") from exc
-    if not all(math.isfinite(x) for x in values):
+    if not all(math.isfinite(x) and abs(x) <= FLOAT32_MAX for x in values):
         raise InvalidInputError(
-            "the query vector holds NaN or infinite values; set QueryBundle.embedding to the "
-            "embedding model's vector, or leave it None (check the embedding model).")
+            "the query vector holds NaN or infinite values (or values past a 32-bit float's "
+            "range, as Milvus searches); set QueryBundle.embedding to the embedding model's "
+            "vector, or leave it None (check the embedding model).")
     return values
 
 

@@ -1,0 +1,195 @@
+"""How the package calls the embedding model: every batch checked, queries on their side.
+
+An embedding model is the user's: a local model, an API, a wrapper of their own. What it
+returns is checked before anything is written or searched (:func:`check_vectors`): one vector
+per text, all of one length, finite numbers also once stored as Milvus's 32-bit floats. A
+model that breaks this gets an :class:`~llama_index_graphrag_milvus.errors.
+EmbeddingModelError` naming it, and nothing is stored: a NaN stored in an entity's vector
+would stay there (later writes reuse stored vectors) and blank every search it meets.
+
+Some models embed a question differently from a passage (BGE's and E5's query instructions,
+``input_type`` of Cohere or Voyage). The question is embedded as a query by LlamaIndex; the
+second queries the bridge method writes are questions too, so they are embedded as queries
+when the model tells the two apart (:func:`queries_apart`, probed once per index), and in one
+batch of texts when it does not (the same vectors, one call).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.embeddings.utils import resolve_embed_model
+from llama_index.core.settings import Settings
+
+from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
+
+SIDES_PROBE = "Which mathematician studied with Johann Bernoulli in Basel?"
+"""The text embedded as a query and as a passage to learn whether a model tells them apart."""
+SAME_SIDE_COSINE = 0.9999
+"""A query vector at least this similar to the passage vector of the same text: one side."""
+
+
+def resolve_model(embed_model: Any) -> BaseEmbedding:
+    """An index's embedding model: ``embed_model`` itself, what LlamaIndex makes of a name
+    (``"local:BAAI/bge-small-en-v1.5"``, ``"default"``) or of a LangChain model, or
+    ``Settings.embed_model`` when it is ``None``.
+
+    Raises:
+        InvalidInputError: no model given and LlamaIndex's default (OpenAI) cannot be
+            loaded, or something that is not an embedding model.
+
+    >>> from llama_index.core.embeddings import MockEmbedding
+    >>> resolve_model(MockEmbedding(embed_dim=4)).embed_dim
+    4
+    >>> resolve_model(42)
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: embed_model must be a LlamaIndex embedding model (a BaseEmbedding, such as HuggingFaceEmbedding(model_name=...)) or a name LlamaIndex resolves ("local:<model name>"), got int 42
+    """  # noqa: E501
+    if embed_model is None:
+        try:
+            return Settings.embed_model
+        except (ImportError, ValueError) as exc:
+            raise InvalidInputError(
+                "no embedding model: pass embed_model=... (any LlamaIndex BaseEmbedding, such "
+                "as HuggingFaceEmbedding(model_name=...)) or set Settings.embed_model; "
+                f"LlamaIndex's default, OpenAI, could not be loaded: {exc}") from exc
+    if not isinstance(embed_model, BaseEmbedding):
+        try:  # a name, a LangChain model: core's resolution (it asserts a BaseEmbedding)
+            embed_model = resolve_embed_model(embed_model)
+        except AssertionError:
+            pass
+        except ValueError as exc:  # a name core does not know
+            raise InvalidInputError(f"embed_model {embed_model!r}: {exc}") from exc
+    if not isinstance(embed_model, BaseEmbedding):
+        raise InvalidInputError(
+            "embed_model must be a LlamaIndex embedding model (a BaseEmbedding, such as "
+            'HuggingFaceEmbedding(model_name=...)) or a name LlamaIndex resolves ("local:'
+            f'<model name>"), got {type(embed_model).__name__} {str(embed_model)[:80]}')
+    return embed_model
+
+
+def model_name(model: Any) -> str:
+    """The embedding model as an error names it: its class and ``model_name``.
+
+    >>> from llama_index.core.embeddings import MockEmbedding
+    >>> model_name(MockEmbedding(embed_dim=4))
+    "MockEmbedding 'unknown'"
+    """
+    return f"{type(model).__name__} {getattr(model, 'model_name', None)!r}"
+
+
+def check_vectors(vectors: Any, count: int, model: Any) -> list[list[float]]:
+    """The ``count`` vectors ``model`` returned for ``count`` texts, as lists of floats.
+
+    Raises:
+        EmbeddingModelError: another number of vectors than texts, vectors of different
+            lengths or of none, values that are not numbers, or NaN or infinite ones (a
+            value beyond a 32-bit float's range included: Milvus stores them as such).
+
+    >>> check_vectors([[1, 0.5]], 1, None)
+    [[1.0, 0.5]]
+    >>> check_vectors([[1.0, float("nan")]], 1, None)
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.EmbeddingModelError: the embedding model (NoneType None) returned NaN or infinite values (text 1 of 1): check the model (a NaN often comes from an empty or over-long text, or from a half-precision overflow); nothing was stored or searched.
+    """  # noqa: E501
+    fix = "nothing was stored or searched."
+    try:
+        rows = list(vectors)
+    except TypeError:
+        rows = None
+    if rows is None or len(rows) != count:
+        got = "no list" if rows is None else f"{len(rows)} vectors"
+        raise EmbeddingModelError(f"the embedding model ({model_name(model)}) returned {got} "
+                                  f"for {count} texts: check the model; {fix}")
+    if not rows:
+        return []
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            array = np.asarray(rows, dtype=np.float64)
+            stored = array.astype(np.float32)
+    except (TypeError, ValueError) as exc:
+        lengths = sorted({len(r) for r in rows if hasattr(r, "__len__")})
+        what = (f"vectors of different lengths ({', '.join(map(str, lengths[:4]))})"
+                if len(lengths) > 1 else "values that are not numbers")
+        raise EmbeddingModelError(f"the embedding model ({model_name(model)}) returned "
+                                  f"{what}: check the model; {fix}") from exc
+    if array.ndim != 2 or array.shape[1] == 0:
+        raise EmbeddingModelError(f"the embedding model ({model_name(model)}) returned "
+                                  f"empty vectors or no vectors of numbers: check the model; "
+                                  f"{fix}")
+    finite = np.isfinite(stored).all(axis=1)
+    if not finite.all():
+        first = int(np.flatnonzero(~finite)[0])
+        raise EmbeddingModelError(
+            f"the embedding model ({model_name(model)}) returned NaN or infinite values (text "
+            f"{first + 1} of {count}): check the model (a NaN often comes from an empty or "
+            f"over-long text, or from a half-precision overflow); {fix}")
+    return array.tolist()
+
+
+def embed_texts(model: BaseEmbedding, texts: Sequence[str], show_progress: bool = False
+                ) -> list[list[float]]:
+    """The passage-side vectors of ``texts``, one batch call, checked."""
+    if not texts:
+        return []
+    return check_vectors(model.get_text_embedding_batch(list(texts),
+                                                        show_progress=show_progress),
+                         len(texts), model)
+
+
+async def aembed_texts(model: BaseEmbedding, texts: Sequence[str]) -> list[list[float]]:
+    """:func:`embed_texts` through the model's async API."""
+    if not texts:
+        return []
+    return check_vectors(await model.aget_text_embedding_batch(list(texts)), len(texts),
+                         model)
+
+
+def _apart(query: Any, text: Any, model: BaseEmbedding) -> bool:
+    q, t = (np.asarray(v, np.float64) for v in check_vectors([query, text], 2, model))
+    norms = float(np.linalg.norm(q) * np.linalg.norm(t))
+    return (norms == 0.0 and not np.array_equal(q, t)) or \
+        (norms > 0.0 and float(q @ t) / norms < SAME_SIDE_COSINE)
+
+
+def queries_apart(model: BaseEmbedding) -> bool:
+    """Whether ``model`` embeds a text as a query otherwise than as a passage (two calls,
+    on :data:`SIDES_PROBE`).
+
+    >>> from llama_index.core.embeddings import MockEmbedding
+    >>> queries_apart(MockEmbedding(embed_dim=4))
+    False
+    """
+    return _apart(model.get_query_embedding(SIDES_PROBE),
+                  model.get_text_embedding(SIDES_PROBE), model)
+
+
+async def aqueries_apart(model: BaseEmbedding) -> bool:
+    """:func:`queries_apart` through the model's async API."""
+    query, text = await asyncio.gather(model.aget_query_embedding(SIDES_PROBE),
+                                       model.aget_text_embedding(SIDES_PROBE))
+    return _apart(query, text, model)
+
+
+def embed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
+                  ) -> list[list[float]]:
+    """The query-side vectors of ``texts``: one call per text when the model embeds queries
+    apart (``apart``, from :func:`queries_apart`), else one batch of texts; checked."""
+    if not apart:
+        return embed_texts(model, texts)
+    return check_vectors([model.get_query_embedding(t) for t in texts], len(texts), model)
+
+
+async def aembed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
+                         ) -> list[list[float]]:
+    """:func:`embed_queries` through the model's async API (the calls side by side)."""
+    if not apart:
+        return await aembed_texts(model, texts)
+    vectors = await asyncio.gather(*(model.aget_query_embedding(t) for t in texts))
+    return check_vectors(vectors, len(texts), model)

@@ -5,6 +5,7 @@ never a duplicate, and an interrupted ingestion can simply be run again."""
 from __future__ import annotations
 
 import hashlib
+import unicodedata
 
 
 def clean_text(text: str) -> str:
@@ -14,12 +15,22 @@ def clean_text(text: str) -> str:
 
 
 def normalize_name(text: str) -> str:
-    """The identity of an entity name: case-folded, whitespace collapsed.
+    """The identity of an entity name: whitespace collapsed, case-folded, in Unicode's
+    compatibility-composed form (NFKC), so that a name written decomposed (a file saved on
+    macOS: "Ju\u0308rgen"), in full-width letters ("Ｅｕｌｅｒ") or half-width kana names
+    the same entity as its usual form; a capital dotted I folds to "i" ("İstanbul" is
+    "istanbul", as "ISTANBUL" is).
 
-    >>> normalize_name("  Leonhard   EULER ")
-    'leonhard euler'
+    >>> normalize_name("  Leonhard   EULER "), normalize_name("Ｅｕｌｅｒ")
+    ('leonhard euler', 'euler')
+    >>> normalize_name("Ju\u0308rgen") == normalize_name("Jürgen") == "jürgen"
+    True
     """
-    return clean_text(text).casefold()
+    text = clean_text(text)
+    if text.isascii():
+        return text.lower()
+    folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
+    return folded.replace("i\u0307", "i")
 
 
 

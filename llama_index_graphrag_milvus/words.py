@@ -23,7 +23,46 @@ import unicodedata
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-_WORD = re.compile(r"\w+")
+
+def _mark_ranges() -> str:
+    r"""A regular-expression class body of Unicode's combining marks (categories Mn, Mc,
+    Me), which ``\w`` does not match: the vowel signs of Devanagari and Thai, a decomposed
+    accent."""
+    marks = [c for c in (*range(0x20000), *range(0xE0100, 0xE01F0))
+             if unicodedata.category(chr(c))[0] == "M"]
+    ranges: list[list[int]] = []
+    for c in marks:
+        if ranges and c == ranges[-1][1] + 1:
+            ranges[-1][1] = c
+        else:
+            ranges.append([c, c])
+    return "".join(re.escape(chr(a)) + (f"-{re.escape(chr(b))}" if b > a else "")
+                   for a, b in ranges)
+
+
+_MARKS = _mark_ranges()
+_ASCII_WORD = re.compile(r"\w+")
+WORD = re.compile(rf"\w+(?:[{_MARKS}]+\w*)*|[{_MARKS}]+\w*(?:[{_MARKS}]+\w*)*")
+r"""A word: a run of ``\w`` characters and combining marks ("राहुल", "ทักษิณ", a decomposed
+"Jürgen" are one word each; ``\w+`` alone cuts them at every vowel sign or accent)."""
+LETTER = re.compile(rf"[{_MARKS}]*\w[{_MARKS}]*")
+r"""A ``\w`` character with the combining marks around it: the unit of scripts compared by
+characters (a Thai consonant with its vowel and tone marks)."""
+
+
+def word_pattern(text: str) -> re.Pattern[str]:
+    r""":data:`WORD`, or for an ASCII text the faster ``\w+`` (the same words there)."""
+    return _ASCII_WORD if text.isascii() else WORD
+
+
+def words_of(text: str) -> list[str]:
+    """The words of ``text`` (:data:`WORD`).
+
+    >>> words_of("राहुल शर्मा के शिक्षक"), words_of("Euler's teacher")
+    (['राहुल', 'शर्मा', 'के', 'शिक्षक'], ['Euler', 's', 'teacher'])
+    """
+    return word_pattern(text).findall(text)
+
 STOP_WORDS = frozenset(
     "a an the of in on at to for and or by with from as is was were be been s what which "
     "who whom whose when where why how did does do".split())
@@ -65,7 +104,7 @@ def function_words(text: str) -> frozenset[str]:
     >>> "il" in function_words("Who is the wife of Kim Jong-il?")
     False
     """
-    words = set(_WORD.findall(fold(text)))
+    words = set(words_of(fold(text)))
     english = len(words & STOP_WORDS)
     found = [lang for lang in FUNCTION_WORDS.values()  # English's own ("as") are no sign
              if len(words & (lang - STOP_WORDS)) >= max(LANGUAGE_MIN_WORDS, english + 1)]
@@ -84,15 +123,32 @@ _UNSPACED_RUN = re.compile(f"{_UNSPACED.pattern}+(?:[\u00b7\u2027\uff65]{_UNSPAC
 """A run of unspaced characters, middle dots between them kept ("约翰·伯努利" is one name)."""
 
 
+def _accented(base: str) -> bool:
+    """Whether the marks on ``base`` are accents :func:`fold` removes: on Latin, Greek and
+    Cyrillic letters (and their extended blocks, Vietnamese included), not on the scripts
+    whose marks are vowels (Devanagari, Thai, Hebrew points, Arabic harakat...)."""
+    return base < "\u0530" or "\u1e00" <= base <= "\u1fff"
+
+
 def fold(text: str) -> str:
     """``text`` case-folded and without accents, so that "Aschenbrodel" names
-    "Aschenbrödel".
+    "Aschenbrödel"; the marks of scripts whose marks are vowels are kept ("राहुल" stays
+    itself, not "रहल").
 
-    >>> fold("Aschenbrödel Café")
-    'aschenbrodel cafe'
+    >>> fold("Aschenbrödel Café"), fold("राहुल") == "राहुल"
+    ('aschenbrodel cafe', True)
     """
-    decomposed = unicodedata.normalize("NFKD", text.casefold())
-    return "".join(c for c in decomposed if not unicodedata.combining(c))
+    if text.isascii():
+        return text.lower()
+    kept: list[str] = []
+    drop_marks = False
+    for c in unicodedata.normalize("NFKD", text.casefold()):
+        if not unicodedata.combining(c):
+            drop_marks = _accented(c)
+            kept.append(c)
+        elif not drop_marks:
+            kept.append(c)
+    return "".join(kept)
 
 
 def fold_unspaced(text: str) -> str:
@@ -144,7 +200,7 @@ def content_words(text: str) -> Words:
     ['euler', 'make', 'son', 'teacher']
     """
     stop = function_words(text)
-    return Words(frozenset(w for w in _WORD.findall(fold(text)) if w not in stop),
+    return Words(frozenset(w for w in words_of(fold(text)) if w not in stop),
                  fold_unspaced(text), stop)
 
 
@@ -158,8 +214,8 @@ def name_units(name: str, stop: frozenset[str] = STOP_WORDS) -> list[str]:
     >>> name_units("レオンハルト・オイラー"), name_units("莱昂哈德·欧拉")
     (['レオンハルト', 'オイラー'], ['莱昂哈德', '欧拉'])
     """
-    spaced = [w for w in _WORD.findall(fold(name)) if w not in stop and not is_unspaced(w)]
-    unspaced = [run for run in _WORD.findall(fold_unspaced(name)) if is_unspaced(run)]
+    spaced = [w for w in words_of(fold(name)) if w not in stop and not is_unspaced(w)]
+    unspaced = [run for run in words_of(fold_unspaced(name)) if is_unspaced(run)]
     return list(dict.fromkeys([*spaced, *unspaced]))
 
 
@@ -231,7 +287,7 @@ def name_spans(text: str) -> list[str]:
 def _spans(text: str) -> Iterator[str]:
     """The spans of :func:`name_spans` as they are found (repeats included): the word
     runs, then the runs of unspaced characters, shortest first."""
-    spaced = [m for m in _WORD.finditer(text) if not is_unspaced(m.group())]
+    spaced = [m for m in word_pattern(text).finditer(text) if not is_unspaced(m.group())]
     for at, first in enumerate(spaced):
         if fold(first.group()) not in STOP_WORDS:
             yield from (text[first.start():last.end()]
@@ -261,7 +317,7 @@ def without_name(text: str, name: str) -> str:
         text = re.sub("|".join(re.escape(run) for run in sorted(runs, key=len, reverse=True)),
                       "", unicodedata.normalize("NFKC", text), flags=re.IGNORECASE)
     words = set(units)
-    text = _WORD.sub(lambda m: "" if fold(m.group()) in words else m.group(), text)
+    text = word_pattern(text).sub(lambda m: "" if fold(m.group()) in words else m.group(), text)
     return " ".join(text.split())
 
 
@@ -292,7 +348,7 @@ def reads_as_english(text: str) -> bool | None:
     >>> reads_as_english("Basel, Switzerland") is None
     True
     """
-    words = _WORD.findall(fold(text))
+    words = words_of(fold(text))
     if len(words) < ENGLISH_MIN_WORDS and not is_unspaced(text):
         return None
     return sum(w in STOP_WORDS for w in words) >= ENGLISH_MIN_SHARE * max(len(words), 1)

@@ -38,12 +38,14 @@ SERVER_EXAMPLE = "a server URL such as http://localhost:19530"
 
 def columns(text: str) -> int:
     """The terminal columns ``text`` takes: East Asian wide and full-width characters (kanji,
-    kana, hangul) take two.
+    kana, hangul) take two, combining marks (a Thai tone mark, an Arabic vowel, a decomposed
+    accent) and zero-width characters none.
 
-    >>> columns("Euler"), columns("オイラー")
-    (5, 8)
+    >>> columns("Euler"), columns("オイラー"), columns("مُحَمَّد"), columns("Ju\u0308rgen")
+    (5, 8, 4, 6)
     """
-    return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+    return sum(0 if unicodedata.category(c) in ("Mn", "Me", "Cf")
+               else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 
 def one_line(text: object) -> str:

@@ -9,7 +9,6 @@ what the graph source read for the :class:`~.view.Lookup`.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
@@ -36,12 +35,10 @@ from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY, FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.records import CandidateRelation, EntityHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
-from llama_index_graphrag_milvus.words import is_unspaced
+from llama_index_graphrag_milvus.words import LETTER, WORD, is_unspaced
 
 MAX_POOL = 100
 """Pool relations an explanation lists (the pool itself is ``max_candidate_relations``)."""
-_WORDS = re.compile(r"\w+")
-_CHARACTERS = re.compile(r"\w")
 
 
 def read_second_query(question: str, second_query: str, bridge: str) -> str:
@@ -63,9 +60,9 @@ Bernoulli's teacher make?"
     """
     kept = second_query[:-len(bridge)].rstrip() if second_query.endswith(bridge) \
         else second_query
-    units = _WORDS
+    units = WORD
     if is_unspaced(question):  # compared by characters, in the form the query dropped from
-        question, units = unicodedata.normalize("NFKC", question), _CHARACTERS
+        question, units = unicodedata.normalize("NFKC", question), LETTER
     words = list(units.finditer(question))
     dropped = [(words[i1].start(), words[i2 - 1].end())
                for i1, i2 in _dropped([w.group() for w in words], units.findall(kept))]

@@ -25,7 +25,11 @@ from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index_graphrag_milvus.embeddings import check_vectors
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RETRIEVAL_KEYS, TRIPLETS_KEY
-from llama_index_graphrag_milvus.milvus.fulltext import check_analyzer, same_analyzer
+from llama_index_graphrag_milvus.milvus.fulltext import (
+    check_analyzer,
+    check_lite_analyzer,
+    same_analyzer,
+)
 from llama_index_graphrag_milvus.milvus.tenants import server_version
 
 if TYPE_CHECKING:
@@ -238,6 +242,8 @@ def bind_full_text(store: MilvusGraphStore, full_text_search: bool | None,
                 f"full_text_search needs Milvus 2.5 or later (BM25 functions), and the "
                 f"server at {store.uri!r} runs {version}: upgrade the server, use Milvus "
                 "Lite, or create the index without full_text_search.")
+        if analyzer is not None and store.is_lite:
+            check_lite_analyzer(analyzer)
         if full_text_search is None and not available:
             logger.info("the Milvus at %r has no BM25 (before 2.5): the new index %r gets "
                         "dense search only", store.uri, store.prefix)

@@ -186,6 +186,29 @@ def check_analyzer(analyzer: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(analyzer)
 
 
+def check_lite_analyzer(analyzer: Mapping[str, Any]) -> None:
+    """Refuse an analyzer Milvus Lite cannot run (Lite runs analyzers in Python: its
+    standard and jieba tokenizers), before a collection is created with it; an older Lite
+    without its analyzer module is not checked.
+
+    >>> check_lite_analyzer({"tokenizer": "icu"})
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: Milvus Lite cannot run the analyzer {'tokenizer': 'icu'}: unknown tokenizer type: 'icu' (supported: 'standard', 'jieba'). Use one it runs ({'tokenizer': 'jieba'} for Chinese and Japanese), or a Milvus server for the others.
+    """  # noqa: E501
+    try:
+        from milvus_lite.analyzer import create_analyzer
+    except ImportError:  # pragma: no cover - an older milvus-lite
+        return
+    try:
+        create_analyzer(dict(analyzer))
+    except Exception as exc:
+        raise InvalidInputError(
+            f"Milvus Lite cannot run the analyzer {dict(analyzer)!r}: {exc}. Use one it runs "
+            "({'tokenizer': 'jieba'} for Chinese and Japanese), or a Milvus server for the "
+            "others.") from exc
+
+
 def lexical_text(node: BaseNode) -> str:
     """What BM25 reads of a passage: its content as embedded, cut to what the field holds.
 

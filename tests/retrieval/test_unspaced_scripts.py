@@ -124,6 +124,8 @@ def test_words_keep_their_vowel_signs_and_marks() -> None:
         "के शिक्षक के पुत्र ने किसमें योगदान दिया?"
     assert without_name(THAI["question"], "สมชาย ใจดี") == \
         "ลูกชายของอาจารย์ของ มีส่วนร่วมในเรื่องอะไร"
+    # Turkish: a question in capitals names "Yılmaz" (dotless ı compared as i)
+    assert without_name("AHMET YILMAZ'IN öğretmeni kim?", "Ahmet Yılmaz") == "'IN öğretmeni kim?"
 
 
 @pytest.mark.parametrize(("question", "name", "named"), [

@@ -23,9 +23,9 @@ import asyncio
 import contextvars
 import functools
 import logging
+import threading
 from collections.abc import Awaitable, Callable, Coroutine, Iterable
 from concurrent.futures import ThreadPoolExecutor
-from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -156,36 +156,54 @@ async def within(call: Awaitable[T], timeout: float | None) -> T | Exception:
     return task.result()  # re-raises a BaseException such as KeyboardInterrupt
 
 
+def start_daemon(call: Callable[[], T], name: str,
+                 done: Callable[[T | BaseException], None]) -> None:
+    """Run ``call()`` in a new daemon thread named ``name``, with the caller's context (the
+    call stays inside its instrumentation span), and give ``done`` its result or exception.
+    A daemon thread: a call given up (a timeout) neither holds a pool's shutdown nor the
+    process's exit (a pool's threads are joined at exit, which a hung call never allows)."""
+    context = contextvars.copy_context()
+
+    def run() -> None:
+        try:
+            result: T | BaseException = context.run(call)
+        except BaseException as exc:  # the caller decides what a failure means
+            result = exc
+        done(result)
+
+    threading.Thread(target=run, name=name, daemon=True).start()
+
+
 def within_thread(call: Callable[[], T], timeout: float | None) -> T | Exception:
-    """The sync twin of :func:`within`: ``call()`` in a worker thread (with the caller's
-    context, so that the call stays inside its instrumentation span), its answer, its
-    exception, or a :class:`NoAnswer` after ``timeout`` seconds (the thread is left to
-    finish on its own: a blocking call cannot be cancelled). Without a timeout the call
-    runs in the caller's thread.
+    """The sync twin of :func:`within`: ``call()`` in a daemon thread (:func:`start_daemon`),
+    its answer, its exception, or a :class:`NoAnswer` after ``timeout`` seconds (the thread
+    is left to finish on its own: a blocking call cannot be cancelled). Without a timeout
+    the call runs in the caller's thread. A ``BaseException`` of the call propagates.
 
     >>> within_thread(lambda: "fast", 1.0)
     'fast'
+    >>> within_thread(lambda: 1 / 0, 1.0)
+    ZeroDivisionError('division by zero')
     """
     if timeout is None:
         try:
             return call()
         except Exception as exc:  # the caller decides what a failure means
             return exc
-    context = contextvars.copy_context()
-    executor = ThreadPoolExecutor(max_workers=1)
-    future = executor.submit(context.run, call)
-    try:
-        return future.result(timeout=timeout)
-    except FutureTimeout:  # ours, unless the call raised a TimeoutError itself
-        if not future.done():
-            return NoAnswer(f"no answer within {timeout} s")
-        if isinstance(error := future.exception(), Exception):
-            return error
-        return future.result()  # finished right after the deadline
-    except Exception as exc:  # the caller decides what a failure means
-        return exc
-    finally:
-        executor.shutdown(wait=False)
+    finished = threading.Event()
+    box: list[T | BaseException] = []
+
+    def done(result: T | BaseException) -> None:
+        box.append(result)
+        finished.set()
+
+    start_daemon(call, "graphrag-llm-call", done)
+    if not finished.wait(timeout):  # ours, told apart from a TimeoutError the call raises
+        return NoAnswer(f"no answer within {timeout} s")
+    result = box[0]
+    if isinstance(result, BaseException) and not isinstance(result, Exception):
+        raise result
+    return result
 
 
 # ---------------------------------------------------------------------------- concurrency
@@ -235,31 +253,46 @@ def run_blocking(coroutine: Callable[[], Coroutine[Any, Any, T]]) -> T:
 
 
 class Threads:
-    """Worker threads for blocking calls awaited from a coroutine (see
-    :func:`run_with_threads`)."""
+    """Blocking calls awaited from a coroutine, each in a daemon thread of its own (see
+    :func:`run_with_threads`), at most ``workers`` at a time."""
 
-    def __init__(self, pool: ThreadPoolExecutor) -> None:
-        self._pool = pool
-        self.abandoned = False
-        """Whether a call was given up while its thread ran (a timeout): the threads are
-        then not waited for at the end (a blocking call cannot be cancelled)."""
+    def __init__(self, workers: int, name: str) -> None:
+        self._slots = asyncio.Semaphore(workers)
+        self._name = name
 
     async def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-        """``function(*args, **kwargs)`` in a worker thread, with the caller's context."""
-        call = functools.partial(contextvars.copy_context().run, function, *args, **kwargs)
-        future = asyncio.get_running_loop().run_in_executor(self._pool, call)
-        try:
+        """``function(*args, **kwargs)`` in a daemon thread, with the caller's context. When
+        the caller stops waiting (a timeout, a cancellation), the thread is left to finish:
+        a blocking call cannot be cancelled, and nothing waits for it."""
+        async with self._slots:
+            loop = asyncio.get_running_loop()
+            future: asyncio.Future[T] = loop.create_future()
+
+            def done(result: T | BaseException) -> None:
+                try:
+                    loop.call_soon_threadsafe(_settle, future, result)
+                except RuntimeError:  # the loop has ended: nobody waits for this call
+                    pass
+
+            start_daemon(functools.partial(function, *args, **kwargs), self._name, done)
             return await future
-        except asyncio.CancelledError:
-            self.abandoned = True
-            raise
+
+
+def _settle(future: asyncio.Future[T], result: T | BaseException) -> None:
+    if future.done():  # given up by its caller
+        return
+    if isinstance(result, BaseException):
+        future.set_exception(result)
+    else:
+        future.set_result(result)
 
 
 def run_with_threads(workers: int, name: str,
                      main: Callable[[Threads], Awaitable[T]]) -> T:
-    """``main`` run to completion from sync code (:func:`run_blocking`) with ``workers``
-    threads named ``name`` for its blocking calls: the sync twin of an async entry point
-    that awaits the LLM's async API, with the LLM's sync API in the threads instead.
+    """``main`` run to completion from sync code (:func:`run_blocking`) with at most
+    ``workers`` threads named ``name`` for its blocking calls at a time: the sync twin of an
+    async entry point that awaits the LLM's async API, with the LLM's sync API in the
+    threads instead. A call given up (a timeout) does not hold the return.
 
     >>> async def main(threads: Threads) -> list[int]:
     ...     return [await threads.call(len, "abc"), await threads.call(abs, -2)]
@@ -267,12 +300,7 @@ def run_with_threads(workers: int, name: str,
     [3, 2]
     """
     async def run() -> T:
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix=name)
-        threads = Threads(pool)
-        try:
-            return await main(threads)
-        finally:  # a call given up (a timeout) is left to finish on its own
-            pool.shutdown(wait=not threads.abandoned, cancel_futures=True)
+        return await main(Threads(workers, name))
 
     return run_blocking(run)
 

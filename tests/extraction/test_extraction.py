@@ -659,3 +659,36 @@ def test_a_blank_described_answer_fails_the_passage() -> None:
     report = extractor.extract([node])
     assert [f.node_id for f in report.failures] == ["n1"]
     assert "cut off" in report.failures[0].error
+
+
+HUNG_LLM_SCRIPT = """
+import threading, sys
+from llama_index.core.llms import CompletionResponse, CustomLLM, LLMMetadata
+from llama_index.core.schema import TextNode
+from llama_index_graphrag_milvus import TripletExtractor
+
+class Hung(CustomLLM):
+    @property
+    def metadata(self):
+        return LLMMetadata(model_name="hung")
+    def complete(self, prompt, formatted=False, **kwargs):
+        threading.Event().wait()  # never answers
+    def stream_complete(self, prompt, formatted=False, **kwargs):
+        raise NotImplementedError
+
+report = TripletExtractor(llm=Hung(), timeout=0.3, max_retries=0).extract(
+    [TextNode(text="Euler was born in Basel.")])
+print(report.failed_node_ids == [report.failures[0].node_id], report.failures[0].error)
+"""
+
+
+def test_a_process_whose_llm_hangs_returns_and_exits_after_the_timeout() -> None:
+    import subprocess
+    import sys
+    from pathlib import Path
+    root = Path(__file__).resolve().parents[2]
+    # a pool's threads are joined at exit: a call that never returns held the process
+    done = subprocess.run([sys.executable, "-c", HUNG_LLM_SCRIPT], cwd=root, text=True,
+                          capture_output=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True NoAnswer: no answer within 0.3 s"

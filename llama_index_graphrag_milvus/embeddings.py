@@ -63,8 +63,9 @@ def resolve_model(embed_model: Any) -> BaseEmbedding:
             embed_model = resolve_embed_model(embed_model)
         except AssertionError:
             pass
-        except ValueError as exc:  # a name core does not know
-            raise InvalidInputError(f"embed_model {embed_model!r}: {exc}") from exc
+        except (ValueError, ImportError, AttributeError) as exc:  # a name core cannot load
+            raise InvalidInputError(f"embed_model {embed_model!r} cannot be loaded: {exc}"
+                                    ) from exc
     if not isinstance(embed_model, BaseEmbedding):
         raise InvalidInputError(
             "embed_model must be a LlamaIndex embedding model (a BaseEmbedding, such as "
@@ -131,6 +132,16 @@ def check_vectors(vectors: Any, count: int, model: Any) -> list[list[float]]:
             f"{first + 1} of {count}): check the model (a NaN often comes from an empty or "
             f"over-long text, or from a half-precision overflow); {fix}")
     return array.tolist()
+
+
+def embed_query(model: BaseEmbedding, text: str) -> list[float]:
+    """The query vector of ``text``, checked (:func:`check_vectors`)."""
+    return check_vectors([model.get_query_embedding(text)], 1, model)[0]
+
+
+async def aembed_query(model: BaseEmbedding, text: str) -> list[float]:
+    """:func:`embed_query` through the model's async API."""
+    return check_vectors([await model.aget_query_embedding(text)], 1, model)[0]
 
 
 def embed_texts(model: BaseEmbedding, texts: Sequence[str], show_progress: bool = False

@@ -18,8 +18,8 @@ def normalize_name(text: str) -> str:
     """The identity of an entity name: whitespace collapsed, case-folded, in Unicode's
     compatibility-composed form (NFKC), so that a name written decomposed (a file saved on
     macOS: "Ju\u0308rgen"), in full-width letters ("Ｅｕｌｅｒ") or half-width kana names
-    the same entity as its usual form; a capital dotted I folds to "i" ("İstanbul" is
-    "istanbul", as "ISTANBUL" is).
+    the same entity as its usual form; Turkish dotted and dotless i fold to "i" ("İstanbul"
+    is "istanbul", "Yılmaz" is "YILMAZ", as capitals cannot tell them apart).
 
     >>> normalize_name("  Leonhard   EULER "), normalize_name("Ｅｕｌｅｒ")
     ('leonhard euler', 'euler')
@@ -30,7 +30,7 @@ def normalize_name(text: str) -> str:
     if text.isascii():
         return text.lower()
     folded = unicodedata.normalize("NFKC", unicodedata.normalize("NFKC", text).casefold())
-    return folded.replace("i\u0307", "i")
+    return folded.replace("i\u0307", "i").replace("ı", "i")
 
 
 

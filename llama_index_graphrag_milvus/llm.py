@@ -198,7 +198,8 @@ def within_thread(call: Callable[[], T], timeout: float | None) -> T | Exception
         finished.set()
 
     start_daemon(call, "graphrag-llm-call", done)
-    if not finished.wait(timeout):  # ours, told apart from a TimeoutError the call raises
+    # ours, told apart from a TimeoutError the call raises
+    if not finished.wait(min(timeout, threading.TIMEOUT_MAX)):
         return NoAnswer(f"no answer within {timeout} s")
     result = box[0]
     if isinstance(result, BaseException) and not isinstance(result, Exception):
@@ -263,28 +264,33 @@ class Threads:
     async def call(self, function: Callable[..., T], *args: Any, **kwargs: Any) -> T:
         """``function(*args, **kwargs)`` in a daemon thread, with the caller's context. When
         the caller stops waiting (a timeout, a cancellation), the thread is left to finish:
-        a blocking call cannot be cancelled, and nothing waits for it."""
-        async with self._slots:
-            loop = asyncio.get_running_loop()
-            future: asyncio.Future[T] = loop.create_future()
+        a blocking call cannot be cancelled, and nothing waits for it; it keeps its slot
+        until it ends, so that no more than ``workers`` calls ever run at once."""
+        await self._slots.acquire()
+        loop = asyncio.get_running_loop()
+        future: asyncio.Future[T] = loop.create_future()
 
-            def done(result: T | BaseException) -> None:
-                try:
-                    loop.call_soon_threadsafe(_settle, future, result)
-                except RuntimeError:  # the loop has ended: nobody waits for this call
-                    pass
+        def done(result: T | BaseException) -> None:
+            try:
+                loop.call_soon_threadsafe(self._finish, future, result)
+            except RuntimeError:  # the loop has ended: nobody waits for this call
+                pass
 
+        try:
             start_daemon(functools.partial(function, *args, **kwargs), self._name, done)
-            return await future
+        except BaseException:
+            self._slots.release()
+            raise
+        return await future
 
-
-def _settle(future: asyncio.Future[T], result: T | BaseException) -> None:
-    if future.done():  # given up by its caller
-        return
-    if isinstance(result, BaseException):
-        future.set_exception(result)
-    else:
-        future.set_result(result)
+    def _finish(self, future: asyncio.Future[T], result: T | BaseException) -> None:
+        self._slots.release()
+        if future.done():  # given up by its caller
+            return
+        if isinstance(result, BaseException):
+            future.set_exception(result)
+        else:
+            future.set_result(result)
 
 
 def run_with_threads(workers: int, name: str,

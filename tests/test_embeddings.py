@@ -146,7 +146,7 @@ def test_a_new_index_with_a_model_that_gives_nan_creates_nothing(tmp_path: Path)
         assert counts(index)[2] == len(FAMILY)
 
 
-@pytest.mark.parametrize("bad", ["nonsense", 42, print])
+@pytest.mark.parametrize("bad", ["nonsense", "local:", 42, print])
 def test_an_embed_model_that_is_not_one_is_refused_at_construction(tmp_path: Path,
                                                                    bad: Any) -> None:
     with pytest.raises(InvalidInputError, match="embed_model"):
@@ -176,6 +176,25 @@ async def test_a_query_vector_of_the_wrong_dimension_names_the_query_bundle(
                 retriever.retrieve(bundle)
             with pytest.raises(EmbeddingDimensionError, match=r"QueryBundle\.embedding"):
                 await retriever.aretrieve(QueryBundle(QUESTION, embedding=[0.1] * 16))
+
+
+async def test_a_question_the_model_embeds_as_nan_is_the_model_s_error(tmp_path: Path) -> None:
+    uri = str(tmp_path / "graph.db")
+    GraphRAGIndex.from_triplets(FAMILY, uri=uri, embed_model=HashEmbedding()).close()
+
+    class NanQueries(HashEmbedding):
+        def _get_query_embedding(self, query: str) -> list[float]:
+            return [math.nan] * self.dim
+
+        async def _aget_query_embedding(self, query: str) -> list[float]:
+            return self._get_query_embedding(query)
+
+    with GraphRAGIndex(uri=uri, embed_model=NanQueries()) as index:
+        for retriever in (index.as_retriever(), index.as_naive_retriever()):
+            with pytest.raises(EmbeddingModelError, match=r"NanQueries.*returned NaN"):
+                retriever.retrieve(QUESTION)
+            with pytest.raises(EmbeddingModelError, match="returned NaN"):
+                await retriever.aretrieve(QUESTION)
 
 
 def test_a_model_that_gives_the_probe_a_zero_vector_reopens_its_index(tmp_path: Path) -> None:

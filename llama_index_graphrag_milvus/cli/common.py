@@ -36,6 +36,11 @@ MAX_LISTED = 10
 SERVER_EXAMPLE = "a server URL such as http://localhost:19530"
 
 
+_JAMO_TAIL = "\u1160"
+"""The first hangul vowel jamo: from it to U+11FF (and U+D7B0 to U+D7FF), the parts of a
+decomposed syllable after its first consonant, drawn inside the syllable's two columns."""
+
+
 def columns(text: str) -> int:
     """The terminal columns ``text`` takes: East Asian wide and full-width characters (kanji,
     kana, hangul) take two, combining marks (a Thai tone mark, an Arabic vowel, a decomposed
@@ -43,8 +48,11 @@ def columns(text: str) -> int:
 
     >>> columns("Euler"), columns("オイラー"), columns("مُحَمَّد"), columns("Ju\u0308rgen")
     (5, 8, 4, 6)
+    >>> import unicodedata; columns(unicodedata.normalize("NFD", "한국어")) == columns("한국어")
+    True
     """
-    return sum(0 if unicodedata.category(c) in ("Mn", "Me", "Cf")
+    return sum(0 if unicodedata.category(c) in ("Mn", "Me", "Cf") or _JAMO_TAIL <= c <= "\u11ff"
+               or "\ud7b0" <= c <= "\ud7ff"  # the vowels and finals of decomposed hangul
                else 2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
 
 

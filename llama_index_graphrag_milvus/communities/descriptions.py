@@ -21,7 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Awaitable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -35,7 +35,13 @@ from llama_index_graphrag_milvus.extraction.described import descriptions_from_n
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.ids import clip_utf8, entity_id, stable_id
 from llama_index_graphrag_milvus.limits import RELATION_TEXT_MAX_BYTES
-from llama_index_graphrag_milvus.llm import Sleep, call_with_retries, gather_bounded, run_blocking
+from llama_index_graphrag_milvus.llm import (
+    Sleep,
+    Threads,
+    call_with_retries,
+    gather_bounded,
+    run_with_threads,
+)
 from llama_index_graphrag_milvus.milvus.schema import DESCRIPTION_TEXT_MAX_BYTES
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.records import Triplet
@@ -146,11 +152,11 @@ class DescriptionSummarizer:
         prompt = stable_id("prompt", self.prompt.get_template())[:8]
         return f"{self.llm.metadata.model_name}:{prompt}"
 
-    async def _one(self, item: MergedDescription) -> tuple[str, int]:
+    async def _one(self, item: MergedDescription, threads: Threads) -> tuple[str, int]:
         kwargs = {"kind": item.kind, "name": item.name, "max_words": SUMMARY_MAX_WORDS,
                   "descriptions": "\n".join(f"- {d}" for d in item.descriptions)}
         answer = await call_with_retries(
-            lambda: self.llm.apredict(self.prompt, **kwargs),
+            lambda: threads.call(self.llm.predict, self.prompt, **kwargs),
             f"the description summary of {item.kind} {item.name!r}", self.max_retries,
             self.retry_base_delay, self._sleep, logger, self.timeout)
         text = " ".join(answer.text.split())
@@ -158,12 +164,14 @@ class DescriptionSummarizer:
                 answer.attempts)
 
     def summarize(self, items: Sequence[MergedDescription]) -> tuple[list[str], int]:
-        """The summaries of ``items`` in order, and the number of LLM calls made."""
-        async def run() -> list[tuple[str, int]]:
-            return await gather_bounded([functools.partial(self._one, item) for item in items],
-                                        self.num_workers)
+        """The summaries of ``items`` in order, and the number of LLM calls made: the LLM's
+        sync API, ``num_workers`` calls at a time in worker threads (as the reports: a
+        timeout then holds for an LLM whose async API blocks, core's ``CustomLLM``)."""
+        def main(threads: Threads) -> Awaitable[list[tuple[str, int]]]:
+            return gather_bounded([functools.partial(self._one, item, threads)
+                                   for item in items], self.num_workers)
 
-        results = run_blocking(run) if items else []
+        results = run_with_threads(self.num_workers, "graphrag-summary", main) if items else []
         return [text for text, _ in results], sum(calls for _, calls in results)
 
 

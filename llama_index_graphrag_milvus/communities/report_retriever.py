@@ -9,6 +9,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_graphrag_milvus.communities.around import ServedCommunities, check_level
+from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
 from llama_index_graphrag_milvus.metadata import COMMUNITY_KEY, hide_from_models
 from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -102,14 +103,13 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
-        vector = (given_vector(query_bundle)
-                  or self._index.embed_model.get_query_embedding(query))
+        vector = given_vector(query_bundle) or embed_query(self._index.embed_model, query)
         return self._search(vector) if self._served() else self._rank(vector)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query = check_query(query_bundle)
         vector = (given_vector(query_bundle)
-                  or await self._index.embed_model.aget_query_embedding(query))
+                  or await aembed_query(self._index.embed_model, query))
         if await self._index.aget_graph_mode() == "milvus":
             return await self._asearch(vector)
         await self._index.aget_communities()  # read without blocking the loop

@@ -82,7 +82,7 @@ from llama_index_graphrag_milvus.metadata import (
     hide_from_models,
 )
 from llama_index_graphrag_milvus.parsing import strip_echo
-from llama_index_graphrag_milvus.validation import pydantic_arguments
+from llama_index_graphrag_milvus.validation import check_optional_number, pydantic_arguments
 
 T = TypeVar("T")
 
@@ -230,6 +230,10 @@ class TripletExtractor(TransformComponent, PromptMixin):
     def __init__(self, llm: LLM | None = None, cache: ExtractionCache | None = None,
                  sleep: Sleep | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
+        if kwargs.get("timeout") is not None:  # one rule for every timeout of the package
+            kwargs["timeout"] = check_optional_number("TripletExtractor: timeout",
+                                                      kwargs["timeout"], low=0, low_open=True,
+                                                      hint="seconds")
         if "entity_types" in kwargs:
             kwargs["entity_types"] = _check_entity_types(kwargs["entity_types"])
         prompt_given = kwargs.get("extract_prompt") is not None

@@ -33,6 +33,7 @@ Example::
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, field
@@ -92,6 +93,8 @@ if TYPE_CHECKING:
 
 A = TypeVar("A")
 T = TypeVar("T")
+
+logger = logging.getLogger(__name__)
 
 
 class IndexParts(Protocol):
@@ -257,26 +260,46 @@ def _ner_names(context: DriverContext, request: Ner, raw: str | BaseException) -
     return parse_ner(raw)
 
 
+def _of_index(context: DriverContext, vectors: list[list[float]]) -> list[list[float]]:
+    if vectors:
+        context.store.check_dimension(len(vectors[0]), "the embedding model")
+    return vectors
+
+
 def _embed(context: DriverContext, request: EmbedTexts) -> list[list[float]]:
-    return embed_texts(context.embed_model, request.texts)
+    return _of_index(context, embed_texts(context.embed_model, request.texts))
 
 
 async def _aembed(context: DriverContext, request: EmbedTexts) -> list[list[float]]:
-    return await aembed_texts(context.embed_model, request.texts)
+    return _of_index(context, await aembed_texts(context.embed_model, request.texts))
+
+
+def _probe_failed(exc: Exception) -> None:
+    """A probe of the model's sides that failed (an API's hiccup) costs the query the batch
+    of texts for its second queries, not its answer; the next query probes again."""
+    logger.warning("could not tell whether the embedding model embeds queries apart (%r): "
+                   "the second queries go as one batch of texts", exc)
 
 
 def _embed_queries(context: DriverContext, request: EmbedQueries) -> list[list[float]]:
     model, cache = context.embed_model, context.cache
     if cache.queries_apart is None:  # learnt once per index
-        cache.queries_apart = queries_apart(model)
-    return embed_queries(model, request.texts, cache.queries_apart)
+        try:
+            cache.queries_apart = queries_apart(model)
+        except Exception as exc:
+            _probe_failed(exc)
+    return _of_index(context, embed_queries(model, request.texts, bool(cache.queries_apart)))
 
 
 async def _aembed_queries(context: DriverContext, request: EmbedQueries) -> list[list[float]]:
     model, cache = context.embed_model, context.cache
     if cache.queries_apart is None:
-        cache.queries_apart = await aqueries_apart(model)
-    return await aembed_queries(model, request.texts, cache.queries_apart)
+        try:
+            cache.queries_apart = await aqueries_apart(model)
+        except Exception as exc:
+            _probe_failed(exc)
+    return _of_index(context, await aembed_queries(model, request.texts,
+                                                   bool(cache.queries_apart)))
 
 
 MODEL_HANDLERS: Handlers = dict([

@@ -22,6 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 from llama_index.core.vector_stores.types import VectorStoreQueryMode
 
+from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
@@ -123,8 +124,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         if self.search is NaiveSearch.BM25:
             checked = query_bundle  # the query's words only: nothing to embed
         else:
-            vector = (given_vector(query_bundle)
-                      or self._embed_model.get_query_embedding(query))
+            vector = (given_vector(query_bundle) or embed_query(self._embed_model, query))
             checked = self._checked(query_bundle, vector)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return super()._retrieve(checked)
@@ -135,7 +135,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             checked = query_bundle
         else:
             vector = (given_vector(query_bundle)
-                      or await self._embed_model.aget_query_embedding(query))
+                      or await aembed_query(self._embed_model, query))
             checked = self._checked(query_bundle, vector)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return await super()._aretrieve(checked)

@@ -22,6 +22,7 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
+from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
@@ -319,7 +320,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         PROCESS_BLAS.limit(self._blas_threads)
         started = time.perf_counter()
         given = given_vector(bundle)
-        vector = given or self._index.embed_model.get_query_embedding(text)
+        vector = given or embed_query(self._index.embed_model, text)
         context = self._context(text, vector, bundle, time.perf_counter() - started, trace,
                                 given is not None)
         return SyncDriver(self._driver_context(self._index.graph_mode)).run(plan(context))
@@ -332,7 +333,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         PROCESS_BLAS.limit(self._blas_threads)
         started = time.perf_counter()
         given = given_vector(bundle)
-        vector = given or await self._index.embed_model.aget_query_embedding(text)
+        vector = given or await aembed_query(self._index.embed_model, text)
         context = self._context(text, vector, bundle, time.perf_counter() - started, trace,
                                 given is not None)
         driver = AsyncDriver(self._driver_context(await self._index.aget_graph_mode()))

@@ -313,10 +313,26 @@ async def test_a_call_past_the_timeout_fails_its_passage_and_the_others_are_extr
     assert finished_before_release == 0
 
 
-def test_timeout_must_be_positive_seconds() -> None:
-    with pytest.raises(InvalidInputError, match="timeout: Input should be greater than 0"):
-        TripletExtractor(llm=ScriptedLLM([]), timeout=0)
+@pytest.mark.parametrize("bad", [0, -1, float("nan"), float("inf"), True, "1"])
+def test_timeout_must_be_positive_seconds(bad: object) -> None:
+    with pytest.raises(InvalidInputError, match="TripletExtractor: timeout must be None or a "
+                                                "finite number > 0"):
+        TripletExtractor(llm=ScriptedLLM([]), timeout=bad)
     assert TripletExtractor(llm=ScriptedLLM([])).timeout is None
+
+
+def test_calls_given_up_keep_their_slot_so_num_workers_bounds_the_calls_in_flight() -> None:
+    llm = HangingLLM(fact_script, hang_on="Euler")  # every passage: none answers
+    extractor = TripletExtractor(llm=llm, timeout=0.2, max_retries=2, retry_base_delay=0.0,
+                                 num_workers=2)
+    try:
+        report = extractor.extract([TextNode(text=f"Euler wrote letter {i}.")
+                                    for i in range(6)])
+        started = llm.hung
+    finally:
+        llm.release()
+    assert len(report.failures) == 6
+    assert started == 2  # the later attempts waited for a slot the hung calls kept
 
 
 async def test_answer_without_json_leaves_node_empty(caplog: pytest.LogCaptureFixture) -> None:

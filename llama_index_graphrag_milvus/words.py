@@ -49,6 +49,10 @@ LETTER = re.compile(rf"[{_MARKS}]*\w[{_MARKS}]*")
 r"""A ``\w`` character with the combining marks around it: the unit of scripts compared by
 characters (a Thai consonant with its vowel and tone marks)."""
 
+_CLUSTER = re.compile(rf"[{_MARKS}]*[^{_MARKS}][{_MARKS}]*")
+"""A character with the combining marks around it (a middle dot, a Thai letter with its
+vowel and tone marks)."""
+
 
 def word_pattern(text: str) -> re.Pattern[str]:
     r""":data:`WORD`, or for an ASCII text the faster ``\w+`` (the same words there)."""
@@ -293,10 +297,13 @@ def _spans(text: str) -> Iterator[str]:
             yield from (text[first.start():last.end()]
                         for last in spaced[at:at + NAME_SPAN_WORDS]
                         if fold(last.group()) not in STOP_WORDS)
-    runs = _UNSPACED_RUN.findall(text)
+    # by letters with their marks: a Thai span neither starts with a vowel sign nor counts
+    # its marks as characters
+    runs = [_CLUSTER.findall(run) for run in _UNSPACED_RUN.findall(text)]
     for size in range(2, NAME_SPAN_CHARACTERS + 1):
         for run in runs:
-            yield from (run[start:start + size] for start in range(len(run) - size + 1))
+            yield from ("".join(run[start:start + size])
+                        for start in range(len(run) - size + 1))
 
 
 def without_name(text: str, name: str) -> str:

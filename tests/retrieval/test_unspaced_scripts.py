@@ -5,6 +5,7 @@ bridge and its words leave the second query; people are taken as named, not conc
 
 from __future__ import annotations
 
+import unicodedata
 from typing import Any
 
 import pytest
@@ -12,7 +13,13 @@ from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.extraction.kinds import infer_kind
-from llama_index_graphrag_milvus.words import content_words, is_named, name_units, without_name
+from llama_index_graphrag_milvus.words import (
+    content_words,
+    is_named,
+    name_spans,
+    name_units,
+    without_name,
+)
 from tests.support.fakes import BigramEmbedding
 from tests.support.markers import LITE_ONLY
 
@@ -124,6 +131,11 @@ def test_words_keep_their_vowel_signs_and_marks() -> None:
         "के शिक्षक के पुत्र ने किसमें योगदान दिया?"
     assert without_name(THAI["question"], "สมชาย ใจดี") == \
         "ลูกชายของอาจารย์ของ มีส่วนร่วมในเรื่องอะไร"
+    # a Thai name of 13 code points is 9 letters with their marks: a span of its own
+    spans = name_spans("ใครเกิดที่กรุงเทพมหานคร")
+    assert "กรุงเทพมหานคร" in spans and not any(unicodedata.combining(span[0])
+                                                 or unicodedata.category(span[0]) == "Mn"
+                                                 for span in spans)
     # Turkish: a question in capitals names "Yılmaz" (dotless ı compared as i)
     assert without_name("AHMET YILMAZ'IN öğretmeni kim?", "Ahmet Yılmaz") == "'IN öğretmeni kim?"
 

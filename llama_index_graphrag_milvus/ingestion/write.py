@@ -98,8 +98,7 @@ def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool,
             raise EmbeddingModelError(
                 f"the embedding model gave {dim}-dimensional vectors for passages and "
                 f"{len(vectors[0])}-dimensional ones for entity or relation texts: check the "
-                "model; nothing "
-                "was stored.")
+                "model; nothing was stored.")
         store.check_dimension(len(vectors[0]), "the embedding model")
     return vectors
 

@@ -174,11 +174,15 @@ def start_daemon(call: Callable[[], T], name: str,
     threading.Thread(target=run, name=name, daemon=True).start()
 
 
-def within_thread(call: Callable[[], T], timeout: float | None) -> T | Exception:
+def within_thread(call: Callable[[], T], timeout: float | None,
+                  slots: threading.Semaphore | None = None) -> T | Exception:
     """The sync twin of :func:`within`: ``call()`` in a daemon thread (:func:`start_daemon`),
     its answer, its exception, or a :class:`NoAnswer` after ``timeout`` seconds (the thread
     is left to finish on its own: a blocking call cannot be cancelled). Without a timeout
     the call runs in the caller's thread. A ``BaseException`` of the call propagates.
+    ``slots`` bounds the threads: each call holds one until it ends (given up or not), and
+    with none free the call is not made (a :class:`NoAnswer` at once), so that an LLM that
+    never answers leaves at most that many threads behind.
 
     >>> within_thread(lambda: "fast", 1.0)
     'fast'
@@ -190,10 +194,14 @@ def within_thread(call: Callable[[], T], timeout: float | None) -> T | Exception
             return call()
         except Exception as exc:  # the caller decides what a failure means
             return exc
+    if slots is not None and not slots.acquire(blocking=False):
+        return NoAnswer("no answer: the earlier calls given up have not returned")
     finished = threading.Event()
     box: list[T | BaseException] = []
 
     def done(result: T | BaseException) -> None:
+        if slots is not None:
+            slots.release()
         box.append(result)
         finished.set()
 

@@ -167,6 +167,9 @@ class DriverContext:
     ner_timeout: float | None = None
     """Seconds the query NER's LLM call is waited for; past it the query goes on without
     its names (as when the call fails). ``None`` waits as long as the LLM client does."""
+    ner_slots: threading.Semaphore | None = None
+    """The retriever's bound on sync NER calls running at once, given-up ones included (see
+    :func:`~llama_index_graphrag_milvus.llm.within_thread`)."""
     searches: SearchSettings = field(default_factory=SearchSettings)
     graph: GraphMode = GraphMode.MEMORY
     """``MEMORY`` or ``MILVUS`` (an index's ``"auto"`` is resolved before a query)."""
@@ -240,7 +243,7 @@ def _ner(context: DriverContext, request: Ner) -> list[str]:
     llm, prompt = context.llm, context.ner_prompt
     # NER is an optional refinement: a failure or no answer in time falls back, never fails
     raw = within_thread(lambda: llm.predict(prompt, query_str=request.query),
-                        context.ner_timeout)
+                        context.ner_timeout, context.ner_slots)
     return _ner_names(context, request, raw)
 
 

@@ -10,6 +10,7 @@ where the searches run and the filters, and hands the rest to a method object
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -70,6 +71,10 @@ if TYPE_CHECKING:
     from llama_index_graphrag_milvus.explain import Explanation, Trace
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
+NER_THREADS = 16
+"""Sync query NER calls a retriever runs at once at most, given-up ones (``ner_timeout``)
+included: an LLM that never answers leaves at most this many threads; past them the query
+goes on without NER names."""
 T = TypeVar("T")
 
 
@@ -246,6 +251,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
         self._ner_timeout = check_optional_number("ner_timeout", ner_timeout, low=0,
                                                   low_open=True, hint="seconds")
+        self._ner_slots = threading.BoundedSemaphore(NER_THREADS)
         self._filters = filters
         self._where = to_milvus_expression(filters) if filters is not None else ""
         super().__init__(callback_manager=callback_manager, verbose=verbose)
@@ -303,7 +309,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         """One query's context; with ``filters``, a fresh scope (what the query learns of
         which passages match is its own)."""
         return DriverContext.of(self._index, llm=self._llm, ner_prompt=self._ner_prompt,
-                                ner_timeout=self._ner_timeout,
+                                ner_timeout=self._ner_timeout, ner_slots=self._ner_slots,
                                 searches=self._searches, graph=GraphMode(graph),
                                 scope=Scope(self._where, pinned_tenants(
                                     self._filters, self._index.store.tenant_key))

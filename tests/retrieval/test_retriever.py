@@ -190,6 +190,21 @@ async def test_an_ner_call_past_ner_timeout_falls_back_to_the_query_vector(
     assert "query NER failed (NoAnswer('no answer within 0.2 s'))" in caplog.text
 
 
+def test_ner_calls_given_up_are_bounded_so_a_dead_llm_leaves_few_threads(
+        shared_family_index: GraphRAGIndex) -> None:
+    from llama_index_graphrag_milvus.retrieval.retriever import NER_THREADS
+    expected = texts(khop(shared_family_index).retrieve(QUESTION))
+    llm = HangingLLM([], hang_on=QUESTION)
+    retriever = khop(shared_family_index, llm=llm, ner_timeout=0.05)
+    try:
+        answers = [texts(retriever.retrieve(QUESTION)) for _ in range(NER_THREADS + 4)]
+        started = llm.hung
+    finally:
+        llm.release()
+    assert answers == [expected] * (NER_THREADS + 4)
+    assert started == NER_THREADS  # the later queries did not start a call
+
+
 @pytest.mark.parametrize("bad", [0, -1.0, float("nan"), "soon"])
 def test_ner_timeout_must_be_positive_seconds(shared_family_index: GraphRAGIndex,
                                               bad: object) -> None:

@@ -112,8 +112,10 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             hint="the largest search limit Milvus accepts"),
             vector_store_kwargs=store_kwargs, **kwargs)
 
-    def _checked(self, query_bundle: QueryBundle, vector: list[float]) -> QueryBundle:
-        given = given_vector(query_bundle) is not None
+    def _checked(self, query_bundle: QueryBundle, vector: list[float], given: bool
+                 ) -> QueryBundle:
+        """``query_bundle`` with ``vector``, checked (``given``: the caller's
+        ``QueryBundle.embedding``, not the model's)."""
         vector = check_vector(vector)
         self._graph_store.check_dimension(len(vector), "the embedding model", given)
         query_bundle.embedding = vector
@@ -124,8 +126,9 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         if self.search is NaiveSearch.BM25:
             checked = query_bundle  # the query's words only: nothing to embed
         else:
-            vector = (given_vector(query_bundle) or embed_query(self._embed_model, query))
-            checked = self._checked(query_bundle, vector)
+            given = given_vector(query_bundle)
+            vector = given or embed_query(self._embed_model, query)
+            checked = self._checked(query_bundle, vector, given is not None)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return super()._retrieve(checked)
 
@@ -134,8 +137,8 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
         if self.search is NaiveSearch.BM25:
             checked = query_bundle
         else:
-            vector = (given_vector(query_bundle)
-                      or await aembed_query(self._embed_model, query))
-            checked = self._checked(query_bundle, vector)
+            given = given_vector(query_bundle)
+            vector = given or await aembed_query(self._embed_model, query)
+            checked = self._checked(query_bundle, vector, given is not None)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return await super()._aretrieve(checked)

@@ -42,7 +42,7 @@ def _mark_ranges() -> str:
 
 _MARKS = _mark_ranges()
 _ASCII_WORD = re.compile(r"\w+")
-WORD = re.compile(rf"\w+(?:[{_MARKS}]+\w*)*|[{_MARKS}]+\w*(?:[{_MARKS}]+\w*)*")
+WORD = re.compile(rf"[\w{_MARKS}]+")
 r"""A word: a run of ``\w`` characters and combining marks ("राहुल", "ทักษิณ", a decomposed
 "Jürgen" are one word each; ``\w+`` alone cuts them at every vowel sign or accent)."""
 LETTER = re.compile(rf"[{_MARKS}]*\w[{_MARKS}]*")

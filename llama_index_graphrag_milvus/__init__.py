@@ -60,7 +60,7 @@ from llama_index_graphrag_milvus.retrieval import (
     PCSTRetrieval,
 )
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
 
 __all__ = [
     "BridgeRetrieval",

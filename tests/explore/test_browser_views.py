@@ -189,3 +189,38 @@ def test_the_entity_view_uses_the_canvas_and_counts_passages_right(driver: Any,
     assert used >= 0.5 * width
     relations = [li.text for li in driver.find_elements(By.CSS_SELECTOR, "#relations-list li")]
     assert relations and all(r.endswith("[1 passage]") for r in relations)
+
+
+ARABIC = [("ليونهارد أويلر درس عند يوهان برنولي.", [("ليونهارد أويلر", "درس عند", "يوهان برنولي")]),
+          ("Daniel Bernoulli worked on fluid dynamics.",
+           [("Daniel Bernoulli", "worked on", "fluid dynamics")])]
+
+TEXT_SIDES = """
+return Array.from(document.querySelectorAll(arguments[0])).map(function (el) {
+  var range = document.createRange(); range.selectNodeContents(el);
+  var text = range.getBoundingClientRect(), box = el.getBoundingClientRect();
+  return [el.textContent, text.left - box.left, box.right - text.right];
+});
+"""
+
+
+def test_right_to_left_text_reads_right_to_left_beside_english(
+        driver: Any, tmp_path: Path) -> None:
+    """An Arabic question and passage start at the right edge of their box, an English
+    passage beside them at the left: each paragraph takes its own direction."""
+    index = GraphRAGIndex.from_triplets(ARABIC, uri=str(tmp_path / "ar.db"),
+                                        embed_model=HashEmbedding(dim=64))
+    try:
+        page = index.as_retriever(similarity_top_k=2).explain(
+            "ماذا درس ليونهارد أويلر؟").save_html(tmp_path / "ar.html")
+    finally:
+        index.close()
+    driver.get(page.as_uri())
+    wait(driver, lambda d: js(d, "return document.querySelectorAll('.gr-text').length >= 2"),
+         "the passages")
+    sides = driver.execute_script(TEXT_SIDES, ".gr-text, .gr-question")
+    arabic = [(left, right) for text, left, right in sides if "أويلر" in text]
+    english = [(left, right) for text, left, right in sides if "Daniel" in text]
+    assert len(arabic) >= 2 and english  # the question and its passage, and the other one
+    assert all(right < 12 < left for left, right in arabic)  # flush right
+    assert all(left < 12 < right for left, right in english)  # flush left

@@ -7,10 +7,18 @@ from __future__ import annotations
 import hashlib
 import unicodedata
 
+_CONTROLS = {code: None for code in (*range(0x20), *range(0x7F, 0xA0)) if not chr(code).isspace()}
+"""The control characters that are not whitespace (NUL, BEL, ESC, DEL...): dropped."""
+
 
 def clean_text(text: str) -> str:
-    """Collapse runs of whitespace and strip: the form an entity name is shown in."""
-    return " ".join(text.split())
+    r"""Collapse runs of whitespace, strip, and drop control characters (NUL, BEL, ESC: a
+    terminal would obey them, and no name means them): the form an entity name is shown in.
+
+    >>> clean_text("  Leonhard\tEu\x00ler\x07 ")
+    'Leonhard Euler'
+    """
+    return " ".join(text.translate(_CONTROLS).split())
 
 
 

@@ -71,6 +71,22 @@ def test_triplet_parts_with_lone_surrogates_are_skipped_and_counted(
     assert (stats.passages, stats.relations, stats.dropped_triplets) == (1, 2, 1)
 
 
+@LITE_ONLY
+def test_control_characters_in_names_are_dropped_not_stored(family_index: GraphRAGIndex) -> None:
+    """NUL, BEL and ESC inside a name are dropped: the name is the entity written without
+    them, and nothing a terminal would obey is stored."""
+    store = family_index.store
+    before = store.count(store.relation_collection)
+    stats = family_index.insert_triplets([("Ada wrote notes.", [
+        ("A\x00da\x07", "wro\x1bte", "notes"), ("Ada", "wrote", "notes"), ("\x00\x1b", "x", "y")])])
+    names = {row["name"] for row in store.client.query(store.entity_collection, "id != ''",
+                                                       output_fields=["name"])}
+    assert {"Ada", "notes"} <= names
+    assert not any(c in name for name in names for c in "\x00\x07\x1b")
+    assert (stats.relations, stats.dropped_triplets) == (1, 1)  # one relation, said twice
+    assert store.count(store.relation_collection) == before + 1
+
+
 RETRIEVER_ARGS: list[dict[str, Any]] = [
     {"hops": "2"}, {"hops": None}, {"hops": 1.5}, {"hops": True}, {"hops": -1},
     {"max_candidate_relations": "100"}, {"max_relations_per_passage": 0.5},

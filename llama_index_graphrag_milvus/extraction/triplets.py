@@ -72,8 +72,7 @@ def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
     characters: a zero-width space, a byte-order mark) or parts that are neither text nor
     numbers, and names longer than the entity collection allows. Whitespace is
     collapsed and control characters (NUL, BEL, ESC) dropped; the text is otherwise kept as
-    written. Duplicates (same relation id) are kept
-    once and not counted as dropped.
+    written. Duplicates (same relation id) are kept once and not counted as dropped.
 
     >>> to_triplets([["Euler", "born in", "Basel"], ["Euler", "Basel"], ["", "x", "y"],
     ...              ["\u200b", "x", "y"]])

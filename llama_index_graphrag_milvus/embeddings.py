@@ -12,13 +12,17 @@ Some models embed a question differently from a passage (BGE's and E5's query in
 second queries the bridge method writes are questions too, so they are embedded as queries
 when the model tells the two apart (:func:`queries_apart`, probed once per index), and in one
 batch of texts when it does not (the same vectors, one call).
+
+A model whose async API is not written (``_aget_query_embedding`` raising
+``NotImplementedError``, as a quick wrapper's often does) is called through its sync API in
+a worker thread on the async paths (:func:`asynchronously`), as LlamaIndex's own defaults do.
 """
 
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
@@ -31,6 +35,23 @@ SIDES_PROBE = "Which mathematician studied with Johann Bernoulli in Basel?"
 """The text embedded as a query and as a passage to learn whether a model tells them apart."""
 SAME_SIDE_COSINE = 0.9999
 """A query vector at least this similar to the passage vector of the same text: one side."""
+
+T = TypeVar("T")
+
+
+async def asynchronously(call: Callable[[], Awaitable[T]], fallback: Callable[[], T]) -> T:
+    """``await call()``, or ``fallback()`` in a worker thread when the model's async API
+    raises ``NotImplementedError``.
+
+    >>> async def missing() -> int:
+    ...     raise NotImplementedError
+    >>> asyncio.run(asynchronously(missing, lambda: 3))
+    3
+    """
+    try:
+        return await call()
+    except NotImplementedError:
+        return await asyncio.to_thread(fallback)
 
 
 def resolve_model(embed_model: Any) -> BaseEmbedding:
@@ -141,7 +162,12 @@ def embed_query(model: BaseEmbedding, text: str) -> list[float]:
 
 async def aembed_query(model: BaseEmbedding, text: str) -> list[float]:
     """:func:`embed_query` through the model's async API."""
-    return check_vectors([await model.aget_query_embedding(text)], 1, model)[0]
+    return check_vectors([await _aquery(model, text)], 1, model)[0]
+
+
+def _aquery(model: BaseEmbedding, text: str) -> Awaitable[list[float]]:
+    return asynchronously(lambda: model.aget_query_embedding(text),
+                          lambda: model.get_query_embedding(text))
 
 
 def embed_texts(model: BaseEmbedding, texts: Sequence[str], show_progress: bool = False
@@ -158,8 +184,9 @@ async def aembed_texts(model: BaseEmbedding, texts: Sequence[str]) -> list[list[
     """:func:`embed_texts` through the model's async API."""
     if not texts:
         return []
-    return check_vectors(await model.aget_text_embedding_batch(list(texts)), len(texts),
-                         model)
+    vectors = await asynchronously(lambda: model.aget_text_embedding_batch(list(texts)),
+                                   lambda: model.get_text_embedding_batch(list(texts)))
+    return check_vectors(vectors, len(texts), model)
 
 
 def _apart(query: Any, text: Any, model: BaseEmbedding) -> bool:
@@ -183,9 +210,9 @@ def queries_apart(model: BaseEmbedding) -> bool:
 
 async def aqueries_apart(model: BaseEmbedding) -> bool:
     """:func:`queries_apart` through the model's async API."""
-    query, text = await asyncio.gather(model.aget_query_embedding(SIDES_PROBE),
-                                       model.aget_text_embedding(SIDES_PROBE))
-    return _apart(query, text, model)
+    query, text = await asyncio.gather(aembed_query(model, SIDES_PROBE),
+                                       aembed_texts(model, [SIDES_PROBE]))
+    return _apart(query, text[0], model)
 
 
 def embed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
@@ -202,5 +229,5 @@ async def aembed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
     """:func:`embed_queries` through the model's async API (the calls side by side)."""
     if not apart:
         return await aembed_texts(model, texts)
-    vectors = await asyncio.gather(*(model.aget_query_embedding(t) for t in texts))
+    vectors = await asyncio.gather(*(_aquery(model, t) for t in texts))
     return check_vectors(vectors, len(texts), model)

@@ -232,3 +232,33 @@ async def test_second_queries_of_a_model_without_a_query_side_are_one_batch(
         second = model.second_queries()
         assert [side for side, _ in second] == ["texts", "texts"]  # one batch per query
         assert [h.node.node_id for h in sync_hits] == [h.node.node_id for h in async_hits]
+
+
+class SyncOnlyEmbedding(QueryInstructionEmbedding):
+    """A model whose async API was never written: every async call raises
+    ``NotImplementedError`` (a quick wrapper of a sync client)."""
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        raise NotImplementedError
+
+    async def _aget_text_embedding(self, text: str) -> list[float]:
+        raise NotImplementedError
+
+    async def _aget_text_embeddings(self, texts: list[str]) -> list[list[float]]:
+        raise NotImplementedError
+
+
+@pytest.mark.parametrize("method", ["bridge", "naive"])
+async def test_a_model_without_an_async_api_answers_async_queries_through_its_sync_one(
+        tmp_path: Path, method: str) -> None:
+    model = SyncOnlyEmbedding()
+    with GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "graph.db"),
+                                     embed_model=model) as index:
+        retriever = (index.as_naive_retriever() if method == "naive"
+                     else index.as_retriever())
+        sync_hits = retriever.retrieve(QUESTION)
+        async_hits = await retriever.aretrieve(QUESTION)
+        assert async_hits and [h.node.node_id for h in sync_hits] == \
+            [h.node.node_id for h in async_hits]
+        if method == "bridge":  # the second queries too, on the query side
+            assert [side for side, _ in model.second_queries()][-1] == "query"

@@ -170,7 +170,8 @@ async def test_a_query_vector_of_the_wrong_dimension_names_the_query_bundle(
     with GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "graph.db"),
                                      embed_model=HashEmbedding()) as index:
         bundle = QueryBundle(QUESTION, embedding=[0.1] * 16)
-        for retriever in (index.as_retriever(), index.as_naive_retriever()):
+        for retriever in (index.as_retriever(), index.as_naive_retriever(),
+                          index.as_report_retriever()):
             with pytest.raises(EmbeddingDimensionError,
                                match=r"QueryBundle\.embedding has 16 dimensions"):
                 retriever.retrieve(bundle)

@@ -68,23 +68,24 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
     def _served(self) -> bool:
         return self._index.graph_mode == "milvus"
 
-    def _checked(self, vector: list[float]) -> list[float]:
+    def _checked(self, vector: list[float], given: bool) -> list[float]:
+        """``vector`` checked: finite numbers, of the index's dimension (``given``: it is the
+        caller's ``QueryBundle.embedding``, not the model's)."""
         query = check_vector(vector)
-        self._index.store.check_dimension(len(query), "the embedding model")
+        self._index.store.check_dimension(len(query), "the embedding model", given=given)
         return query
 
     def _search(self, vector: list[float]) -> list[NodeWithScore]:
         """The served index's reports: one vector search of the community collection."""
         depth = check_level(self._index.cache.community_info().levels, self._level)
-        found = ServedCommunities(self._index.store).search_reports(
-            self._checked(vector), depth, self._top_k)
+        found = ServedCommunities(self._index.store).search_reports(vector, depth, self._top_k)
         return [report_node(report, score) for report, score in found]
 
     async def _asearch(self, vector: list[float]) -> list[NodeWithScore]:
         """Async twin of :meth:`_search`."""
         info = await self._index.cache.aget_community_info()
         found = await ServedCommunities(self._index.store).asearch_reports(
-            self._checked(vector), check_level(info.levels, self._level), self._top_k)
+            vector, check_level(info.levels, self._level), self._top_k)
         return [report_node(report, score) for report, score in found]
 
     def _rank(self, vector: list[float]) -> list[NodeWithScore]:
@@ -93,8 +94,7 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
         wanted = {r.id for r in communities.at_level(level)}
         rows = np.asarray([i for i, cid in enumerate(communities.ids) if cid in wanted],
                           np.int64)
-        query = np.asarray(check_vector(vector), np.float32)
-        self._index.store.check_dimension(query.size, "the embedding model")
+        query = np.asarray(vector, np.float32)
         query /= max(float(np.linalg.norm(query)), 1e-12)
         scores = communities.vectors[rows] @ query if rows.size else np.zeros(0)
         best = np.argsort(-scores, kind="stable")[: self._top_k]
@@ -102,14 +102,15 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
                 for i in best.tolist()]
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        query = check_query(query_bundle)
-        vector = given_vector(query_bundle) or embed_query(self._index.embed_model, query)
+        query, given = check_query(query_bundle), given_vector(query_bundle)
+        vector = self._checked(given or embed_query(self._index.embed_model, query),
+                               given is not None)
         return self._search(vector) if self._served() else self._rank(vector)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
-        query = check_query(query_bundle)
-        vector = (given_vector(query_bundle)
-                  or await aembed_query(self._index.embed_model, query))
+        query, given = check_query(query_bundle), given_vector(query_bundle)
+        vector = self._checked(given or await aembed_query(self._index.embed_model, query),
+                               given is not None)
         if await self._index.aget_graph_mode() == "milvus":
             return await self._asearch(vector)
         await self._index.aget_communities()  # read without blocking the loop

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_index.core.schema import NodeWithScore
+from llama_index.core.schema import NodeWithScore, QueryBundle
 
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.communities import build
@@ -21,7 +21,11 @@ from llama_index_graphrag_milvus.communities.around import (
 )
 from llama_index_graphrag_milvus.communities.build import STATE_KEY
 from llama_index_graphrag_milvus.communities.local_search import rank_communities
-from llama_index_graphrag_milvus.errors import CommunitiesNotBuiltError, InvalidInputError
+from llama_index_graphrag_milvus.errors import (
+    CommunitiesNotBuiltError,
+    EmbeddingDimensionError,
+    InvalidInputError,
+)
 from llama_index_graphrag_milvus.ids import entity_id
 from llama_index_graphrag_milvus.metadata import CONTEXT_KIND_KEY
 from llama_index_graphrag_milvus.records import Community, CommunityReport
@@ -125,6 +129,9 @@ def test_served_report_retriever_searches_the_community_collection(
         assert served.cache.peek("communities") is None
         with pytest.raises(InvalidInputError, match="level"):
             served.as_report_retriever(level=9).retrieve(QUESTION)
+        for index in (memory, served):  # a caller's vector is the caller's mistake
+            with pytest.raises(EmbeddingDimensionError, match=r"QueryBundle\.embedding has 16"):
+                index.as_report_retriever().retrieve(QueryBundle(QUESTION, embedding=[0.1] * 16))
     finally:
         memory.close()
         served.close()

@@ -174,6 +174,28 @@ def start_daemon(call: Callable[[], T], name: str,
     threading.Thread(target=run, name=name, daemon=True).start()
 
 
+class CallSlots(threading.BoundedSemaphore):
+    """The ``slots`` of :func:`within_thread`: at most ``size`` calls at once, given up ones
+    included. A copy or a pickle of its owner (a pydantic postprocessor that LlamaIndex may
+    copy) gets slots of its own: a lock is neither copied nor pickled.
+
+    >>> import copy
+    >>> slots = CallSlots(2)
+    >>> slots.acquire(blocking=False) and copy.deepcopy(slots).size
+    2
+    """
+
+    def __init__(self, size: int) -> None:
+        super().__init__(size)
+        self.size = size
+
+    def __deepcopy__(self, memo: dict[int, Any]) -> CallSlots:
+        return CallSlots(self.size)
+
+    def __reduce__(self) -> tuple[type[CallSlots], tuple[int]]:
+        return CallSlots, (self.size,)
+
+
 def within_thread(call: Callable[[], T], timeout: float | None,
                   slots: threading.Semaphore | None = None) -> T | Exception:
     """The sync twin of :func:`within`: ``call()`` in a daemon thread (:func:`start_daemon`),

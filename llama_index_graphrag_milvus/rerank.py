@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from functools import partial
 from typing import Any
 
-from llama_index.core.bridge.pydantic import Field, SerializeAsAny
+from llama_index.core.bridge.pydantic import Field, PrivateAttr, SerializeAsAny
 from llama_index.core.instrumentation import get_dispatcher
 from llama_index.core.instrumentation.events.rerank import ReRankEndEvent, ReRankStartEvent
 from llama_index.core.llms.llm import LLM
@@ -34,7 +34,7 @@ from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.ids import clean_text
-from llama_index_graphrag_milvus.llm import within, within_thread
+from llama_index_graphrag_milvus.llm import CallSlots, within, within_thread
 from llama_index_graphrag_milvus.metadata import RELATIONS_KEY, RERANK_KEY, hide_from_models
 from llama_index_graphrag_milvus.parsing import keyed_list, strip_echo
 from llama_index_graphrag_milvus.validation import pydantic_arguments
@@ -76,6 +76,11 @@ DEFAULT_RERANK_PROMPT = PromptTemplate(
 DEFAULT_MAX_PROMPT_RELATIONS = 100
 """Candidate relations the rerank prompt lists at most (about 15 tokens each): the k-hop
 retriever's whole pool (``max_candidate_relations``, 100 by default)."""
+
+RERANK_THREADS = 16
+"""Sync LLM calls of one :class:`GraphRelationRerank` at once, those given up after
+``timeout`` included: past it a query keeps the retriever order without a call, so that an
+LLM that never answers leaves at most this many threads behind."""
 
 _BRACKETED = re.compile(r"^\s*\[\s*(\d+)\s*\]")
 """A chosen relation's number as the prompt shows it: ``[2] ...``."""
@@ -225,6 +230,8 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         description="Prompt with {query_str}, {relations_str} and {max_relations}.",
     )
 
+    _slots: CallSlots = PrivateAttr(default_factory=lambda: CallSlots(RERANK_THREADS))
+
     def __init__(self, llm: LLM | None = None, **kwargs: Any) -> None:
         kwargs["llm"] = llm or Settings.llm
         with pydantic_arguments("GraphRelationRerank",
@@ -318,7 +325,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         kwargs = self._prompt_kwargs(query, candidates)
         # a worker thread makes the timeout possible; the LLM's failure must not fail the query
         raw = within_thread(partial(self.llm.predict, self.rerank_prompt, **kwargs),
-                            self.timeout)
+                            self.timeout, self._slots)
         return self._end(self._reorder(nodes, candidates,
                                         self._selection(raw, candidates, kwargs)))
 

@@ -20,8 +20,12 @@ from llama_index.core.retrievers import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_graphrag_milvus import GraphRelationRerank, InvalidInputError
-from llama_index_graphrag_milvus.rerank import DEFAULT_RERANK_PROMPT, parse_selection
-from tests.support.fakes import ScriptedLLM
+from llama_index_graphrag_milvus.rerank import (
+    DEFAULT_RERANK_PROMPT,
+    RERANK_THREADS,
+    parse_selection,
+)
+from tests.support.fakes import HangingLLM, ScriptedLLM
 
 QUERY = "Who taught the teacher of Euler?"
 RERANK_LOGGER = "llama_index_graphrag_milvus.rerank"
@@ -313,6 +317,21 @@ def test_llm_timeout_sync(caplog: pytest.LogCaptureFixture) -> None:
     warnings = rerank_warnings(caplog)
     assert len(warnings) == 1
     assert "no answer within 0.02 s" in warnings[0]
+
+
+def test_calls_given_up_are_bounded_so_a_dead_llm_leaves_few_threads() -> None:
+    """An LLM that never answers leaves at most RERANK_THREADS calls behind: later queries
+    keep the incoming order without a call."""
+    llm = HangingLLM([], hang_on=QUERY)
+    rerank = GraphRelationRerank(llm=llm, top_n=3, timeout=0.02)
+    try:
+        results = [ids(rerank.postprocess_nodes(make_nodes(), query_str=QUERY))
+                   for _ in range(RERANK_THREADS + 3)]
+        started = llm.hung
+    finally:
+        llm.release()
+    assert results == [["A", "B", "C"]] * (RERANK_THREADS + 3)
+    assert started == RERANK_THREADS  # the later queries did not start a call
 
 
 async def test_llm_timeout_async(caplog: pytest.LogCaptureFixture) -> None:

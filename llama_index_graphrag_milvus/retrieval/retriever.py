@@ -10,7 +10,6 @@ where the searches run and the filters, and hands the rest to a method object
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -26,6 +25,7 @@ from llama_index.core.vector_stores import MetadataFilters
 from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
+from llama_index_graphrag_milvus.llm import CallSlots
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.tenants import pinned_tenants
 from llama_index_graphrag_milvus.retrieval.drivers import (
@@ -251,7 +251,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         self._ner_prompt = ner_prompt or DEFAULT_NER_PROMPT
         self._ner_timeout = check_optional_number("ner_timeout", ner_timeout, low=0,
                                                   low_open=True, hint="seconds")
-        self._ner_slots = threading.BoundedSemaphore(NER_THREADS)
+        self._ner_slots = CallSlots(NER_THREADS)
         self._filters = filters
         self._where = to_milvus_expression(filters) if filters is not None else ""
         super().__init__(callback_manager=callback_manager, verbose=verbose)

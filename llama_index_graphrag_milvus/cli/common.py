@@ -12,6 +12,7 @@ is left as it was found (opening a folder makes Milvus Lite write its ``LOCK``,
 from __future__ import annotations
 
 import importlib
+import importlib.util
 import inspect
 import sys
 import unicodedata
@@ -93,6 +94,20 @@ def shorten(text: str, limit: int = MAX_SHOWN) -> str:
             break
         kept.append(char)
     return "".join(kept) + "…"
+
+
+def quiet_jieba() -> None:
+    """Keep jieba's dictionary loading off the terminal: on import it logs it at DEBUG to
+    stderr through a handler of its own, whatever the process's logging says, in the middle
+    of a progress bar. For the commands only (their process is theirs): a library leaves
+    another library's logging alone. Nothing when jieba is not installed."""
+    if importlib.util.find_spec("jieba") is None:
+        return
+    import logging
+
+    import jieba
+
+    jieba.setLogLevel(logging.WARNING)
 
 
 def fail(error: BaseException | str) -> int:

@@ -36,6 +36,7 @@ from llama_index_graphrag_milvus.cli.common import (
     is_server,
     load_embed_model,
     one_line,
+    quiet_jieba,
     shorten,
 )
 from llama_index_graphrag_milvus.cli.folder import BATCH_PASSAGES
@@ -257,6 +258,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     args = parser().parse_args(argv)
     args.uri = args.uri or default_uri(args.folder)
+    quiet_jieba()
     index = None
     progress = Progress()
     try:

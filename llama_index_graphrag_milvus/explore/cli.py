@@ -17,6 +17,7 @@ from llama_index_graphrag_milvus.cli.common import (
     check_lite_index,
     fail,
     load_embed_model,
+    quiet_jieba,
 )
 from llama_index_graphrag_milvus.cli.models import DEFAULT_EMBED_MODEL
 from llama_index_graphrag_milvus.errors import (
@@ -86,6 +87,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Run the explorer until Ctrl-C; see the module docstring for the exit codes."""
     args = parser().parse_args(argv)
     from llama_index_graphrag_milvus.explore.server import require_web, serve
+    quiet_jieba()
     from llama_index_graphrag_milvus.index import GraphRAGIndex
 
     index = None

@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
 
@@ -71,6 +71,8 @@ STOP_WORDS = frozenset(
     "a an the of in on at to for and or by with from as is was were be been s what which "
     "who whom whose when where why how did does do".split())
 """English words a name's words are not matched by (they name nothing)."""
+ARTICLES = frozenset({"the", "a", "an"})
+"""The English stop words a name may start with written in lower case ("the Beatles")."""
 FUNCTION_WORDS: dict[str, frozenset[str]] = {lang: frozenset(words.split()) for lang, words in {
     # the languages the Milvus tutorial is read in beside English, and their neighbours;
     # folded (accents removed), elisions split ("dell'" gives "dell")
@@ -264,7 +266,9 @@ def name_spans(text: str) -> list[str]:
     """The parts of ``text`` that may be an entity's whole name, as written, longest first,
     each once: runs of up to :data:`NAME_SPAN_WORDS` words of spaced scripts that neither
     start nor end with an English stop word (:data:`STOP_WORDS`: another language's
-    articles start names, "Die Zeit", "La Scala"), and the runs of 2 to
+    articles start names, "Die Zeit", "La Scala") unless the stop word is part of a name
+    written in capitals ("the Beatles", "The Wall Street Journal", "In God We Trust",
+    "Nguyễn Văn An"), and the runs of 2 to
     :data:`NAME_SPAN_CHARACTERS` characters inside each run of an unspaced script (which
     marks no word boundaries); at most :data:`MAX_NAME_SPANS` of them.
 
@@ -273,6 +277,9 @@ def name_spans(text: str) -> list[str]:
     >>> "Die Zeit" in name_spans("Wer gründete Die Zeit?")
     True
     >>> "Journal of Psychotherapy" in name_spans("the Journal of Psychotherapy's founder")
+    True
+    >>> spans = name_spans("Who managed the Beatles and Nguyễn Văn An?")
+    >>> "the Beatles" in spans and "Nguyễn Văn An" in spans and "managed the" not in spans
     True
     >>> name_spans("欧拉的老师")[:6]
     ['欧拉的老师', '欧拉的老', '拉的老师', '欧拉的', '拉的老', '的老师']
@@ -293,10 +300,10 @@ def _spans(text: str) -> Iterator[str]:
     runs, then the runs of unspaced characters, shortest first."""
     spaced = [m for m in word_pattern(text).finditer(text) if not is_unspaced(m.group())]
     for at, first in enumerate(spaced):
-        if fold(first.group()) not in STOP_WORDS:
+        if _may_start(spaced, at):
             yield from (text[first.start():last.end()]
-                        for last in spaced[at:at + NAME_SPAN_WORDS]
-                        if fold(last.group()) not in STOP_WORDS)
+                        for end, last in enumerate(spaced[at:at + NAME_SPAN_WORDS], at)
+                        if _may_end(spaced, at, end))
     # by letters with their marks: a Thai span neither starts with a vowel sign nor counts
     # its marks as characters
     runs = [_CLUSTER.findall(run) for run in _UNSPACED_RUN.findall(text)]
@@ -304,6 +311,28 @@ def _spans(text: str) -> Iterator[str]:
         for run in runs:
             yield from ("".join(run[start:start + size])
                         for start in range(len(run) - size + 1))
+
+
+def _capitalized(word: str) -> bool:
+    return word[:1].isupper()
+
+
+def _may_start(words: Sequence[re.Match[str]], at: int) -> bool:
+    """Whether a name may start at word ``at``: not an English stop word, unless it is an
+    article or capitalized, and a capitalized word follows ("the Beatles", "The Wall Street
+    Journal", "In God We Trust")."""
+    word = words[at].group()
+    return fold(word) not in STOP_WORDS or (
+        (_capitalized(word) or fold(word) in ARTICLES) and at + 1 < len(words)
+        and _capitalized(words[at + 1].group()) and fold(words[at + 1].group()) not in STOP_WORDS)
+
+
+def _may_end(words: Sequence[re.Match[str]], start: int, end: int) -> bool:
+    """Whether a name that starts at word ``start`` may end at word ``end``: not an English
+    stop word, unless it is capitalized after a word of the name ("Nguyễn Văn An", "Let
+    It Be")."""
+    word = words[end].group()
+    return fold(word) not in STOP_WORDS or (end > start and _capitalized(word))
 
 
 def without_name(text: str, name: str) -> str:

@@ -90,18 +90,19 @@ async def test_gathered_async_writes_and_deletes_keep_every_link(milvus_uri: str
 
 def test_a_reader_that_sees_the_collections_being_made_waits_for_them(
         milvus_uri: str, monkeypatch: pytest.MonkeyPatch) -> None:
-    """A write creating the collections makes the relation collection before the passage
-    collection; a reader of the process that saw the first (``open_if_created``, which
-    every write's preparation calls) made the second too, and the creation failed with
+    """A reader of the process that sees the relation collection while a write creates
+    the collections (``open_if_created``, which every write's preparation calls) waits for
+    the creation instead of opening them beside it: when the relation collection was made
+    before the passage collection, it made the second too, and the creation failed with
     "collection 'graphrag_passages' already exists" (a gathered first ingestion, in CI)."""
     index = GraphRAGIndex(uri=milvus_uri, embed_model=HashEmbedding(dim=64))
     store = index.store
     opening, go_on, opened = threading.Event(), threading.Event(), []
-    create, open_ = type(store)._create, type(store)._open
+    create, open_ = type(store)._create, type(store)._open_passages
 
     def paused_create(self: Any, name: str, *args: Any, **kwargs: Any) -> None:
         create(self, name, *args, **kwargs)
-        if name == self.relation_collection:  # held before the passage collection is made
+        if name == self.relation_collection:  # held before the creation returns
             opening.set()
             go_on.wait(timeout=30)
 
@@ -110,7 +111,7 @@ def test_a_reader_that_sees_the_collections_being_made_waits_for_them(
         open_(self, dim)
 
     monkeypatch.setattr(type(store), "_create", paused_create)
-    monkeypatch.setattr(type(store), "_open", recorded_open)
+    monkeypatch.setattr(type(store), "_open_passages", recorded_open)
     errors: list[BaseException] = []
 
     def guarded(call: Any) -> Any:

@@ -1,0 +1,309 @@
+"""How a store finds, creates and opens its collections: an index exists once its relation
+collection does, which a creation makes last (see :mod:`~.leftovers`); opening loads the
+three collections and wraps the passages in a ``MilvusVectorStore``.
+
+A mixin of :class:`~llama_index_graphrag_milvus.milvus.store.MilvusGraphStore`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from llama_index.vector_stores.milvus import MilvusVectorStore
+from pymilvus import AsyncMilvusClient, MilvusClient
+
+from llama_index_graphrag_milvus.errors import MilvusStoreError
+from llama_index_graphrag_milvus.milvus.fulltext import (
+    LEXICAL_FIELD,
+    PassageVectorStore,
+    analyzer_of,
+    full_text_input,
+    same_analyzer,
+    vector_store_kwargs,
+)
+from llama_index_graphrag_milvus.milvus.leftovers import Fits, field_names, settle_leftover
+from llama_index_graphrag_milvus.milvus.lite import quiet_lite
+from llama_index_graphrag_milvus.milvus.schema import (
+    ENTITY_FIELDS,
+    ENTITY_PASSAGE_FIELDS,
+    ENTITY_TENANT_FIELDS,
+    KIND_FIELDS,
+    RELATION_FIELDS,
+    RELATION_TENANT_FIELDS,
+    Fields,
+    add_scalar_index,
+    create_collection,
+    field_indexes,
+    milvus_errors,
+)
+from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES
+from llama_index_graphrag_milvus.milvus.tenants import (
+    TENANT_KEY_PROPERTY,
+    partition_key_works,
+    passage_store_class,
+)
+
+logger = logging.getLogger(__name__)
+
+
+class StoreOpening:
+    """The set-up of a store (see the module docstring)."""
+
+    prefix: str
+    uri: str
+    connect_uri: str
+    is_lite: bool
+    entity_collection: str
+    relation_collection: str
+    passage_collection: str
+    upgrade_collection: str
+    index_type: str
+    index_params: dict[str, Any]
+    consistency_level: str
+    properties: dict[str, str]
+    records_kinds: bool
+    records_entity_passages: bool
+    tenant_key: str | None
+    full_text: bool
+    full_text_analyzer: dict[str, Any] | None
+    full_text_field: str
+    dim: int | None
+    _token: str
+    _client_kwargs: dict[str, Any]
+    _open_lock: threading.Lock
+    _passages: MilvusVectorStore | None
+
+    @property
+    def client(self) -> MilvusClient:
+        raise NotImplementedError
+
+    def aclient(self) -> AsyncMilvusClient:
+        raise NotImplementedError
+
+    def check_dimension(self, dim: int, source: str, given: bool = False) -> None:
+        raise NotImplementedError
+
+    def _read_dim(self) -> int | None:
+        with milvus_errors("list collections"):
+            existing = set(self.client.list_collections())
+        if self.relation_collection not in existing:
+            return None
+        with milvus_errors(f"describe {self.relation_collection}"):
+            info = self.client.describe_collection(self.relation_collection)
+        self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+        self.tenant_key = self.properties.get(TENANT_KEY_PROPERTY) or None
+        self.records_kinds = {f["name"] for f in info["fields"]} >= set(KIND_FIELDS)
+        if not self.records_kinds:
+            logger.info("%s was written before entity kinds were recorded: kinds are "
+                        "inferred from names; rebuild the index to record them",
+                        self.relation_collection)
+        if self.entity_collection not in existing and self.upgrade_collection in existing:
+            logger.warning("an upgrade of %s stopped before its last step: renaming %s to %s",
+                           self.entity_collection, self.upgrade_collection,
+                           self.entity_collection)
+            self.finish_upgrade()
+        self.read_layout()
+        if not self.records_entity_passages:
+            logger.info("%s was written before entities recorded their passages: they are "
+                        "read from the relations (slower on a served graph); "
+                        "index.upgrade() records them", self.entity_collection)
+        for field in info["fields"]:
+            if field["name"] == "embedding":
+                return int(field["params"]["dim"])
+        raise MilvusStoreError(
+            f"collection {self.relation_collection!r} has no 'embedding' field: it was not "
+            "created by llama_index_graphrag_milvus; choose another collection_prefix."
+        )
+
+    def _open(self, dim: int) -> None:
+        with milvus_errors("load the graph collections"):
+            self._index_endpoints()
+            for name in (self.entity_collection, self.relation_collection):
+                self.client.load_collection(name)
+            self._open_passages(dim)
+
+    def _open_passages(self, dim: int) -> None:
+        """The passage collection as a vector store, loaded; created when missing, with
+        this store's full-text search (callers wrap Milvus errors)."""
+        kind = (passage_store_class(self.tenant_key, self._partition_key())
+                if self.tenant_key else PassageVectorStore)
+        reads = LEXICAL_FIELD
+        if self.passage_collection in self.client.list_collections():
+            info = self.client.describe_collection(self.passage_collection)
+            found = full_text_input(info)
+            self.full_text, reads = found is not None, found or LEXICAL_FIELD
+            if found is not None:
+                self.full_text_analyzer = analyzer_of(info, found)
+        self.full_text_field = reads
+        sparse = vector_store_kwargs(self.full_text_analyzer, reads) if self.full_text else {}
+        with quiet_lite("grpc._server", "Method not implemented"):
+            self._passages = kind(
+                uri=self.connect_uri,
+                token=self._token,
+                collection_name=self.passage_collection,
+                dim=dim,
+                similarity_metric="cosine",
+                # the graph collections' vector index (a server's AUTOINDEX, not
+                # MilvusVectorStore's FLAT, which scans every passage per search)
+                index_config={"index_type": self.index_type, **self.index_params},
+                upsert_mode=True,
+                consistency_level=self.consistency_level,
+                use_async_client=True,
+                **sparse,
+                **self._client_kwargs,
+            )
+        self._passages.use_loop_clients(self.aclient)
+        self.client.load_collection(self.passage_collection)
+
+    def _partition_key(self) -> bool:
+        """Whether a passage collection created now gets the tenant key as its partition key
+        (see :func:`~llama_index_graphrag_milvus.milvus.tenants.partition_key_works`)."""
+        version = "" if self.is_lite else str(self.client.get_server_version())
+        works = partition_key_works(version, self.is_lite)
+        if not works:
+            logger.warning("Milvus %s misroutes upserts into a partition-key collection: the "
+                           "tenant field of %s is a plain field (filters on it scan); Milvus "
+                           "2.4 and later partition by it", version, self.passage_collection)
+        return works
+
+    def open_if_created(self) -> bool:
+        """Whether the collections exist, opening them when another process created them
+        after this store was opened (a query worker started before the first ingestion).
+
+        Example::
+
+            if not index.store.open_if_created():
+                print("nothing ingested yet")
+        """
+        if self.dim is not None:
+            return True
+        with self._open_lock:
+            if self.dim is None:
+                dim = self._read_dim()
+                if dim is not None:
+                    self._open(dim)
+                    self.dim = dim
+        return self.dim is not None
+
+    def create(self, dim: int, properties: Mapping[str, str] | None = None) -> None:
+        """Create the three collections for vectors of ``dim`` (no-op when they exist);
+        ``properties`` (what the index records about itself) go on the relation
+        collection."""
+        # held while the collections are made: a reader of this process that sees the
+        # relation collection (open_if_created) would otherwise create the passage
+        # collection beside this call ("collection ... already exists")
+        with self._open_lock:
+            self._create_collections(dim, properties)
+
+    def _create_collections(self, dim: int, properties: Mapping[str, str] | None) -> None:
+        if self.dim is not None:
+            self.check_dimension(dim, "the embedding model")
+            return
+        self.properties = dict(properties or {})
+        if self.tenant_key:
+            self.properties[TENANT_KEY_PROPERTY] = self.tenant_key
+        tenants = self.tenant_key is not None
+        entity_fields = (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
+                         *(ENTITY_TENANT_FIELDS if tenants else ()))
+        with milvus_errors("list the collections"):
+            existing = set(self.client.list_collections())
+        made: list[str] = []  # dropped again if this creation fails
+        try:
+            with milvus_errors("create the graph collections"):
+                if not self._kept(self.entity_collection, dim, existing,
+                                  lambda info: field_names(info) == {
+                                      "id", "embedding", *(f[0] for f in entity_fields)}):
+                    made.append(self.entity_collection)
+                    self._create(self.entity_collection, entity_fields, dim)
+                if not self._kept(self.passage_collection, dim, existing, self._fits_passages):
+                    made.append(self.passage_collection)
+                self.dim = dim
+                self._open_passages(dim)  # creates it (its analyzer may be refused)
+                # last: the relation collection says that the index exists (see .leftovers)
+                made.append(self.relation_collection)
+                self._create(self.relation_collection,
+                             (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
+                             dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
+            self.records_entity_passages = True
+        except BaseException:
+            self.dim = None
+            self._passages = None
+            with milvus_errors("drop the collections of a failed creation"):
+                for name in made:
+                    if self.client.has_collection(name):
+                        self.client.drop_collection(name)
+            raise
+
+    def _kept(self, name: str, dim: int, existing: set[str], fits: Fits) -> bool:
+        """Whether ``name`` is left by a creation that stopped and kept for this one
+        (:func:`~.leftovers.settle_leftover`; dropped when not)."""
+        return name in existing and settle_leftover(self.client, name, dim, fits,
+                                                    self.relation_collection)
+
+    def _fits_passages(self, info: Mapping[str, Any]) -> bool:
+        """Whether a described passage collection is the one this store creates: the same
+        full-text search and analyzer, and the tenant field."""
+        found = full_text_input(info)
+        return ((found is not None) == self.full_text
+                and (found is None or same_analyzer(analyzer_of(info, found),
+                                                    self.full_text_analyzer))
+                and (self.tenant_key is None or self.tenant_key in field_names(info)))
+
+    def read_layout(self) -> None:
+        """Read again whether the entity rows list their passages
+        (``records_entity_passages``): another process's ``index.upgrade()`` may have added
+        the field since this store opened, and a write without it is refused by Milvus.
+        Called before each write and by ``index.refresh()`` (:meth:`layout_read_again`)."""
+        with milvus_errors(f"describe {self.entity_collection}"):
+            entity_info = self.client.describe_collection(self.entity_collection)
+        self.records_entity_passages = ("passage_ids" in
+                                        {f["name"] for f in entity_info["fields"]})
+
+    def finish_upgrade(self) -> None:
+        """Put the entity collection an upgrade built in the old one's place (dropped
+        before; see :mod:`~..ingestion.upgrade`)."""
+        with milvus_errors(f"rename {self.upgrade_collection}"):
+            self.client.rename_collection(self.upgrade_collection, self.entity_collection)
+            self.client.load_collection(self.entity_collection)
+        self.records_entity_passages = True
+
+    def _index_endpoints(self) -> None:
+        """On a server, the scalar indexes of the relations' ``subject_id`` and
+        ``object_id`` (the served graph's filters): an index created before they were gets
+        them on its first open (Milvus 2.3 indexes only a released collection: the
+        relation collection is released, indexed and loaded again, once). Milvus Lite has no
+        scalar indexes: its filters scan."""
+        if self.is_lite:
+            return
+        name = self.relation_collection
+        indexed = field_indexes(self.client, name)
+        missing = [field for field in ENDPOINT_INDEXES if field not in indexed]
+        if missing:
+            logger.warning(
+                "%s was created before its relations' ends were indexed: indexing %s for the "
+                "served graph, once (the collection is released and loaded again: other "
+                "processes' queries on it fail meanwhile; open the index once before "
+                "starting workers)", name, ", ".join(missing))
+            params = self.client.prepare_index_params()
+            for field in missing:
+                add_scalar_index(params, field)
+            self.client.release_collection(name)
+            self.client.create_index(name, params, sync=False)
+
+    def _create(self, name: str, fields: Fields, dim: int,
+                properties: Mapping[str, str] | None = None,
+                scalar_indexes: Sequence[str] = ()) -> None:
+        create_collection(self.client, name, fields, dim, self.index_type,
+                          self.consistency_level, properties, scalar_indexes, self.index_params)
+
+    def layout_read_again(self) -> bool:
+        """Whether the collections exist (:meth:`open_if_created`); when they do, their
+        layout is read again (:meth:`read_layout`) first."""
+        if not self.open_if_created():
+            return False
+        self.read_layout()
+        return True
+

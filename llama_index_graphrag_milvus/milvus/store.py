@@ -69,6 +69,21 @@ WRITTEN_KEY = "graphrag.written"
 """The names of a store's worker threads (see :meth:`MilvusGraphStore.concurrently_all`)."""
 
 
+class LoopClient(AsyncMilvusClient):
+    """The async client of one event loop, connected once however many calls wait for its
+    first connection: pymilvus (2.6) connects a client on its first call, and calls that
+    wait for it at the same time each made a connection of their own (``dedicated``), of
+    which closing the client released one, two file descriptors kept per such loop."""
+
+    _connecting: asyncio.Lock | None = None
+
+    async def _connect(self) -> None:
+        if self._connecting is None:  # made on the loop the client belongs to
+            self._connecting = asyncio.Lock()
+        async with self._connecting:
+            await super()._connect()  # returns at once when an earlier call connected
+
+
 async def _close_async_clients(clients: Sequence[AsyncMilvusClient]) -> None:
     for client in clients:
         await client.close()
@@ -302,8 +317,8 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
                 "Milvus connection of its own, kept until the loop ends. Run the async calls "
                 "on one event loop where you can.", self.uri)
         with milvus_errors(f"connect to {self.uri!r}"):
-            client = AsyncMilvusClient(uri=self.connect_uri, token=self._token,
-                                       **self._client_kwargs)
+            client = LoopClient(uri=self.connect_uri, token=self._token,
+                                **self._client_kwargs)
         self._async[id(loop)] = (weakref.ref(loop), client)
         return client
 

@@ -298,6 +298,26 @@ def test_asyncio_run_per_call_does_not_keep_a_connection_per_call(
         assert not [r for r in caplog.records if "event loop" in r.getMessage()]
 
 
+def test_calls_at_once_on_a_fresh_loop_share_one_connection(db: Path) -> None:
+    """Requests gathered on a loop's first use of its client: pymilvus connects a client
+    on its first call, and calls that wait for it at once each made a connection, of which
+    closing the client released one (two descriptors kept per ``asyncio.run``)."""
+    with build(db) as index:
+        retriever = index.as_retriever()
+
+        async def request() -> None:
+            assert all(await asyncio.gather(*(retriever.aretrieve(q) for q in
+                                              ("Euler", "Johann Bernoulli", QUESTION))))
+
+        asyncio.run(request())
+        index.store._pool.submit(lambda: None).result()
+        before = descriptors()
+        for _ in range(10):
+            asyncio.run(request())
+        index.store._pool.submit(lambda: None).result()
+        assert descriptors() <= before + 2
+
+
 @pytest.mark.parametrize("search", ["dense", "bm25", "hybrid"])
 def test_naive_search_answers_from_one_event_loop_after_another(db: Path, search: str
                                                                  ) -> None:

@@ -312,6 +312,7 @@ class IndexCache:
         """Whether the relation, entity or passage collection holds another number of rows
         than its copy was built from (a count query per built copy; ``False`` when the
         graph is not built)."""
+        self.store.check_open()  # a closed index raises, also before anything is loaded
         graph = self.peek(GRAPH)
         entities, passages = self.peek(ENTITIES), self.peek(PASSAGES)
         if graph is None:

@@ -268,7 +268,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one
         (and :class:`MilvusStoreError` if the store is closed: retrievers check this first);
         ``given``: the vector is the caller's (``QueryBundle.embedding``), not ``source``'s."""
-        self._check_open()
+        self.check_open()
         if self.dim is not None and dim != self.dim:
             held = (f"the collections under prefix {self.prefix!r} at {self.uri!r} hold "
                     f"{self.dim}-dimensional ones")
@@ -284,7 +284,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
     @property
     def passages(self) -> MilvusVectorStore:
         """The passage collection as a LlamaIndex vector store (exists after ingestion)."""
-        self._check_open()
+        self.check_open()
         if self._passages is None:
             raise MilvusStoreError(
                 f"the passage collection {self.passage_collection!r} does not exist yet: "
@@ -300,7 +300,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         descriptors, until the store closes), from a fresh loop in a worker thread, as
         :meth:`close` does. Loops that run at once (one per thread) keep a client each,
         with one warning."""
-        self._check_open()
+        self.check_open()
         loop = asyncio.get_running_loop()
         found = self._async.get(id(loop))
         if found is not None and found[0]() is loop:
@@ -329,7 +329,8 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         """True after :meth:`close` or :meth:`aclose`."""
         return self._closed
 
-    def _check_open(self) -> None:
+    def check_open(self) -> None:
+        """Raise :class:`MilvusStoreError` if the store was closed."""
         if self._closed:
             raise MilvusStoreError(
                 f"the graph store at {self.uri!r} (collection_prefix={self.prefix!r}) is "
@@ -340,7 +341,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
     @property
     def client(self) -> MilvusClient:
         """The pymilvus client; raises :class:`MilvusStoreError` once the store is closed."""
-        self._check_open()
+        self.check_open()
         return self._client
 
     def close(self) -> None:
@@ -405,7 +406,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         if len(calls) == 1 or thread.startswith(f"{WORKER_PREFIX}-inner"):
             return tuple(call() for call in calls)
         pool = self._inner_pool if thread.startswith(WORKER_PREFIX) else self._pool
-        self._check_open()
+        self.check_open()
         futures = [pool.submit(call) for call in calls[:-1]]
         try:
             last = calls[-1]()

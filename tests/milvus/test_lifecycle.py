@@ -148,6 +148,10 @@ def test_close_is_idempotent_and_any_later_use_raises_the_package_error(db: Path
         with pytest.raises(MilvusStoreError, match=CLOSED):
             use()
             pytest.fail(f"{name} worked after close()")
+    unused = GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64))
+    unused.close()
+    with pytest.raises(MilvusStoreError, match=CLOSED):  # nothing loaded: not "up to date"
+        unused.is_stale()
 
 
 def test_context_manager_closes_and_releases_the_file(db: Path) -> None:

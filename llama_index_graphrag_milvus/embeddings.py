@@ -27,6 +27,7 @@ from typing import Any, TypeVar
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.embeddings.utils import resolve_embed_model
+from llama_index.core.schema import QueryBundle
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
@@ -163,6 +164,40 @@ def embed_query(model: BaseEmbedding, text: str) -> list[float]:
 async def aembed_query(model: BaseEmbedding, text: str) -> list[float]:
     """:func:`embed_query` through the model's async API."""
     return check_vectors([await _aquery(model, text)], 1, model)[0]
+
+
+def chosen_strs(bundle: QueryBundle | None) -> list[str]:
+    """The texts a caller chose to embed for a query (``QueryBundle.custom_embedding_strs``,
+    as a HyDE transform writes them: a hypothetical answer, the question), the blank ones
+    left out; empty when it chose none (the question itself is embedded then).
+
+    >>> chosen_strs(QueryBundle("q", custom_embedding_strs=["an answer", " ", "q"]))
+    ['an answer', 'q']
+    """
+    strs = bundle.custom_embedding_strs if bundle is not None else None
+    return [s for s in strs or () if isinstance(s, str) and s.strip()]
+
+
+def embed_question(model: BaseEmbedding, text: str, bundle: QueryBundle | None = None
+                   ) -> list[float]:
+    """The query vector of a question as core's retrievers make it: the mean of the query
+    vectors of ``bundle``'s chosen texts (:func:`chosen_strs`), else that of ``text``;
+    checked."""
+    strs = chosen_strs(bundle)
+    if not strs:
+        return embed_query(model, text)
+    return check_vectors([model.get_agg_embedding_from_queries(strs)], 1, model)[0]
+
+
+async def aembed_question(model: BaseEmbedding, text: str, bundle: QueryBundle | None = None
+                          ) -> list[float]:
+    """:func:`embed_question` through the model's async API."""
+    strs = chosen_strs(bundle)
+    if not strs:
+        return await aembed_query(model, text)
+    vector = await asynchronously(lambda: model.aget_agg_embedding_from_queries(strs),
+                                  lambda: model.get_agg_embedding_from_queries(strs))
+    return check_vectors([vector], 1, model)[0]
 
 
 def _aquery(model: BaseEmbedding, text: str) -> Awaitable[list[float]]:

@@ -263,3 +263,26 @@ async def test_a_model_without_an_async_api_answers_async_queries_through_its_sy
             [h.node.node_id for h in async_hits]
         if method == "bridge":  # the second queries too, on the query side
             assert [side for side, _ in model.second_queries()][-1] == "query"
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_custom_embedding_strs_are_embedded_as_core_s_retrievers_do(
+        tmp_path: Path, use_async: bool) -> None:
+    """A HyDE transform's texts (``QueryBundle.custom_embedding_strs``) make the query
+    vector, as in core's ``VectorIndexRetriever``: the mean of their query vectors; the
+    question's words still choose the graph's names and second queries."""
+    model = RecordingEmbedding()
+    chosen = ["Daniel Bernoulli worked on fluid dynamics.", QUESTION]
+    with GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "graph.db"),
+                                     embed_model=model) as index:
+        for retriever in (index.as_retriever(), index.as_naive_retriever()):
+            bundle = QueryBundle(QUESTION, custom_embedding_strs=chosen)
+            model._calls.clear()
+            hits = (await retriever.aretrieve(bundle) if use_async
+                    else retriever.retrieve(bundle))
+            assert hits
+            asked = [texts[0] for side, texts in model._calls if side == "query"]
+            assert chosen[0] in asked
+            if bundle.embedding is not None:  # the naive retriever keeps it, as core's does
+                assert bundle.embedding == pytest.approx(
+                    model.get_agg_embedding_from_queries(chosen))

@@ -557,7 +557,13 @@ async def test_nodes_without_relations_skip_the_llm(caplog: pytest.LogCaptureFix
     assert sync[0].node.metadata["graphrag_rerank"] == {"relation_rank": None,
                                                        "retrieval_score": 0.3}
     assert llm.prompts == []
-    assert rerank_warnings(caplog) == []
+    assert rerank_warnings(caplog) == []  # B is the graph's: a passage without triplets
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger=RERANK_LOGGER):  # none is the graph's
+        assert ids(rerank.postprocess_nodes([nodes[0], nodes[2]], query_str=QUERY)) == [
+            "A", "C"]
+    assert ["none of the 2 nodes has graphrag_relations" in w
+            for w in rerank_warnings(caplog)] == [True]
 
 
 def test_query_bundle_and_query_str_both_given() -> None:

@@ -9,7 +9,7 @@ from llama_index.core.base.base_retriever import BaseRetriever
 from llama_index.core.schema import NodeWithScore, QueryBundle, TextNode
 
 from llama_index_graphrag_milvus.communities.around import ServedCommunities, check_level
-from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
+from llama_index_graphrag_milvus.embeddings import aembed_question, embed_question
 from llama_index_graphrag_milvus.metadata import COMMUNITY_KEY, hide_from_models
 from llama_index_graphrag_milvus.records import CommunityReport
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -103,13 +103,15 @@ class CommunityReportRetriever(CheckedQueryMixin, BaseRetriever):
 
     def _retrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query, given = check_query(query_bundle), given_vector(query_bundle)
-        vector = self._checked(given or embed_query(self._index.embed_model, query),
+        model = self._index.embed_model
+        vector = self._checked(given or embed_question(model, query, query_bundle),
                                given is not None)
         return self._search(vector) if self._served() else self._rank(vector)
 
     async def _aretrieve(self, query_bundle: QueryBundle) -> list[NodeWithScore]:
         query, given = check_query(query_bundle), given_vector(query_bundle)
-        vector = self._checked(given or await aembed_query(self._index.embed_model, query),
+        model = self._index.embed_model
+        vector = self._checked(given or await aembed_question(model, query, query_bundle),
                                given is not None)
         if await self._index.aget_graph_mode() == "milvus":
             return await self._asearch(vector)

@@ -22,7 +22,7 @@ from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 from llama_index.core.vector_stores.types import VectorStoreQueryMode
 
-from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
+from llama_index_graphrag_milvus.embeddings import aembed_question, embed_question
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
@@ -127,7 +127,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             checked = query_bundle  # the query's words only: nothing to embed
         else:
             given = given_vector(query_bundle)
-            vector = given or embed_query(self._embed_model, query)
+            vector = given or embed_question(self._embed_model, query, query_bundle)
             checked = self._checked(query_bundle, vector, given is not None)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return super()._retrieve(checked)
@@ -138,7 +138,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
             checked = query_bundle
         else:
             given = given_vector(query_bundle)
-            vector = given or await aembed_query(self._embed_model, query)
+            vector = given or await aembed_question(self._embed_model, query, query_bundle)
             checked = self._checked(query_bundle, vector, given is not None)
         with milvus_errors(f"search {self._graph_store.passage_collection}"):
             return await super()._aretrieve(checked)

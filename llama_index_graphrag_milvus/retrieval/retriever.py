@@ -22,7 +22,7 @@ from llama_index.core.prompts.mixin import PromptDictType
 from llama_index.core.schema import NodeWithScore, QueryBundle
 from llama_index.core.vector_stores import MetadataFilters
 
-from llama_index_graphrag_milvus.embeddings import aembed_query, embed_query
+from llama_index_graphrag_milvus.embeddings import aembed_question, embed_question
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.llm import CallSlots
@@ -326,7 +326,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         PROCESS_BLAS.limit(self._blas_threads)
         started = time.perf_counter()
         given = given_vector(bundle)
-        vector = given or embed_query(self._index.embed_model, text)
+        vector = given or embed_question(self._index.embed_model, text, bundle)
         context = self._context(text, vector, bundle, time.perf_counter() - started, trace,
                                 given is not None)
         return SyncDriver(self._driver_context(self._index.graph_mode)).run(plan(context))
@@ -339,7 +339,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
         PROCESS_BLAS.limit(self._blas_threads)
         started = time.perf_counter()
         given = given_vector(bundle)
-        vector = given or await aembed_query(self._index.embed_model, text)
+        vector = given or await aembed_question(self._index.embed_model, text, bundle)
         context = self._context(text, vector, bundle, time.perf_counter() - started, trace,
                                 given is not None)
         driver = AsyncDriver(self._driver_context(await self._index.aget_graph_mode()))

@@ -299,7 +299,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         (``asyncio.run`` per call: pymilvus would keep each one's connection, two file
         descriptors, until the store closes), from a fresh loop in a worker thread, as
         :meth:`close` does. Loops that run at once (one per thread) keep a client each,
-        with one warning."""
+        with one warning; a loop left open but idle keeps its client until it is closed."""
         self.check_open()
         loop = asyncio.get_running_loop()
         found = self._async.get(id(loop))
@@ -310,7 +310,9 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         if ended:
             self._pool.submit(asyncio.run, _close_async_clients(
                 [self._async.pop(key)[1] for key in ended]))
-        if self._async and not self._warned_loops:
+        running = [bound for ref, _ in self._async.values()
+                   if (bound := ref()) is not None and bound.is_running()]
+        if running and not self._warned_loops:  # an idle loop (core's asyncio_run) is not
             self._warned_loops = True
             logger.warning(
                 "%s: async calls from two event loops at once (threads?): each loop gets a "

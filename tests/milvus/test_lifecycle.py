@@ -364,3 +364,20 @@ def test_async_calls_from_two_running_event_loops_are_warned_about_once(
         other.call_soon_threadsafe(other.stop)
         thread.join(timeout=30)
         other.close()
+
+
+def test_a_loop_left_open_but_idle_is_not_warned_about(
+        db: Path, caplog: pytest.LogCaptureFixture) -> None:
+    """Core's ``asyncio_run`` (a ``QueryFusionRetriever(use_async=True)``) runs on a loop it
+    leaves open; an ``asyncio.run`` after it is not two loops at once."""
+    idle = asyncio.new_event_loop()
+    try:
+        with build(db) as index:
+            retriever = index.as_retriever()
+            with caplog.at_level("WARNING", logger="llama_index_graphrag_milvus.milvus.store"):
+                assert idle.run_until_complete(retriever.aretrieve("Euler"))
+                assert asyncio.run(retriever.aretrieve("Euler"))
+                assert idle.run_until_complete(retriever.aretrieve("Euler"))  # its client
+            assert not [r for r in caplog.records if "event loop" in r.getMessage()]
+    finally:
+        idle.close()

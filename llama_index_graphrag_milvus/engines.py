@@ -104,10 +104,15 @@ _EXAMPLES = {"GraphRAGRetriever": "passage_scoring, similarity_top_k, filters",
 """The arguments an error names first, for each taker (else the first few by name)."""
 
 
+SHARED_ARGUMENTS = frozenset({"callback_manager"})
+"""The arguments every component that takes them gets (the retriever, the engine and its
+response synthesizer all trace to the callback manager); any other goes to the first."""
+
+
 def _split(kwargs: Mapping[str, Any], owner: str, takers: Mapping[str, frozenset[str]]
            ) -> dict[str, dict[str, Any]]:
-    """``kwargs`` by the first of ``takers`` that takes each; one that none takes is
-    refused, naming who takes what."""
+    """``kwargs`` by the first of ``takers`` that takes each (by all of them for
+    :data:`SHARED_ARGUMENTS`); one that none takes is refused, naming who takes what."""
     unknown = sorted(set(kwargs).difference(*takers.values()))
     if unknown:
         raise InvalidInputError(
@@ -116,7 +121,9 @@ def _split(kwargs: Mapping[str, Any], owner: str, takers: Mapping[str, frozenset
                               "...)" for name, names in takers.items()) + ".")
     split: dict[str, dict[str, Any]] = {name: {} for name in takers}
     for key, value in kwargs.items():
-        split[next(name for name, names in takers.items() if key in names)][key] = value
+        takes = [name for name, names in takers.items() if key in names]
+        for name in takes if key in SHARED_ARGUMENTS else takes[:1]:
+            split[name][key] = value
     return split
 
 
@@ -154,8 +161,8 @@ def chat_engine(index: GraphRAGIndex, chat_mode: str, llm: LLM, top_n: int,
             name: _parameters(factory, "query_engine", "llm", "system_prompt",
                               "prefix_messages"),
             "as_query_engine": RETRIEVER_ARGUMENTS | QUERY_ENGINE_ARGUMENTS})
-        return factory(query_engine(index, llm, top_n, split["as_query_engine"]), llm=llm,
-                       **split[name])
+        return _traced(factory(query_engine(index, llm, top_n, split["as_query_engine"]),
+                               llm=llm, **split[name]), kwargs)
     split = _split(kwargs, "as_chat_engine", {
         "GraphRAGRetriever": RETRIEVER_ARGUMENTS,
         name: _parameters(factory, "retriever", "llm")})
@@ -165,5 +172,13 @@ def chat_engine(index: GraphRAGIndex, chat_mode: str, llm: LLM, top_n: int,
             "as_chat_engine takes system_prompt or prefix_messages, not both: put the "
             "system message first in prefix_messages, or give system_prompt alone.")
     engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
-    return factory(index.as_retriever(llm=llm, **split["GraphRAGRetriever"]), llm=llm,
-                   **engine)
+    return _traced(factory(index.as_retriever(llm=llm, **split["GraphRAGRetriever"]), llm=llm,
+                           **engine), kwargs)
+
+
+def _traced(engine: BaseChatEngine, kwargs: Mapping[str, Any]) -> BaseChatEngine:
+    """``engine`` with the ``callback_manager`` of ``kwargs`` (core's chat factories take
+    none, or take it and ignore it)."""
+    if kwargs.get("callback_manager") is not None:
+        engine.callback_manager = kwargs["callback_manager"]  # type: ignore[attr-defined]
+    return engine

@@ -77,6 +77,28 @@ def test_engine_and_retriever_arguments_go_where_they_belong(
     assert len(reranked.query(QUESTION).source_nodes) == 2
 
 
+@pytest.mark.parametrize("engine", ["query", "chat"])
+def test_a_callback_manager_reaches_the_retriever_engine_and_synthesizer(
+        shared_family_index: GraphRAGIndex, engine: str) -> None:
+    """As ``callback_manager`` given to core's engines: the engine's query (or the chat's
+    LLM call) is traced as well as the retrieval (it reached the retriever only)."""
+    from llama_index.core.callbacks import CallbackManager, CBEventType, LlamaDebugHandler
+
+    debug = LlamaDebugHandler()
+    manager = CallbackManager([debug])
+    llm = ScriptedLLM(answer)
+    if engine == "query":
+        built: Any = shared_family_index.as_query_engine(llm=llm, callback_manager=manager)
+        built.query(QUESTION)
+    else:
+        built = shared_family_index.as_chat_engine(llm=llm, callback_manager=manager)
+        built.chat(QUESTION)
+    assert built.callback_manager is manager
+    traced = {event.event_type for event in debug.get_events()}
+    assert CBEventType.RETRIEVE in traced
+    assert engine == "chat" or CBEventType.QUERY in traced, traced
+
+
 @pytest.mark.parametrize("mode", ["no_text", "context_only"])
 def test_response_modes_without_an_answer_need_no_other_llm(
         shared_family_index: GraphRAGIndex, mode: str, monkeypatch: pytest.MonkeyPatch) -> None:

@@ -105,8 +105,10 @@ def quiet_jieba() -> None:
         return
     import logging
 
-    import jieba
-
+    try:
+        import jieba
+    except Exception:  # a broken install: the index says so when it needs jieba
+        return
     jieba.setLogLevel(logging.WARNING)
 
 

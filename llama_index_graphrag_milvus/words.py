@@ -270,7 +270,8 @@ def name_spans(text: str) -> list[str]:
     written in capitals ("the Beatles", "The Wall Street Journal", "In God We Trust",
     "Nguyễn Văn An"), and the runs of 2 to
     :data:`NAME_SPAN_CHARACTERS` characters inside each run of an unspaced script (which
-    marks no word boundaries); at most :data:`MAX_NAME_SPANS` of them.
+    marks no word boundaries), and across one space between two such runs; at most
+    :data:`MAX_NAME_SPANS` of them.
 
     >>> name_spans("Who taught Kim Jong-il?")[:4]
     ['taught Kim Jong-il', 'taught Kim Jong', 'Kim Jong-il', 'taught Kim']
@@ -283,6 +284,8 @@ def name_spans(text: str) -> list[str]:
     True
     >>> name_spans("欧拉的老师")[:6]
     ['欧拉的老师', '欧拉的老', '拉的老师', '欧拉的', '拉的老', '的老师']
+    >>> "ทักษิณ ชินวัตร" in name_spans("ทักษิณ ชินวัตรเกิดที่ไหน")  # two runs, one space
+    True
     >>> long = "".join(chr(0x4E00 + i) for i in range(200)) + "欧拉"
     >>> len(name_spans(long)) == MAX_NAME_SPANS and "欧拉" in name_spans(long)
     True
@@ -306,11 +309,21 @@ def _spans(text: str) -> Iterator[str]:
                         if _may_end(spaced, at, end))
     # by letters with their marks: a Thai span neither starts with a vowel sign nor counts
     # its marks as characters
-    runs = [_CLUSTER.findall(run) for run in _UNSPACED_RUN.findall(text)]
+    found = list(_UNSPACED_RUN.finditer(text))
+    runs = [_CLUSTER.findall(run.group()) for run in found]
     for size in range(2, NAME_SPAN_CHARACTERS + 1):
         for run in runs:
             yield from ("".join(run[start:start + size])
                         for start in range(len(run) - size + 1))
+    # a name written with a space between two runs ("ทักษิณ ชินวัตร"): the end of one run and
+    # the start of the next, when only a space parts them
+    for at in range(len(found) - 1):
+        if text[found[at].end():found[at + 1].start()] == " ":
+            left, right = runs[at], runs[at + 1]
+            for size in range(1, min(len(left), NAME_SPAN_CHARACTERS) + 1):
+                end = "".join(left[-size:])
+                yield from (f"{end} {''.join(right[:length])}"
+                            for length in range(1, min(len(right), NAME_SPAN_CHARACTERS) + 1))
 
 
 def _capitalized(word: str) -> bool:

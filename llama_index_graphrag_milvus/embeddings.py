@@ -181,12 +181,12 @@ def chosen_strs(bundle: QueryBundle | None) -> list[str]:
 def embed_question(model: BaseEmbedding, text: str, bundle: QueryBundle | None = None
                    ) -> list[float]:
     """The query vector of a question as core's retrievers make it: the mean of the query
-    vectors of ``bundle``'s chosen texts (:func:`chosen_strs`), else that of ``text``;
-    checked."""
+    vectors of ``bundle``'s chosen texts (:func:`chosen_strs`; core's
+    ``get_agg_embedding_from_queries``, each vector checked first), else that of ``text``."""
     strs = chosen_strs(bundle)
     if not strs:
         return embed_query(model, text)
-    return check_vectors([model.get_agg_embedding_from_queries(strs)], 1, model)[0]
+    return _mean(check_vectors([model.get_query_embedding(s) for s in strs], len(strs), model))
 
 
 async def aembed_question(model: BaseEmbedding, text: str, bundle: QueryBundle | None = None
@@ -195,9 +195,13 @@ async def aembed_question(model: BaseEmbedding, text: str, bundle: QueryBundle |
     strs = chosen_strs(bundle)
     if not strs:
         return await aembed_query(model, text)
-    vector = await asynchronously(lambda: model.aget_agg_embedding_from_queries(strs),
-                                  lambda: model.get_agg_embedding_from_queries(strs))
-    return check_vectors([vector], 1, model)[0]
+    vectors = await asyncio.gather(*(_aquery(model, s) for s in strs))
+    return _mean(check_vectors(vectors, len(strs), model))
+
+
+def _mean(vectors: list[list[float]]) -> list[float]:
+    """The mean of checked vectors (core's aggregation of a bundle's texts)."""
+    return np.mean(np.asarray(vectors, np.float64), axis=0).tolist()
 
 
 def _aquery(model: BaseEmbedding, text: str) -> Awaitable[list[float]]:

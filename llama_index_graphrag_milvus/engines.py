@@ -105,8 +105,10 @@ _EXAMPLES = {"GraphRAGRetriever": "passage_scoring, similarity_top_k, filters",
 
 
 SHARED_ARGUMENTS = frozenset({"callback_manager"})
-"""The arguments every component that takes them gets (the retriever, the engine and its
-response synthesizer all trace to the callback manager); any other goes to the first."""
+"""The arguments every component that takes them gets (the retriever and the engine trace to
+the callback manager; core's ``RetrieverQueryEngine.from_args`` does not give it to the
+response synthesizer, whose events follow ``Settings.callback_manager`` as with core's own
+engines); any other goes to the first."""
 
 
 def _split(kwargs: Mapping[str, Any], owner: str, takers: Mapping[str, frozenset[str]]

@@ -286,3 +286,24 @@ async def test_custom_embedding_strs_are_embedded_as_core_s_retrievers_do(
             if bundle.embedding is not None:  # the naive retriever keeps it, as core's does
                 assert bundle.embedding == pytest.approx(
                     model.get_agg_embedding_from_queries(chosen))
+
+
+class ShortQueryEmbedding(HashEmbedding):
+    """Gives a 10-dimensional query vector for texts holding "short"."""
+
+    def _get_query_embedding(self, query: str) -> list[float]:
+        return [0.1] * 10 if "short" in query else self._vector(query)
+
+    async def _aget_query_embedding(self, query: str) -> list[float]:
+        return self._get_query_embedding(query)
+
+
+@pytest.mark.parametrize("use_async", [False, True])
+async def test_a_model_that_breaks_on_a_chosen_text_is_the_model_s_error(
+        tmp_path: Path, use_async: bool) -> None:
+    with GraphRAGIndex.from_triplets(FAMILY, uri=str(tmp_path / "graph.db"),
+                                     embed_model=ShortQueryEmbedding()) as index:
+        bundle = QueryBundle(QUESTION, custom_embedding_strs=["a short answer", "fine"])
+        retriever = index.as_retriever()
+        with pytest.raises(EmbeddingModelError, match="different lengths"):
+            await retriever.aretrieve(bundle) if use_async else retriever.retrieve(bundle)

@@ -4,10 +4,12 @@ A new index creates its collections one after another: the entities, the passage
 relations. The relation collection, made last, is what says that an index exists
 (:meth:`~.store.MilvusGraphStore.open_if_created`), so a creation that stopped before it
 leaves an index that does not exist yet, and the next creation finds the collections it
-had made. Such a collection is kept when it is the one this creation would make (the same
-dimension, fields and full-text search: another process may be creating the same index at
-this moment); an empty one that is not is dropped and made again (a run with another
-embedding model); one that holds rows is not this package's to drop, and is an error.
+had made, empty: rows are written only once the index exists. Such a collection is kept
+when it is the one this creation would make (the same dimension, fields and full-text
+search: another process may be creating the same index at this moment); one that is not is
+dropped and made again (a run with another embedding model, another tenant key). One that
+holds rows is not a creation's (a collection of the user's under the same name): it is an
+error, never dropped nor written to.
 """
 
 from __future__ import annotations
@@ -51,16 +53,16 @@ def settle_leftover(client: MilvusClient, name: str, dim: int, fits: Fits, marke
     it has been dropped.
 
     Raises:
-        MilvusStoreError: it does not fit and holds rows.
+        MilvusStoreError: it holds rows.
     """
     with milvus_errors(f"describe {name}"):
         info = client.describe_collection(name)
-        if vector_dim(info) == dim and fits(info):
-            logger.info("%s was made by a creation that stopped before %s: kept", name,
-                        marker)
-            return True
+        client.flush(name)  # a server counts the rows it has flushed
         rows = int(client.get_collection_stats(name).get("row_count", 0))
-    if rows:
+    if not rows and vector_dim(info) == dim and fits(info):
+        logger.info("%s was made by a creation that stopped before %s: kept", name, marker)
+        return True
+    if rows:  # rows are written once the index exists: these are not a creation's
         raise MilvusStoreError(
             f"the collection {name!r} exists with {rows} rows, but {marker!r} does not: it "
             "was not made by this index (or not with these settings). Choose another "

@@ -89,6 +89,8 @@ def make_lite_folder(path: str, uri: str) -> None:
         return
     try:
         os.mkdir(path)
+    except FileExistsError:  # another index of this process made it meanwhile
+        return
     except OSError as exc:
         raise InvalidInputError(
             f"uri {uri!r}: cannot create the Milvus Lite folder {path!r} "

@@ -17,7 +17,9 @@ from pymilvus import AsyncMilvusClient, MilvusClient
 
 from llama_index_graphrag_milvus.errors import MilvusStoreError
 from llama_index_graphrag_milvus.milvus.fulltext import (
+    FULL_TEXT_FIELD,
     LEXICAL_FIELD,
+    TEXT_FIELD,
     PassageVectorStore,
     analyzer_of,
     full_text_input,
@@ -244,13 +246,16 @@ class StoreOpening:
                                                     self.relation_collection)
 
     def _fits_passages(self, info: Mapping[str, Any]) -> bool:
-        """Whether a described passage collection is the one this store creates: the same
-        full-text search and analyzer, and the tenant field."""
+        """Whether a described passage collection is the one this store creates: its fields
+        (the full-text ones, the tenant field), its BM25 input and analyzer."""
         found = full_text_input(info)
-        return ((found is not None) == self.full_text
+        fields = {"id", "embedding", TEXT_FIELD, "doc_id",
+                  *((LEXICAL_FIELD, FULL_TEXT_FIELD) if self.full_text else ()),
+                  *((self.tenant_key,) if self.tenant_key else ())}
+        return (field_names(info) == fields
+                and found == (LEXICAL_FIELD if self.full_text else None)
                 and (found is None or same_analyzer(analyzer_of(info, found),
-                                                    self.full_text_analyzer))
-                and (self.tenant_key is None or self.tenant_key in field_names(info)))
+                                                    self.full_text_analyzer)))
 
     def read_layout(self) -> None:
         """Read again whether the entity rows list their passages

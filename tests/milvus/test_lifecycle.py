@@ -381,3 +381,16 @@ def test_a_loop_left_open_but_idle_is_not_warned_about(
             assert not [r for r in caplog.records if "event loop" in r.getMessage()]
     finally:
         idle.close()
+
+
+def test_a_lite_folder_made_meanwhile_by_another_index_is_used(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two indexes opened at once on a new path: the second's mkdir finds the folder the
+    first made after its check (it failed "File exists" in 1 of 10 trials)."""
+    from llama_index_graphrag_milvus.milvus import lite
+
+    path = tmp_path / "x.db"
+    path.mkdir()
+    monkeypatch.setattr(lite.os.path, "lexists", lambda _: False)  # checked before it was made
+    lite.make_lite_folder(str(path), str(path))
+    assert path.is_dir()

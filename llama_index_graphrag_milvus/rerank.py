@@ -305,23 +305,17 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
                                           model_name=self.llm.metadata.model_name))
         candidates = CandidateList.from_nodes(nodes, self.max_prompt_relations)
-        if candidates.left_out:
-            logger.info("GraphRelationRerank: %d of %d candidate relations left out of the "
-                        "prompt (max_prompt_relations=%d)", candidates.left_out,
-                        candidates.left_out + len(candidates.ids), self.max_prompt_relations)
-        return query_bundle.query_str, candidates
-
-    @staticmethod
-    def _no_relations(nodes: list[NodeWithScore], candidates: CandidateList) -> CandidateList:
-        """``candidates`` (empty), with a warning when none of the ``nodes`` comes from the
-        graph retriever (none has ``metadata["graphrag_relations"]``, even empty)."""
         if nodes and not any(RELATIONS_KEY in n.node.metadata for n in nodes):
             logger.warning(
                 "GraphRelationRerank: none of the %d nodes has graphrag_relations (the graph "
                 "retriever's nodes do; in a QueryFusionRetriever, the node of another "
                 "retriever may be kept: see docs/composition.md); keeping the incoming order",
                 len(nodes))
-        return candidates
+        if candidates.left_out:
+            logger.info("GraphRelationRerank: %d of %d candidate relations left out of the "
+                        "prompt (max_prompt_relations=%d)", candidates.left_out,
+                        candidates.left_out + len(candidates.ids), self.max_prompt_relations)
+        return query_bundle.query_str, candidates
 
     def _end(self, results: list[NodeWithScore]) -> list[NodeWithScore]:
         dispatcher.event(ReRankEndEvent(nodes=results))
@@ -333,7 +327,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
                            query_bundle: QueryBundle | None = None) -> list[NodeWithScore]:
         query, candidates = self._start(nodes, query_bundle)
         if not candidates.ids:
-            return self._end(self._reorder(nodes, self._no_relations(nodes, candidates), []))
+            return self._end(self._reorder(nodes, candidates, []))
         kwargs = self._prompt_kwargs(query, candidates)
         # a worker thread makes the timeout possible; the LLM's failure must not fail the query
         raw = within_thread(partial(self.llm.predict, self.rerank_prompt, **kwargs),
@@ -346,7 +340,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
                                   ) -> list[NodeWithScore]:
         query, candidates = self._start(nodes, query_bundle)
         if not candidates.ids:
-            return self._end(self._reorder(nodes, self._no_relations(nodes, candidates), []))
+            return self._end(self._reorder(nodes, candidates, []))
         kwargs = self._prompt_kwargs(query, candidates)
         # the LLM's failure must not fail the query; a cancellation does
         raw = await within(self.llm.apredict(self.rerank_prompt, **kwargs), self.timeout)

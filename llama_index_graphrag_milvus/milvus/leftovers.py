@@ -59,14 +59,14 @@ def settle_leftover(client: MilvusClient, name: str, dim: int, fits: Fits, marke
         info = client.describe_collection(name)
         client.flush(name)  # a server counts the rows it has flushed
         rows = int(client.get_collection_stats(name).get("row_count", 0))
-    if not rows and vector_dim(info) == dim and fits(info):
-        logger.info("%s was made by a creation that stopped before %s: kept", name, marker)
-        return True
     if rows:  # rows are written once the index exists: these are not a creation's
         raise MilvusStoreError(
             f"the collection {name!r} exists with {rows} rows, but {marker!r} does not: it "
             "was not made by this index (or not with these settings). Choose another "
             f"collection_prefix, or drop {name!r} if it is not needed.")
+    if vector_dim(info) == dim and fits(info):
+        logger.info("%s was made by a creation that stopped before %s: kept", name, marker)
+        return True
     logger.warning("%s was made by a creation that stopped before %s, for another "
                    "embedding model or other settings: dropped and made again", name, marker)
     with milvus_errors(f"drop {name}"):

@@ -51,7 +51,6 @@ from llama_index_graphrag_milvus.explore.view import (  # re-exported: they live
 )
 from llama_index_graphrag_milvus.explore.view import degree_histogram as degree_histogram
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
-from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.retrieval.methods import PASSAGE_SCORINGS
 from llama_index_graphrag_milvus.validation import check_int
 
@@ -117,7 +116,7 @@ class ExplorerData:
                 "it.")
         self.index = index
         self.filters = filters
-        self.where = to_milvus_expression(filters) if filters is not None else ""
+        self.where = index.store.filter_expression(filters)
         """The filter as a Milvus expression (``""``: the whole index)."""
         self._lock = threading.Lock()
         self._retrievers: dict[tuple[str, int], GraphRAGRetriever] = {}

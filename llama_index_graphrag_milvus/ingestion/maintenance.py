@@ -20,7 +20,6 @@ from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, Document
 from llama_index.core.settings import Settings
 from llama_index.core.vector_stores import MetadataFilters
-from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus.errors import ExtractionError, InvalidInputError
 from llama_index_graphrag_milvus.extraction.extraction_report import extraction_failures
@@ -47,7 +46,7 @@ from llama_index_graphrag_milvus.ingestion.write import (
     commit_write,
     prepare_write,
 )
-from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
+from llama_index_graphrag_milvus.milvus.filters import matches, to_milvus_expression
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 if TYPE_CHECKING:
@@ -205,7 +204,7 @@ class DocumentMaintenance:
     def _refresh_plan(self, documents: Sequence[Document], filters: MetadataFilters | None,
                       extraction: ExtractionOptions) -> RefreshPlan:
         check_options(extraction)  # before anything is read
-        where = to_milvus_expression(filters) if filters is not None else ""
+        where = self.store.filter_expression(filters)
         plan = refresh_plan(self.store, documents,
                             extraction.get("transformations") or [Settings.node_parser],
                             self.passage_identity_keys, where)
@@ -268,14 +267,13 @@ class DocumentMaintenance:
     delete = delete_ref_doc
     """The name of :meth:`delete_ref_doc` in 0.1.0 (kept as an alias)."""
 
-    @staticmethod
-    def _delete_scope(ref_doc_id: str, filters: MetadataFilters | None) -> str:
+    def _delete_scope(self, ref_doc_id: str, filters: MetadataFilters | None) -> str:
         """The metadata expression a delete is restricted to; checks the arguments."""
         if not isinstance(ref_doc_id, str) or not ref_doc_id:
             raise InvalidInputError(
                 f"ref_doc_id must be a non-empty string (the id of the source document, as "
                 f"node.ref_doc_id gives it), got {ref_doc_id!r}")
-        return to_milvus_expression(filters) if filters is not None else ""  # checks them
+        return self.store.filter_expression(filters)  # checks them
 
     @staticmethod
     def _within_scope(doc_id: str, nodes: Sequence[BaseNode],
@@ -286,9 +284,8 @@ class DocumentMaintenance:
         if filters is None:
             return
         metadata = {node.node_id: node.metadata for node in nodes}
-        matches = build_metadata_filter_fn(metadata.__getitem__, filters)
         for node in nodes:
-            if not matches(node.node_id):
+            if not matches(metadata[node.node_id], filters):
                 raise InvalidInputError(
                     f"the new content of {doc_id!r} is outside the filters of its update "
                     f"(a passage's metadata {repr(metadata[node.node_id])[:120]} does not match "

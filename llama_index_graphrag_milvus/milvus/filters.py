@@ -4,17 +4,35 @@ Values are user input (a tenant id, a document title): every string is quoted an
 a value holding quotes or Milvus expression syntax is matched literally. Keys must be plain
 identifiers.
 
+Every operator of core's ``FilterOperator`` but ``text_match_insensitive`` (Milvus has no
+case-insensitive match), with core's semantics (``build_metadata_filter_fn``):
+
+- ``contains``: a list holding the value, or (a string value) a string holding it;
+- ``any`` / ``all``: a list holding any / all of the values, or a string holding them;
+- ``text_match``: a string holding the value, a substring (not a pattern);
+- ``is_empty``: no value, ``None``, ``""`` or ``[]``.
+
+A key a passage does not have matches as in core: ``!=`` and ``nin`` keep the passage, every
+other operator drops it, and ``NOT`` turns that around (Milvus compares a missing key as
+unknown, which ``NOT`` leaves unknown: hence the ``exists`` tests).
+
+A substring match is Milvus ``LIKE "%...%"``, in which a ``%``, ``_`` or backslash of the
+value matches any one character: Milvus Lite's ``LIKE`` over metadata has no escape, so they
+cannot be taken literally (``"50%"`` also matches ``"50x"``). Servers before 2.4 have no
+substring ``LIKE``, nor the list test of ``is_empty``: :func:`check_server_can` refuses those
+filters there with a clear error.
+
 >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 >>> print(to_milvus_expression(MetadataFilters(filters=[
 ...     MetadataFilter(key="tenant_id", value='acme" or "1"=="1')])))
-(tenant_id == "acme\\" or \\"1\\"==\\"1")
+(((exists tenant_id) and tenant_id == "acme\\" or \\"1\\"==\\"1"))
 """
 
 from __future__ import annotations
 
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from typing import Any
 
 from llama_index.core.vector_stores import (
@@ -23,6 +41,7 @@ from llama_index.core.vector_stores import (
     MetadataFilter,
     MetadataFilters,
 )
+from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD, LEXICAL_FIELD
@@ -100,7 +119,18 @@ def _literal(value: Any) -> str:
     )
 
 
-def _condition(item: MetadataFilter) -> str:
+def _condition(item: MetadataFilter, fields: Collection[str]) -> str:
+    """``item`` as an expression; a metadata key a passage may lack is tested for first
+    (see the module docstring), a key of ``fields`` (a field of the collection) is not."""
+    found = _test(item)
+    if item.key in fields or item.operator == FilterOperator.IS_EMPTY:
+        return found
+    if item.operator in (FilterOperator.NE, FilterOperator.NIN):
+        return f"(not (exists {item.key}) or {found})"
+    return f"((exists {item.key}) and {found})"
+
+
+def _test(item: MetadataFilter) -> str:
     if not isinstance(item.key, str) or not _KEY.match(item.key):
         raise InvalidInputError(
             f"metadata filter key {item.key!r} is not a plain identifier (letters, digits, "
@@ -117,35 +147,151 @@ def _condition(item: MetadataFilter) -> str:
         values = item.value if isinstance(item.value, list) else [item.value]
         keyword = "in" if item.operator == FilterOperator.IN else "not in"
         return f"{item.key} {keyword} [{', '.join(_literal(v) for v in values)}]"
+    if item.operator in _HOLDS:
+        return _holds(item)
+    if item.operator == FilterOperator.IS_EMPTY:
+        return _is_empty(item.key)
     raise InvalidInputError(
-        f"metadata filter operator {item.operator.value!r} is not supported; use ==, !=, >, "
-        ">=, <, <=, in or nin."
+        f"metadata filter operator {item.operator.value!r} is not supported (Milvus has no "
+        "case-insensitive match): use text_match with the case as stored, or store a "
+        "lowercased copy of the field and match that."
     )
 
 
-def to_milvus_expression(filters: MetadataFilters) -> str:
+_HOLDS = frozenset({FilterOperator.CONTAINS, FilterOperator.ANY, FilterOperator.ALL,
+                    FilterOperator.TEXT_MATCH})
+"""The operators that ask whether a metadata value (a list or a string) holds values."""
+
+
+_UNESCAPED = re.compile(r"[%_\\]")
+"""What a ``LIKE`` pattern cannot hold literally on Milvus Lite (see the module docstring)."""
+
+
+def _substring(key: str, value: str) -> str:
+    """``key`` is a string holding ``value`` (``%``, ``_``, ``\\`` as any one character)."""
+    return f"{key} like {quote('%' + _UNESCAPED.sub('_', value) + '%')}"
+
+
+def _values(item: MetadataFilter) -> list[Any]:
+    """The values an operator of :data:`_HOLDS` looks for (checked)."""
+    many = item.operator in (FilterOperator.ANY, FilterOperator.ALL)
+    if many != isinstance(item.value, list):
+        shape = "a list of values" if many else "one value (a list takes any or all)"
+        raise InvalidInputError(
+            f"metadata filter {item.key!r} {item.operator.value} takes {shape}, got "
+            f"{item.value!r}.")
+    values: list[Any] = list(item.value) if isinstance(item.value, list) else [item.value]
+    if item.operator == FilterOperator.TEXT_MATCH and not isinstance(item.value, str):
+        raise InvalidInputError(
+            f"metadata filter {item.key!r} text_match takes a string, got {item.value!r}: "
+            "use contains for a value in a list.")
+    for value in values:
+        _literal(value)  # checked: strings, finite numbers, booleans
+    return values
+
+
+def _holds(item: MetadataFilter) -> str:
+    """Whether a list holds the value(s), or a string the string value(s), as core does."""
+    values = _values(item)
+    strings = [v for v in values if isinstance(v, str)]
+    if item.operator == FilterOperator.TEXT_MATCH:
+        return _substring(item.key, strings[0])
+    if not values:  # core: any([]) is false, all([]) true for every value
+        return (f"((exists {item.key}) and not (exists {item.key}))"
+                if item.operator == FilterOperator.ANY else f"(exists {item.key})")
+    listed = ", ".join(_literal(v) for v in values)
+    if item.operator == FilterOperator.CONTAINS:
+        listed_in = f"json_contains({item.key}, {listed})"
+    else:
+        listed_in = f"json_contains_{item.operator.value}({item.key}, [{listed}])"
+    if len(strings) < len(values):  # a number is never in a string (core raises)
+        return listed_in
+    joiner = " and " if item.operator == FilterOperator.ALL else " or "
+    in_string = joiner.join(_substring(item.key, v) for v in strings)
+    return f"({listed_in} or ({in_string}))"
+
+
+def _is_empty(key: str) -> str:
+    """No value, ``None``, ``""`` or ``[]``: every test known (not unknown) for every value,
+    so that ``NOT`` turns it around (``json_contains_all(key, [])``: a list)."""
+    return (f'(not (exists {key}) or {key} like "" or (json_contains_all({key}, []) and '
+            f"array_length({key}) == 0))")
+
+
+def newer_server_filters(filters: MetadataFilters | None) -> list[str]:
+    """The filters of ``filters`` that servers before :data:`NEWER_SERVER` cannot evaluate
+    (a substring ``LIKE``, ``is_empty``'s list test), as ``"key operator"``.
+
+    >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    >>> newer_server_filters(MetadataFilters(filters=[
+    ...     MetadataFilter(key="title", value="Euler", operator="text_match"),
+    ...     MetadataFilter(key="year", value=1707)]))
+    ['title text_match']
+    """
+    found: list[str] = []
+    for item in (filters.filters if filters is not None else []):
+        if isinstance(item, MetadataFilters):
+            found += newer_server_filters(item)
+        elif item.operator == FilterOperator.IS_EMPTY or (item.operator in _HOLDS and any(
+                isinstance(v, str) for v in (item.value if isinstance(item.value, list)
+                                             else [item.value]))):
+            found.append(f"{item.key} {item.operator.value}")
+    return found
+
+
+NEWER_SERVER = (2, 4)
+"""The oldest Milvus server with a substring ``LIKE`` (2.3 matches prefixes only). Milvus
+Lite has it."""
+
+
+def check_server_can(filters: MetadataFilters | None, version: tuple[int, ...]) -> None:
+    """Refuse the filters of :func:`newer_server_filters` on a Milvus server older than
+    :data:`NEWER_SERVER` (``version`` is the server's, ``()`` for Milvus Lite or an
+    unreadable version).
+
+    >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    >>> check_server_can(MetadataFilters(filters=[
+    ...     MetadataFilter(key="title", value="Euler", operator="text_match")]), (2, 3, 5))
+    Traceback (most recent call last):
+    ...
+    llama_index_graphrag_milvus.errors.InvalidInputError: metadata filters title text_match ...
+
+    Raises:
+        InvalidInputError: a filter this server cannot evaluate.
+    """
+    found = newer_server_filters(filters)
+    if found and version and version < NEWER_SERVER:
+        raise InvalidInputError(
+            f"metadata filters {', '.join(found)} need Milvus 2.4 or later (substring LIKE, "
+            f"list tests); this server is {'.'.join(map(str, version))}: upgrade it, or "
+            "filter on whole values (==, in) or on list members (contains, any, all with "
+            "numbers).")
+
+
+def to_milvus_expression(filters: MetadataFilters, fields: Collection[str] = ()) -> str:
     """The Milvus expression of ``filters`` (nested filters and AND/OR/NOT included).
 
     ``NOT`` keeps what matches none of its filters, as core's ``SimpleVectorStore`` does:
-    ``not (a or b)``.
+    ``not (a or b)``. ``fields`` are keys that are fields of the collection (the tenant key):
+    every passage has them.
 
     >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
     >>> print(to_milvus_expression(MetadataFilters(condition="not", filters=[
     ...     MetadataFilter(key="tenant_id", value="acme"),
-    ...     MetadataFilter(key="year", value=2000, operator=">")])))
-    not (tenant_id == "acme" or year > 2000)
+    ...     MetadataFilter(key="year", value=2000, operator=">")]), fields={"tenant_id"}))
+    not (tenant_id == "acme" or ((exists year) and year > 2000))
     """
     if not isinstance(filters, MetadataFilters):
         hint = (": wrap it, MetadataFilters(filters=[...])"
                 if isinstance(filters, MetadataFilter) else "")
         raise InvalidInputError(
             f"filters must be a llama_index MetadataFilters, got {type(filters).__name__}{hint}")
-    return _expression(filters, nested=False)
+    return _expression(filters, nested=False, fields=fields)
 
 
-def _expression(filters: MetadataFilters, nested: bool) -> str:
-    parts = [_expression(f, nested=True) if isinstance(f, MetadataFilters) else _condition(f)
-             for f in filters.filters]
+def _expression(filters: MetadataFilters, nested: bool, fields: Collection[str]) -> str:
+    parts = [_expression(f, nested=True, fields=fields) if isinstance(f, MetadataFilters)
+             else _condition(f, fields) for f in filters.filters]
     if not parts:
         if nested:  # Milvus has no literal for an empty group (true in AND, false in OR)
             raise InvalidInputError(
@@ -156,3 +302,28 @@ def _expression(filters: MetadataFilters, nested: bool) -> str:
     if condition == FilterCondition.NOT:
         return f"not ({' or '.join(parts)})"
     return "(" + f" {condition.value} ".join(parts) + ")"
+
+
+def matches(metadata: dict[str, Any], filters: MetadataFilters | MetadataFilter) -> bool:
+    """Whether a node's ``metadata`` passes ``filters`` in Python, as Milvus evaluates their
+    expression: core's semantics for each filter (a value of another type does not match),
+    nested filters and ``NOT`` included (core's own function refuses nested filters).
+
+    >>> from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+    >>> matches({"tags": ["red"], "year": 1707}, MetadataFilters(condition="or", filters=[
+    ...     MetadataFilter(key="tags", value="red", operator="contains"),
+    ...     MetadataFilters(filters=[MetadataFilter(key="year", value=1700, operator="<")])]))
+    True
+    """
+    if isinstance(filters, MetadataFilter):
+        try:
+            return build_metadata_filter_fn(lambda _: metadata,
+                                            MetadataFilters(filters=[filters]))("")
+        except TypeError:  # core's text_match of a number, a number in a string...
+            return False
+    found = [matches(metadata, item) for item in filters.filters]
+    if filters.condition == FilterCondition.OR:
+        return any(found)
+    if filters.condition == FilterCondition.NOT:
+        return not any(found)
+    return all(found)

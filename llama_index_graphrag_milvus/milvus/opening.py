@@ -10,12 +10,15 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Mapping, Sequence
+from functools import cached_property
 from typing import Any
 
+from llama_index.core.vector_stores import MetadataFilters
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from pymilvus import AsyncMilvusClient, MilvusClient
 
 from llama_index_graphrag_milvus.errors import MilvusStoreError
+from llama_index_graphrag_milvus.milvus.filters import check_server_can, to_milvus_expression
 from llama_index_graphrag_milvus.milvus.fulltext import (
     FULL_TEXT_FIELD,
     LEXICAL_FIELD,
@@ -46,6 +49,7 @@ from llama_index_graphrag_milvus.milvus.tenants import (
     TENANT_KEY_PROPERTY,
     partition_key_works,
     passage_store_class,
+    server_version,
 )
 
 logger = logging.getLogger(__name__)
@@ -170,6 +174,30 @@ class StoreOpening:
                            "tenant field of %s is a plain field (filters on it scan); Milvus "
                            "2.4 and later partition by it", version, self.passage_collection)
         return works
+
+    @cached_property
+    def server_version(self) -> tuple[int, ...]:
+        """The Milvus server's version, ``()`` for Milvus Lite or an unreadable one.
+
+        >>> GraphRAGIndex(uri="./graph.db").store.server_version  # doctest: +SKIP
+        ()
+        """
+        return () if self.is_lite else server_version(str(self.client.get_server_version()))
+
+    def filter_expression(self, filters: MetadataFilters | None) -> str:
+        """``filters`` as the Milvus expression of this store (``""`` for none), refused when
+        this server cannot evaluate it (a substring match before Milvus 2.4).
+
+        Raises:
+            InvalidInputError: see :func:`~.filters.to_milvus_expression` and
+                :func:`~.filters.check_server_can`.
+        """
+        if filters is None:
+            return ""
+        expression = to_milvus_expression(filters, fields=[self.tenant_key] if self.tenant_key
+                                          else ())
+        check_server_can(filters, self.server_version)
+        return expression
 
     def open_if_created(self) -> bool:
         """Whether the collections exist, opening them when another process created them

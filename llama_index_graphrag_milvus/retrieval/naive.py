@@ -25,7 +25,6 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from llama_index_graphrag_milvus.embeddings import aembed_question, embed_question
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
-from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.retrieval.settings import NaiveSearch
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -95,7 +94,7 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
                     "pass search= or vector_store_query_mode, not both.")
             kwargs["vector_store_query_mode"] = _QUERY_MODES[self.search]
         store_kwargs = dict(kwargs.pop("vector_store_kwargs", None) or {})
-        expression = to_milvus_expression(filters) if filters is not None else ""
+        expression = store.filter_expression(filters)
         if expression:
             clashing = [name for name in ("node_ids", "doc_ids") if kwargs.get(name)]
             if store_kwargs.get("string_expr"):

@@ -26,7 +26,6 @@ from llama_index_graphrag_milvus.embeddings import aembed_question, embed_questi
 from llama_index_graphrag_milvus.errors import EmptyIndexError, InvalidInputError
 from llama_index_graphrag_milvus.graph.steiner_tree import load_solver
 from llama_index_graphrag_milvus.llm import CallSlots
-from llama_index_graphrag_milvus.milvus.filters import to_milvus_expression
 from llama_index_graphrag_milvus.milvus.tenants import pinned_tenants
 from llama_index_graphrag_milvus.retrieval.drivers import (
     AsyncDriver,
@@ -253,7 +252,7 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
                                                   low_open=True, hint="seconds")
         self._ner_slots = CallSlots(NER_THREADS)
         self._filters = filters
-        self._where = to_milvus_expression(filters) if filters is not None else ""
+        self._where = index.store.filter_expression(filters)
         super().__init__(callback_manager=callback_manager, verbose=verbose)
 
     @property

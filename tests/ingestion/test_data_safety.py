@@ -15,7 +15,7 @@ import numpy as np
 import pytest
 from llama_index.core import Document
 from llama_index.core.schema import TextNode
-from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+from llama_index.core.vector_stores import FilterCondition, MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import (
     EmbeddingModelError,
@@ -196,6 +196,15 @@ def test_scoped_update_replaces_one_tenants_document(
         asyncio.run(index.aupdate_ref_doc(handbook("globex", "Globex text."), llm=llm,
                                           filters=only("acme")))
     assert check_invariants(index) == before
+    # a nested scope is checked the same way (core's filter function refuses nesting)
+    nested = MetadataFilters(filters=[only("acme")], condition=FilterCondition.OR)
+    with pytest.raises(InvalidInputError, match="outside the filters of its update"):
+        index.update(handbook("globex", "Globex text."), llm=llm, filters=nested)
+    assert check_invariants(index) == before
+    index.update(handbook("acme", "Ada married Boris in the summer."), llm=llm, filters=nested)
+    assert {(p["tenant_id"], p["text"]) for p in rows(
+        index, index.store.passage_collection, ["tenant_id", "text"])} == {
+        ("globex", HANDBOOK), ("acme", "Ada married Boris in the summer.")}
 
 
 # ------------------------------------------------------------------ no orphans

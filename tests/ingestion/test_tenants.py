@@ -93,8 +93,20 @@ BAD_FILTERS = [
     (MetadataFilters(filters=[MetadataFilter(key="t) or (1", value="x")]),
      "not a plain identifier"),
     (MetadataFilters(filters=[MetadataFilter(key="tags", value="x",
-                                             operator=FilterOperator.TEXT_MATCH)]),
+                                             operator=FilterOperator.TEXT_MATCH_INSENSITIVE)]),
      "not supported"),
+    (MetadataFilters(filters=[MetadataFilter(key="tags", value=["x"],
+                                             operator=FilterOperator.TEXT_MATCH)]),
+     "text_match takes one value"),
+    (MetadataFilters(filters=[MetadataFilter(key="tags", value="x",
+                                             operator=FilterOperator.ANY)]),
+     "any takes a list of values"),
+    (MetadataFilters(filters=[MetadataFilter(key="tags", value=[float("nan")],
+                                             operator=FilterOperator.ALL)]),
+     "not a finite number"),
+    (MetadataFilters(filters=[MetadataFilter(key="tags", value=7,
+                                             operator=FilterOperator.TEXT_MATCH)]),
+     "text_match takes a string"),
 ]
 
 
@@ -108,7 +120,7 @@ def test_bad_filters_are_refused_before_any_query(tenant_index: GraphRAGIndex) -
 
 
 def test_expression_quotes_every_string() -> None:
-    expression = to_milvus_expression(only(HOSTILE))
+    expression = to_milvus_expression(only(HOSTILE), fields={"tenant_id"})
     assert expression == '(tenant_id == "acme\\" or tenant_id != \\"")'
 
 

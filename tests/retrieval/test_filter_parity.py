@@ -24,7 +24,7 @@ from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.milvus.filters import quote, to_milvus_expression
-from tests.support.markers import LITE_ONLY
+from tests.support.markers import LITE_ONLY, SERVER_ONLY
 
 TENANTS = ["acme", "o'brien", 'say "hi"', "back\\slash\\", "line\nbreak", "cr\rlf\r\n",
            "tab\tx", "café", "中文", "😀", "\\n not a break", "ctrl\x07\x1b\x7f", ""]
@@ -34,8 +34,19 @@ OP = FilterOperator
 BACKSLASH_AND_QUOTES = ["back\\slash\\", 'say "hi"', "o'brien"]
 
 
+MISSING = object()
+TAGS: list[Any] = [["red", "blue"], ["blue"], [], "red and blue", MISSING, ["50%_off", "a\\b"],
+                   ['say "hi"', "中文"], ["red"], None, ["line\nbreak", "_"], "", "50% off",
+                   ["RED", "blue"]]
+"""A list, a string, nothing or None per passage: what contains, any, all and is_empty tell
+apart."""
+CODES: list[Any] = [[1990, 7], [7], [], MISSING, [8]]
+
+
 def metadata(position: int, tenant: str) -> dict[str, Any]:
-    return {"tenant_id": tenant, "year": 1990 + 3 * position}
+    found = {"tenant_id": tenant, "year": 1990 + 3 * position,
+             "tags": TAGS[position % len(TAGS)], "codes": CODES[position % len(CODES)]}
+    return {key: value for key, value in found.items() if value is not MISSING}
 
 
 def parity_data() -> list[tuple[TextNode, list[tuple[str, str, str]]]]:
@@ -88,6 +99,44 @@ def cases() -> Iterator[tuple[str, MetadataFilters]]:
     )
     yield "nested not", group("not", group("and", where("tenant_id", OP.NE, "tab\tx"),
                                            where("year", OP.LT, 2011)))
+    yield from holds_cases()
+
+
+def holds_cases() -> Iterator[tuple[str, MetadataFilters]]:
+    """contains, any, all, text_match and is_empty over lists, strings, no value and None
+    (values without LIKE's wildcards: see ``WILDCARDS``)."""
+    for value in ("red", "blue", "and", 'say "hi"', "中文", "line\nbreak", "RED", "nothing",
+                  "0% "):
+        yield f"tags contains {value!r}", group("and", where("tags", OP.CONTAINS, value))
+    for number in (7, 1990, 5):
+        yield f"codes contains {number}", group("and", where("codes", OP.CONTAINS, number))
+    for values in (["red", "nothing"], ["中文", "line\nbreak"], ["blue", "red"], []):
+        for operator in (OP.ANY, OP.ALL):
+            yield (f"tags {operator.value} {values!r}",
+                   group("and", where("tags", operator, values)))
+    for operator, values in ((OP.ANY, [7, 8]), (OP.ALL, [1990, 7]), (OP.ANY, []),
+                             (OP.ALL, [])):
+        yield f"codes {operator.value} {values}", group("and", where("codes", operator, values))
+    for value in ("ac", "\n", "😀", "", 'hi"', "'", "ctrl\x07", "\t", "é"):
+        yield (f"tenant_id text_match {value!r}",
+               group("and", where("tenant_id", OP.TEXT_MATCH, value)))
+    for key in ("tags", "codes", "tenant_id", "nothing"):
+        yield f"{key} is_empty", group("and", where(key, OP.IS_EMPTY, None))
+    yield "not contains red", group("not", where("tags", OP.CONTAINS, "red"))
+    yield "not is_empty", group("not", where("tags", OP.IS_EMPTY, None))
+    yield "or of holds", group("or", where("tenant_id", OP.TEXT_MATCH, "a"),
+                               where("codes", OP.CONTAINS, 7))
+    yield "not any", group("not", where("tags", OP.ANY, ["blue", "off"]))
+
+
+WILDCARDS = [
+    # Milvus Lite's LIKE over metadata has no escape: % _ and \ match any one character
+    ("tags", OP.TEXT_MATCH, "0%_o", {"ctrl\x07\x1b\x7f"}),  # "50% off" (core: no match)
+    ("tags", OP.CONTAINS, "50%_off", {"cr\rlf\r\n", "ctrl\x07\x1b\x7f"}),  # list, string
+    ("tenant_id", OP.TEXT_MATCH, "back\\slash", {"back\\slash\\"}),
+    ("tenant_id", OP.TEXT_MATCH, "%", set(TENANTS) - {""}),
+]
+"""(key, operator, value, the tenants kept): what the filters module documents."""
 
 
 def matches(meta: dict[str, Any], filters: MetadataFilters | MetadataFilter) -> bool:
@@ -173,6 +222,14 @@ def test_graph_and_naive_retrievers_keep_the_same_passages(
             failures.extend(mismatches(name, filters, expected, got, stored))
 
     asyncio.run(retrieve_async())
+    for key, operator, value, kept in WILDCARDS:
+        filters = group("and", where(key, operator, value))
+        for retriever in (index.as_retriever(filters=filters, similarity_top_k=50),
+                          index.as_naive_retriever(filters=filters, similarity_top_k=50)):
+            found = {hit.node.metadata["tenant_id"] for hit in retriever.retrieve(QUESTION)}
+            if found != kept:
+                failures.append(f"{key} {operator.value} {value!r} kept {sorted(found)}, "
+                                f"expected {sorted(kept)}")
     assert len(async_cases) > len(TENANTS)
     assert partial > 80  # most cases keep some passages and drop others: nothing is vacuous
     assert not failures, "\n".join(failures)
@@ -211,3 +268,28 @@ def test_quote_escapes_what_milvus_reads_as_escapes() -> None:
 def test_values_milvus_cannot_match_are_refused(filters: MetadataFilters, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):
         to_milvus_expression(filters)
+
+
+@SERVER_ONLY
+def test_a_server_before_2_4_evaluates_list_filters_and_refuses_substrings(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    index = make_index(parity_data()[:5])
+    assert index.store.server_version[:2] == (2, 3)  # the test server
+
+    def kept(filters: MetadataFilters) -> set[str]:
+        return {hit.node.metadata["tenant_id"] for hit in
+                index.as_retriever(filters=filters, similarity_top_k=50).retrieve(QUESTION)}
+
+    assert kept(group("and", where("codes", OP.CONTAINS, 7))) == {"acme", "o'brien"}
+    assert kept(group("and", where("codes", OP.ALL, [1990, 7]))) == {"acme"}
+    assert kept(group("and", where("codes", OP.ANY, [8, 1990]))) == {"acme", "line\nbreak"}
+    # a passage without the key: != keeps it, NOT of == keeps it (as core)
+    assert kept(group("and", where("codes", OP.NE, 5))) == set(TENANTS[:5])
+    assert kept(group("not", where("codes", OP.CONTAINS, 8))) == set(TENANTS[:4])
+    for filters in (group("and", where("tenant_id", OP.TEXT_MATCH, "ac")),
+                    group("or", where("year", OP.GT, 1), where("tags", OP.IS_EMPTY, None)),
+                    group("and", where("tags", OP.CONTAINS, "red")),
+                    group("and", where("tags", OP.ANY, ["blue", "nothing"]))):
+        for make in (index.as_retriever, index.as_naive_retriever):
+            with pytest.raises(InvalidInputError, match=r"need Milvus 2\.4 or later"):
+                make(filters=filters)

@@ -179,8 +179,10 @@ class StoreOpening:
     def server_version(self) -> tuple[int, ...]:
         """The Milvus server's version, ``()`` for Milvus Lite or an unreadable one.
 
-        >>> GraphRAGIndex(uri="./graph.db").store.server_version  # doctest: +SKIP
-        ()
+        Example::
+
+            if index.store.server_version and index.store.server_version < (2, 4):
+                print("no substring filters on this server")
         """
         return () if self.is_lite else server_version(str(self.client.get_server_version()))
 

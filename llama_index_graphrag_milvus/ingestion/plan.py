@@ -144,6 +144,8 @@ def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[
                     excluded_llm_metadata_keys=excluded_llm)
     if source is not None:
         node.relationships[NodeRelationship.SOURCE] = source
+    if isinstance(passage, BaseNode) and passage.embedding is not None:
+        node.embedding = passage.embedding  # used as it is (checked when the plan is embedded)
     return node
 
 

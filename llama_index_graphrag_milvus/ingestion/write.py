@@ -18,12 +18,15 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
+import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
-from llama_index.core.schema import BaseNode, MetadataMode
+from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
 from llama_index_graphrag_milvus.embeddings import embed_texts
 from llama_index_graphrag_milvus.errors import (
+    EmbeddingDimensionError,
     EmbeddingModelError,
+    InvalidInputError,
     MilvusStoreError,
     UnsplitTextWarning,
     warn,
@@ -96,11 +99,64 @@ def _embed(embed_model: BaseEmbedding, texts: list[str], show_progress: bool,
     if vectors:
         if dim is not None and len(vectors[0]) != dim:
             raise EmbeddingModelError(
-                f"the embedding model gave {dim}-dimensional vectors for passages and "
+                f"the passages' vectors have {dim} dimensions and the embedding model gives "
                 f"{len(vectors[0])}-dimensional ones for entity or relation texts: check the "
-                "model; nothing was stored.")
+                "model, or the passages' own embeddings (node.embedding, used as they are); "
+                "nothing was stored.")
         store.check_dimension(len(vectors[0]), "the embedding model")
     return vectors
+
+
+def _passage_vectors(passages: Sequence[TextNode], embed_model: BaseEmbedding,
+                     show_progress: bool, store: MilvusGraphStore) -> list[list[float]]:
+    """The passages' vectors: a node's own ``embedding`` where it has one, as core's
+    ``VectorStoreIndex`` uses it (an ingestion pipeline's embedding step made it), the
+    model's for the others; checked, all of one dimension, the index's."""
+    own = [i for i, node in enumerate(passages) if node.embedding is not None]
+    todo = [i for i, node in enumerate(passages) if node.embedding is None]
+    vectors: list[list[float]] = [[] for _ in passages]
+    embedded = _embed(embed_model, [passages[i].get_content(metadata_mode=MetadataMode.EMBED)
+                                    for i in todo], show_progress, store)
+    for i, vector in zip(todo, embedded, strict=True):
+        vectors[i] = vector
+    if own:
+        given = _own_vectors([passages[i] for i in own], [i + 1 for i in own], store)
+        if embedded and len(embedded[0]) != len(given[0]):
+            raise EmbeddingDimensionError(
+                f"passage {own[0] + 1}'s own embedding (node.embedding) has {len(given[0])} "
+                f"dimensions, and the embedding model gives {len(embedded[0])}: give every "
+                "node an embedding of the index's model, or none (node.embedding = None). "
+                "Nothing was stored.")
+        for i, vector in zip(own, given, strict=True):
+            vectors[i] = vector
+    return vectors
+
+
+def _own_vectors(passages: Sequence[TextNode], positions: Sequence[int],
+                 store: MilvusGraphStore) -> list[list[float]]:
+    """The passages' own embeddings, checked: finite numbers, one length, the index's."""
+    fix = ("set node.embedding to a vector of the index's embedding model, or to None to have "
+           "the model embed the passage; nothing was stored.")
+    lengths = {len(node.embedding or []) for node in passages}
+    if len(lengths) > 1 or 0 in lengths:
+        raise InvalidInputError(
+            f"the passages' own embeddings (node.embedding) have lengths "
+            f"{sorted(lengths)[:4]} (passages {list(positions)[:4]}...): {fix}")
+    try:
+        with np.errstate(over="ignore", invalid="ignore"):
+            array = np.asarray([node.embedding for node in passages], dtype=np.float64)
+            finite = np.isfinite(array.astype(np.float32)).all(axis=1)
+    except (TypeError, ValueError) as exc:
+        raise InvalidInputError(
+            f"the passages' own embeddings (node.embedding) hold values that are not numbers: "
+            f"{fix}") from exc
+    if not finite.all():
+        raise InvalidInputError(
+            f"passage {positions[int(np.flatnonzero(~finite)[0])]}'s own embedding "
+            f"(node.embedding) holds NaN or infinite values (or beyond a 32-bit float's "
+            f"range): {fix}")
+    store.check_dimension(array.shape[1], "node.embedding (a passage's own vector)")
+    return array.tolist()
 
 
 @dataclass
@@ -146,9 +202,7 @@ def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: Bas
     seconds: dict[str, float] = {}
     timed = partial(timed_stage, seconds)
     with timed("embed_passages"):
-        passage_vectors = _embed(
-            embed_model, [p.get_content(metadata_mode=MetadataMode.EMBED)
-                          for p in plan.passages], show_progress, store)
+        passage_vectors = _passage_vectors(plan.passages, embed_model, show_progress, store)
     dim = len(passage_vectors[0]) if passage_vectors else None
     generation = store.gate.generation
     with timed("read_stored"):

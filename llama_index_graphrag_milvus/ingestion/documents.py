@@ -16,7 +16,7 @@ from typing import Any, TypedDict
 
 from llama_index.core.ingestion import arun_transformations, run_transformations
 from llama_index.core.llms.llm import LLM
-from llama_index.core.schema import BaseNode, Document, TextNode, TransformComponent
+from llama_index.core.schema import BaseNode, Document, MetadataMode, TextNode, TransformComponent
 from llama_index.core.settings import Settings
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
@@ -139,12 +139,30 @@ def with_text(documents: Sequence[Document]) -> list[BaseNode]:
 def extract_documents(documents: Sequence[Document], options: ExtractionOptions,
                       show_progress: bool = False) -> Sequence[BaseNode]:
     """The passages of ``documents`` with their triplets (the extractor's sync API)."""
-    return run_transformations(with_text(documents), pipeline(options),
-                               show_progress=show_progress)
+    kept = with_text(documents)
+    return own_vectors_only(run_transformations(kept, pipeline(options),
+                                                show_progress=show_progress), kept)
 
 
 async def aextract_documents(documents: Sequence[Document], options: ExtractionOptions,
                              show_progress: bool = False) -> Sequence[BaseNode]:
     """:func:`extract_documents` through the extractor's async API (``acall``)."""
-    return await arun_transformations(with_text(documents), pipeline(options),
-                                      show_progress=show_progress)
+    kept = with_text(documents)
+    return own_vectors_only(await arun_transformations(kept, pipeline(options),
+                                                       show_progress=show_progress), kept)
+
+
+def own_vectors_only(nodes: Sequence[BaseNode], documents: Sequence[BaseNode]
+                     ) -> Sequence[BaseNode]:
+    """``nodes`` without the embeddings they inherited: core's node parsers copy a
+    document's ``embedding`` to each of its chunks, which is not the chunk's vector (an
+    embedding step of the transformations gives each chunk its own, kept). A chunk whose
+    text is its document's keeps it."""
+    parents = {d.node_id: d for d in documents if d.embedding is not None}
+    for node in nodes:
+        parent = parents.get(node.ref_doc_id or "")
+        if (parent is not None and node.embedding == parent.embedding
+                and node.get_content(metadata_mode=MetadataMode.NONE)
+                != parent.get_content(metadata_mode=MetadataMode.NONE)):
+            node.embedding = None
+    return nodes

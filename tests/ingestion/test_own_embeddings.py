@@ -10,6 +10,8 @@ from typing import Any
 
 import numpy as np
 import pytest
+from llama_index.core import Document
+from llama_index.core.bridge.pydantic import Field
 from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import (
@@ -31,7 +33,7 @@ FACTS = [("Daniel Bernoulli was the son of Johann Bernoulli.",
 class CountingEmbedding(HashEmbedding):
     """HashEmbedding that records every text it embeds."""
 
-    seen: list[str] = []
+    seen: list[str] = Field(default_factory=list)
 
     def _get_text_embeddings(self, texts: list[str]) -> list[list[float]]:
         self.seen.extend(texts)
@@ -51,7 +53,7 @@ def stored_vectors(index: GraphRAGIndex) -> dict[str, list[float]]:
 
 @LITE_ONLY
 def test_a_nodes_own_embedding_is_its_passage_vector(milvus_uri: str) -> None:
-    model = CountingEmbedding(seen=[])
+    model = CountingEmbedding()
     own = HashEmbedding()._vector("a pipeline's vector of another text")
     index = GraphRAGIndex(uri=milvus_uri, embed_model=model)
     index.insert_nodes([node(*FACTS[0], embedding=own), node(*FACTS[1])])
@@ -105,5 +107,28 @@ def test_own_embeddings_of_another_dimension_than_the_index_are_refused(
         index.insert_nodes([node(*FACTS[0], embedding=[0.5] * 16), node(*FACTS[1])])
     assert index.store.dim is None  # nothing created
     index.insert_nodes([node(*FACTS[0])])
-    with pytest.raises(EmbeddingDimensionError, match="node.embedding"):
+    with pytest.raises(EmbeddingDimensionError, match=r"node\.embedding"):
         index.insert_nodes([node(*FACTS[1], embedding=[0.5] * 16)])
+
+
+@LITE_ONLY
+def test_chunks_do_not_take_their_documents_embedding(milvus_uri: str) -> None:
+    # core's node parsers copy a document's embedding to each chunk: not the chunk's vector
+    from llama_index.core.node_parser import SentenceSplitter
+
+    from tests.support.fakes import ScriptedLLM
+
+    model = CountingEmbedding()
+    whole = HashEmbedding()._vector("the whole handbook")
+    text = " ".join(f"Ada met Boris on day {i}." for i in range(60))
+    index = GraphRAGIndex(uri=milvus_uri, embed_model=model)
+    llm = ScriptedLLM(lambda prompt: '{"triplets": [["Ada", "met", "Boris"]]}')
+    index.insert(Document(text=text, doc_id="handbook", embedding=whole), llm=llm,
+                 transformations=[SentenceSplitter(chunk_size=64, chunk_overlap=0)])
+    vectors = stored_vectors(index)
+    assert len(vectors) > 3
+    for chunk, vector in vectors.items():
+        assert np.allclose(vector, model._vector(chunk), atol=1e-6)
+    # a document kept whole keeps its own vector
+    index.insert(Document(text="Ada met Carl.", doc_id="short", embedding=whole), llm=llm)
+    assert np.allclose(stored_vectors(index)["Ada met Carl."], whole, atol=1e-6)

@@ -122,20 +122,26 @@ def _literal(value: Any) -> str:
 def _condition(item: MetadataFilter, fields: Collection[str]) -> str:
     """``item`` as an expression; a metadata key a passage may lack is tested for first
     (see the module docstring), a key of ``fields`` (a field of the collection) is not."""
-    found = _test(item)
-    if item.key in fields or item.operator == FilterOperator.IS_EMPTY:
+    field = item.key in fields
+    found = _test(item, field)
+    if field or item.operator == FilterOperator.IS_EMPTY:
         return found
     if item.operator in (FilterOperator.NE, FilterOperator.NIN):
         return f"(not (exists {item.key}) or {found})"
     return f"((exists {item.key}) and {found})"
 
 
-def _test(item: MetadataFilter) -> str:
+def _test(item: MetadataFilter, field: bool) -> str:
+    """``item``'s test (``field``: its key is a string field of the collection)."""
     if not isinstance(item.key, str) or not _KEY.match(item.key):
         raise InvalidInputError(
             f"metadata filter key {item.key!r} is not a plain identifier (letters, digits, "
             "underscores): rename the metadata key."
         )
+    if item.key.lower() in _KEYWORDS:
+        raise InvalidInputError(
+            f"metadata filter key {item.key!r} is a word of Milvus's filter expressions, "
+            "which cannot name a metadata key: rename the metadata key.")
     if item.key in _FIELDS:
         raise InvalidInputError(
             f"metadata filter key {item.key!r} names a field of the passage collection "
@@ -148,9 +154,9 @@ def _test(item: MetadataFilter) -> str:
         keyword = "in" if item.operator == FilterOperator.IN else "not in"
         return f"{item.key} {keyword} [{', '.join(_literal(v) for v in values)}]"
     if item.operator in _HOLDS:
-        return _holds(item)
+        return _in_string(item) if field else _holds(item)
     if item.operator == FilterOperator.IS_EMPTY:
-        return _is_empty(item.key)
+        return f'{item.key} == ""' if field else _is_empty(item.key)
     raise InvalidInputError(
         f"metadata filter operator {item.operator.value!r} is not supported (Milvus has no "
         "case-insensitive match): use text_match with the case as stored, or store a "
@@ -158,6 +164,12 @@ def _test(item: MetadataFilter) -> str:
     )
 
 
+_KEYWORDS = frozenset({
+    "and", "or", "not", "in", "like", "exists", "true", "false", "null", "is",
+    "json_contains", "json_contains_all", "json_contains_any", "array_contains",
+    "array_contains_all", "array_contains_any", "array_length", "text_match",
+    "phrase_match", "random_sample"})
+"""Words of Milvus's filter expressions (in any case): not keys."""
 _HOLDS = frozenset({FilterOperator.CONTAINS, FilterOperator.ANY, FilterOperator.ALL,
                     FilterOperator.TEXT_MATCH})
 """The operators that ask whether a metadata value (a list or a string) holds values."""
@@ -190,6 +202,23 @@ def _values(item: MetadataFilter) -> list[Any]:
     return values
 
 
+def _never(key: str) -> str:
+    """An expression false for every row (Milvus has no ``false`` literal in every version)."""
+    return f'({key} == "" and {key} != "")'
+
+
+def _in_string(item: MetadataFilter) -> str:
+    """:func:`_holds` for a string field (the tenant key, ``doc_id``): never a list."""
+    values = _values(item)
+    strings = [v for v in values if isinstance(v, str)]
+    if item.operator == FilterOperator.ALL and not values:
+        return f'({item.key} != "" or {item.key} == "")'
+    if not strings or (item.operator == FilterOperator.ALL and len(strings) < len(values)):
+        return _never(item.key)  # core: a number is never in a string
+    joiner = " and " if item.operator == FilterOperator.ALL else " or "
+    return "(" + joiner.join(_substring(item.key, v) for v in strings) + ")"
+
+
 def _holds(item: MetadataFilter) -> str:
     """Whether a list holds the value(s), or a string the string value(s), as core does."""
     values = _values(item)
@@ -200,10 +229,9 @@ def _holds(item: MetadataFilter) -> str:
         return (f"((exists {item.key}) and not (exists {item.key}))"
                 if item.operator == FilterOperator.ANY else f"(exists {item.key})")
     listed = ", ".join(_literal(v) for v in values)
-    if item.operator == FilterOperator.CONTAINS:
-        listed_in = f"json_contains({item.key}, {listed})"
-    else:
-        listed_in = f"json_contains_{item.operator.value}({item.key}, [{listed}])"
+    # contains: json_contains_any of its one value (json_contains(key, -1) does not parse)
+    function = "all" if item.operator == FilterOperator.ALL else "any"
+    listed_in = f"json_contains_{function}({item.key}, [{listed}])"
     if len(strings) < len(values):  # a number is never in a string (core raises)
         return listed_in
     joiner = " and " if item.operator == FilterOperator.ALL else " or "
@@ -286,11 +314,23 @@ def to_milvus_expression(filters: MetadataFilters, fields: Collection[str] = ())
                 if isinstance(filters, MetadataFilter) else "")
         raise InvalidInputError(
             f"filters must be a llama_index MetadataFilters, got {type(filters).__name__}{hint}")
-    return _expression(filters, nested=False, fields=fields)
+    return _expression(filters, 0, fields={*fields, *STRING_FIELDS})
 
 
-def _expression(filters: MetadataFilters, nested: bool, fields: Collection[str]) -> str:
-    parts = [_expression(f, nested=True, fields=fields) if isinstance(f, MetadataFilters)
+STRING_FIELDS = ("doc_id",)
+"""String fields of the passage collection a filter may name (``MilvusVectorStore``'s
+``doc_id``: the source document's id)."""
+MAX_DEPTH = 32
+"""How deep ``MetadataFilters`` may nest."""
+
+
+def _expression(filters: MetadataFilters, depth: int, fields: Collection[str]) -> str:
+    if depth > MAX_DEPTH:
+        raise InvalidInputError(
+            f"metadata filters nest deeper than {MAX_DEPTH} groups: flatten them (an AND of "
+            "ANDs is one AND).")
+    nested = depth > 0
+    parts = [_expression(f, depth + 1, fields=fields) if isinstance(f, MetadataFilters)
              else _condition(f, fields) for f in filters.filters]
     if not parts:
         if nested:  # Milvus has no literal for an empty group (true in AND, false in OR)
@@ -316,6 +356,9 @@ def matches(metadata: dict[str, Any], filters: MetadataFilters | MetadataFilter)
     True
     """
     if isinstance(filters, MetadataFilter):
+        if filters.operator in (FilterOperator.IN, FilterOperator.NIN) and not isinstance(
+                filters.value, list):  # one value, as the expression reads it
+            filters = filters.model_copy(update={"value": [filters.value]})
         try:
             return build_metadata_filter_fn(lambda _: metadata,
                                             MetadataFilters(filters=[filters]))("")

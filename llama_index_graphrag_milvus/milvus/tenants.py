@@ -133,8 +133,11 @@ def pinned_tenants(filters: MetadataFilters | None, tenant_key: str | None
     >>> pinned_tenants(MetadataFilters(filters=[MetadataFilter(key="year", value=2020)]),
     ...                "tenant_id") is None
     True
+    >>> pinned_tenants(MetadataFilters(condition="not", filters=[  # every tenant but acme
+    ...     MetadataFilter(key="tenant_id", value="acme")]), "tenant_id") is None
+    True
     """
-    if filters is None or tenant_key is None or (
+    if filters is None or tenant_key is None or filters.condition == FilterCondition.NOT or (
             len(filters.filters) > 1 and filters.condition != FilterCondition.AND):
         return None
     allowed: set[str] | None = None

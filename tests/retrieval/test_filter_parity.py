@@ -23,6 +23,7 @@ from llama_index.core.vector_stores import (
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus import GraphRAGIndex, InvalidInputError
+from llama_index_graphrag_milvus.milvus.filters import matches as matches_in_python
 from llama_index_graphrag_milvus.milvus.filters import quote, to_milvus_expression
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
 
@@ -40,7 +41,7 @@ TAGS: list[Any] = [["red", "blue"], ["blue"], [], "red and blue", MISSING, ["50%
                    ["RED", "blue"]]
 """A list, a string, nothing or None per passage: what contains, any, all and is_empty tell
 apart."""
-CODES: list[Any] = [[1990, 7], [7], [], MISSING, [8]]
+CODES: list[Any] = [[1990, 7], [7], [], MISSING, [8, -1]]
 
 
 def metadata(position: int, tenant: str) -> dict[str, Any]:
@@ -108,7 +109,7 @@ def holds_cases() -> Iterator[tuple[str, MetadataFilters]]:
     for value in ("red", "blue", "and", 'say "hi"', "中文", "line\nbreak", "RED", "nothing",
                   "0% "):
         yield f"tags contains {value!r}", group("and", where("tags", OP.CONTAINS, value))
-    for number in (7, 1990, 5):
+    for number in (7, 1990, 5, -1):
         yield f"codes contains {number}", group("and", where("codes", OP.CONTAINS, number))
     for values in (["red", "nothing"], ["中文", "line\nbreak"], ["blue", "red"], []):
         for operator in (OP.ANY, OP.ALL):
@@ -142,7 +143,11 @@ WILDCARDS = [
 def matches(meta: dict[str, Any], filters: MetadataFilters | MetadataFilter) -> bool:
     """Core's semantics, nested filters included."""
     if isinstance(filters, MetadataFilter):
-        return build_metadata_filter_fn(lambda _: meta, MetadataFilters(filters=[filters]))("")
+        try:
+            return build_metadata_filter_fn(lambda _: meta,
+                                            MetadataFilters(filters=[filters]))("")
+        except TypeError:  # core cannot compare (a number in a string): no match
+            return False
     results = [matches(meta, f) for f in filters.filters]
     if filters.condition == FilterCondition.OR:
         return any(results)
@@ -178,6 +183,18 @@ def mismatches(name: str, filters: MetadataFilters, expected: set[str],
             for retriever, found in got.items() if found != expected]
 
 
+def retrieved(index: GraphRAGIndex, filters: MetadataFilters) -> dict[str, set[str]]:
+    """The passages each retriever keeps under ``filters``."""
+    return {
+        "graph passage": ids(index.as_retriever(filters=filters, similarity_top_k=50,
+                                                passage_scoring="passage").retrieve(QUESTION)),
+        "graph default": ids(index.as_retriever(filters=filters, similarity_top_k=50)
+                             .retrieve(QUESTION)),
+        "naive": ids(index.as_naive_retriever(similarity_top_k=50, filters=filters)
+                     .retrieve(QUESTION)),
+    }
+
+
 @LITE_ONLY
 def test_graph_and_naive_retrievers_keep_the_same_passages(
         make_index: Callable[..., GraphRAGIndex]) -> None:
@@ -199,18 +216,9 @@ def test_graph_and_naive_retrievers_keep_the_same_passages(
                 CORE_HAS_NOT or filters.condition != FilterCondition.NOT):  # core agrees
             keep = build_metadata_filter_fn(stored.__getitem__, filters)
             assert expected == {node_id for node_id in stored if keep(node_id)}, name
-        got = {
-            "graph passage": ids(index.as_retriever(filters=filters, similarity_top_k=50,
-                                                    passage_scoring="passage")
-                                 .retrieve(QUESTION)),
-            "graph default": ids(index.as_retriever(filters=filters, similarity_top_k=50)
-                                 .retrieve(QUESTION)),
-            "naive": ids(index.as_naive_retriever(similarity_top_k=50, filters=filters)
-                         .retrieve(QUESTION)),
-        }
         if name.startswith(("not", "in backslash", "nin backslash", "nested")):
             async_cases.append((name, filters, expected))
-        failures += mismatches(name, filters, expected, got, stored)
+        failures += mismatches(name, filters, expected, retrieved(index, filters), stored)
 
     async def retrieve_async() -> None:
         # one event loop: MilvusVectorStore keeps the async client of the first one it saw
@@ -293,3 +301,52 @@ def test_a_server_before_2_4_evaluates_list_filters_and_refuses_substrings(
         for make in (index.as_retriever, index.as_naive_retriever):
             with pytest.raises(InvalidInputError, match=r"need Milvus 2\.4 or later"):
                 make(filters=filters)
+
+
+@LITE_ONLY
+def test_the_tenant_key_field_takes_every_operator(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    # the tenant key is a string field of the collection, doc_id one MilvusVectorStore adds
+    data = [(node, triplets) for node, triplets in parity_data() if node.metadata["tenant_id"]]
+    index = make_index(data, tenant_key="tenant_id")  # a tenant is never ""
+    stored = {hit.node.node_id: hit.node.metadata for hit in
+              index.as_naive_retriever(similarity_top_k=50).retrieve(QUESTION)}
+    assert len(stored) == len(data) == len(TENANTS) - 1
+    failures = []
+    for name, filters in cases():
+        if "tenant_id" in repr(filters) or name.startswith(("tags contains", "codes")):
+            expected = {i for i, meta in stored.items() if matches(meta, filters)}
+            failures += mismatches(name, filters, expected, retrieved(index, filters), stored)
+    for operator, value in ((OP.CONTAINS, "ac"), (OP.CONTAINS, 7), (OP.ANY, ["hi", "中"]),
+                            (OP.ALL, ["a", "c"]), (OP.ALL, [7]), (OP.ANY, []),
+                            (OP.ALL, []), (OP.IS_EMPTY, None)):
+        filters = group("and", where("tenant_id", operator, value))
+        for outer in (filters, group("not", filters)):
+            expected = {i for i, meta in stored.items() if matches(meta, outer)}
+            failures += mismatches(f"{outer.condition.value} tenant_id {operator.value} "
+                                   f"{value!r}", outer, expected, retrieved(index, outer),
+                                   stored)
+    assert not failures, "\n".join(failures)
+    some = next(iter(index.as_naive_retriever(similarity_top_k=1).retrieve(QUESTION)))
+    source = some.node.ref_doc_id
+    for filters, count in ((group("and", where("doc_id", OP.NE, "nothing")), len(data)),
+                           (group("and", where("doc_id", OP.EQ, "nothing")), 0)):
+        assert len(index.as_retriever(filters=filters, similarity_top_k=50)
+                   .retrieve(QUESTION)) == count
+    assert source is None  # parity passages are plain texts: no document
+
+
+def test_milvus_words_deep_nesting_and_one_value_in_are_handled() -> None:
+    for key in ("and", "Not", "like", "exists", "True", "null", "is"):
+        with pytest.raises(InvalidInputError, match="a word of Milvus's filter expressions"):
+            to_milvus_expression(group("and", where(key, OP.EQ, 1)))
+    deep = group("and", where("year", OP.EQ, 1))
+    for _ in range(40):
+        deep = group("and", deep)
+    with pytest.raises(InvalidInputError, match="nest deeper than"):
+        to_milvus_expression(deep)
+    # in with one value is equality, in the expression and in Python alike
+    assert not matches_in_python({"tenant_id": "ac"},
+                                 group("and", where("tenant_id", OP.IN, "acme")))
+    assert "json_contains_any(codes, [-1])" in to_milvus_expression(
+        group("and", where("codes", OP.CONTAINS, -1)))

@@ -103,6 +103,25 @@ def test_a_filtered_retrieval_shows_and_uses_only_its_tenants_passages(
             assert leaks(explanation.to_html()) == [], (mode, question)
 
 
+@pytest.mark.parametrize("method", ["bridge", "ppr"])
+def test_not_the_other_tenant_is_the_same_scope(indexes: dict[str, GraphRAGIndex],
+                                                method: str) -> None:
+    # NOT(tenant == globex) names globex, yet pins acme: no globex relation may steer it
+    not_globex = MetadataFilters(condition="not", filters=[
+        MetadataFilter(key="tenant_id", value="globex")])
+    for question in QUESTIONS:
+        for mode in ("memory", "milvus"):
+            only = indexes[mode].as_retriever(method=method, filters=ONLY_ACME)
+            negated = indexes[mode].as_retriever(method=method, filters=not_globex)
+            assert [(n.node.get_content(), round(n.score or 0, 6))
+                    for n in negated.retrieve(question)] == [
+                (n.node.get_content(), round(n.score or 0, 6)) for n in only.retrieve(question)]
+            # (the filter itself names globex: the explanation shows it)
+            assert leaks(negated.explain(question).to_json()) in ([], ["Globex"]), (
+                mode, question)
+            assert "secretly" not in negated.explain(question).to_html()
+
+
 def test_without_the_filter_the_secret_is_found(indexes: dict[str, GraphRAGIndex]) -> None:
     """The test's secret is reachable: unfiltered, or filtered to its own tenant, it shows."""
     question = QUESTIONS[0]

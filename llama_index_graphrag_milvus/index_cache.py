@@ -1,7 +1,7 @@
 """The in-memory copies an index reads from Milvus on first use, and their invalidation.
 
 A copy (the graph, the entity table, the passage table, the passages' words, the
-communities) is built by the
+communities, the passages each filter keeps) is built by the
 first query that needs it and dropped by every write of the index. Builds take seconds to
 minutes on a large index, and writes must not wait for them, so a build and a write can
 overlap: the write ends while the build still holds the rows it read before. Such a build
@@ -30,7 +30,7 @@ from llama_index_graphrag_milvus.communities.build import (
     warn_if_stale,
 )
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
-from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageScope, PassageTable
 from llama_index_graphrag_milvus.graph.word_table import Analyzer, WordTable, analyze
 from llama_index_graphrag_milvus.milvus.fulltext import is_standard
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -47,9 +47,13 @@ WORDS = "words"
 COMMUNITIES = "communities"
 COMMUNITY_INFO = "community_info"
 GRAPH_MODE = "graph_mode"
+SCOPES = "scopes"
 COPIES = (GRAPH, ENTITIES, PASSAGES, PASSAGE_COUNT, WORDS, COMMUNITIES, COMMUNITY_INFO,
-          GRAPH_MODE)
+          GRAPH_MODE, SCOPES)
 """The names of the copies an index keeps."""
+MAX_SCOPES = 64
+"""The filters whose passages an index remembers (the least recently used is forgotten):
+one byte per passage each."""
 
 
 GRAPH_BYTES_PER_RELATION = 120
@@ -237,6 +241,40 @@ class IndexCache:
         if table is not None:  # no thread hop per query
             return None if self._too_large(max_floats, lambda: len(table)) else table
         return await asyncio.to_thread(self.word_table, max_floats)
+
+    def passage_scope(self, where: str, max_floats: int | None = None
+                      ) -> PassageScope | None:
+        """The passages ``where`` keeps, over the passage table (``None`` when the table is
+        not held under ``max_floats``): one query of ids, remembered for the
+        :data:`MAX_SCOPES` filters used last until the next drop."""
+        table = self.passage_table(max_floats)
+        if table is None:
+            return None
+        scopes: dict[str, PassageScope] = self.get(SCOPES, dict)
+        with self._state:
+            found = scopes.pop(where, None)
+            if found is not None and found.table is table:
+                scopes[where] = found  # the most recently used last
+                return found
+        scope = PassageScope(table, table.mask(self.store.passage_ids_where(where)))
+        with self._state:
+            scopes[where] = scope
+            while len(scopes) > MAX_SCOPES:
+                scopes.pop(next(iter(scopes)))
+        return scope
+
+    async def apassage_scope(self, where: str, max_floats: int | None = None
+                             ) -> PassageScope | None:
+        """:meth:`passage_scope` without blocking the event loop when it has to be read."""
+        table: PassageTable | None = self.peek(PASSAGES)
+        scopes: dict[str, PassageScope] | None = self.peek(SCOPES)
+        if table is not None and scopes is not None and not self._too_large(
+                max_floats, lambda: len(table)):
+            with self._state:
+                found = scopes.get(where)
+            if found is not None and found.table is table:  # no thread hop per query
+                return found
+        return await asyncio.to_thread(self.passage_scope, where, max_floats)
 
     def passage_count(self) -> int:
         """The passages the table holds or would hold (a count query, remembered)."""

@@ -12,6 +12,7 @@ rows), so they return what a Milvus FLAT search returns.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -112,25 +113,33 @@ def top_rows(scores: np.ndarray, k: int) -> np.ndarray:
 
 
 def nearest_rows(vectors: np.ndarray, queries: Sequence[Sequence[float]] | np.ndarray,
-                 top_k: int, threshold: float | None = None
+                 top_k: int, threshold: float | None = None, mask: np.ndarray | None = None
                  ) -> list[tuple[np.ndarray, np.ndarray]]:
     """Per query (one vector each, any length: scaled here), the rows of ``vectors`` (unit
     length) with the ``top_k`` highest cosine similarities, best first (ties, at the cut too:
     the lower row), those
     below ``threshold`` left out, and their similarities. One matrix product for all queries.
+    ``mask`` (one boolean per row): only its rows are candidates.
 
     >>> vectors = np.array([[1.0, 0.0], [0.6, 0.8], [0.0, 1.0]], np.float32)
     >>> [(rows.tolist(), [round(s, 2) for s in scores.tolist()])
     ...  for rows, scores in nearest_rows(vectors, [[0.0, 2.0]], 2)]
     [([2, 1], [1.0, 0.8])]
+    >>> [rows.tolist() for rows, _ in nearest_rows(vectors, [[0.0, 2.0]], 2,
+    ...                                            mask=np.array([True, False, True]))]
+    [[2, 0]]
     """
     empty = (np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float32))
+    if mask is not None:
+        top_k = min(top_k, int(np.count_nonzero(mask)))
     if vectors.shape[0] == 0 or top_k < 1:
         return [empty for _ in range(len(queries))]
     units = unit_rows(np.array(queries, np.float32).reshape(len(queries), -1))  # a copy
     # rows x queries, read as one score row per query: ``units @ vectors.T`` was up to 1.5x
     # slower for 4 queries (100,000 x 64, OpenBLAS) and no faster for one
     scores = (vectors @ units.T).T
+    if mask is not None:
+        scores[:, ~mask] = -np.inf  # never among the top_k (at most as many as the mask's)
     found = []
     for row in scores:
         best = top_rows(row, top_k)
@@ -315,10 +324,48 @@ class PassageTable:
         return self.ids.nbytes + int(self.vectors.nbytes)
 
     def search(self, vectors: Sequence[Sequence[float]], limit: int,
-               among: Sequence[str] | None = None) -> list[list[tuple[str, float]]]:
+               among: Sequence[str] | None = None, mask: np.ndarray | None = None
+               ) -> list[list[tuple[str, float]]]:
         """Per vector, the ``limit`` most similar passages (among the known ids of
-        ``among`` when given) as ``(id, cosine similarity)``, best first."""
+        ``among`` when given, else among the rows of ``mask``) as ``(id, cosine
+        similarity)``, best first."""
+        found = (nearest_rows(self.vectors, vectors, limit, mask=mask)
+                 if among is None and mask is not None else
+                 nearest_among(self.ids, self.vectors, vectors, limit, among=among))
         return [[(pid, float(score)) for pid, score in zip(
-                    self.ids.ids(rows), scores.tolist(), strict=True)]
-                for rows, scores in nearest_among(self.ids, self.vectors, vectors, limit,
-                                                  among=among)]
+                    self.ids.ids(rows), scores.tolist(), strict=True)] for rows, scores in found]
+
+    def mask(self, ids: Iterable[str]) -> np.ndarray:
+        """One boolean per row: whether its passage is among ``ids`` (unknown ids ignored).
+
+        >>> table = PassageTable.from_columns([PassageColumns(
+        ...     ["p1", "p2"], np.array([[1, 0], [0, 1]], np.float32))], dim=2)
+        >>> table.mask(["p2", "p9"]).tolist()
+        [False, True]
+        """
+        mask = np.zeros(len(self), dtype=bool)
+        mask[self.ids.lookup(ids)] = True
+        return mask
+
+
+@dataclass(frozen=True)
+class PassageScope:
+    """The passages a filter keeps, as a mask over the passage table's rows (read with one
+    query of ids; dropped with the table by every write)."""
+
+    table: PassageTable
+    mask: np.ndarray
+
+    def split(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
+        """Those of ``ids`` the filter keeps, and those the table does not hold (written
+        since it was read, by another process: to be asked to Milvus).
+
+        >>> table = PassageTable.from_columns([PassageColumns(
+        ...     ["p1", "p2"], np.array([[1, 0], [0, 1]], np.float32))], dim=2)
+        >>> PassageScope(table, table.mask(["p2"])).split(["p1", "p2", "p3"])
+        (['p2'], ['p3'])
+        """
+        rows = self.table.ids.rows_of(ids)
+        kept = [i for i, row in zip(ids, rows.tolist(), strict=True)
+                if row >= 0 and self.mask[row]]
+        return kept, [i for i, row in zip(ids, rows.tolist(), strict=True) if row < 0]

@@ -67,6 +67,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     LoadEntities,
     LoadGraph,
     LoadPassages,
+    LoadScope,
     LoadWords,
     MatchPassages,
     MatchWords,
@@ -86,7 +87,7 @@ from llama_index_graphrag_milvus.retrieval.steps import DEFAULT_NER_PROMPT, pars
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.communities.build import CommunitySet
     from llama_index_graphrag_milvus.graph import EntityRelationGraph
-    from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+    from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageScope, PassageTable
     from llama_index_graphrag_milvus.graph.word_table import WordTable
     from llama_index_graphrag_milvus.index_cache import IndexCache
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -426,6 +427,14 @@ async def _apassages(context: DriverContext, r: LoadPassages) -> PassageTable | 
     return await context.cache.apassage_table(r.max_floats)
 
 
+def _scope(context: DriverContext, r: LoadScope) -> PassageScope | None:
+    return context.cache.passage_scope(r.where, r.max_floats)
+
+
+async def _ascope(context: DriverContext, r: LoadScope) -> PassageScope | None:
+    return await context.cache.apassage_scope(r.where, r.max_floats)
+
+
 def _words(context: DriverContext, r: LoadWords) -> WordTable | None:
     return context.cache.word_table(r.max_floats)
 
@@ -446,6 +455,7 @@ COPY_HANDLERS: Handlers = dict([
     handler(LoadGraph, _graph, _agraph),
     handler(LoadEntities, _entities, _aentities),
     handler(LoadPassages, _passages, _apassages),
+    handler(LoadScope, _scope, _ascope),
     handler(LoadWords, _words, _awords),
     handler(LoadCommunities, _communities, _acommunities),
 ])

@@ -30,7 +30,8 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
   :class:`SearchRelations`, :class:`SearchPassages`, :class:`MatchWords`, :class:`GetPassages`,
   :class:`MatchPassages`, :class:`GetRelationTexts`, :class:`GetEntityNames`;
 - **the in-memory copies** of the index, which the in-memory source reads:
-  :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, :class:`LoadWords`, and
+  :class:`LoadGraph`, :class:`LoadEntities`, :class:`LoadPassages`, :class:`LoadScope`,
+  :class:`LoadWords`, and
   :class:`LoadCommunities` (every community: what the in-memory source's community requests
   read). :class:`Known` is an answer that needs no I/O,
   :class:`MilvusRequests` the count of the query's Milvus requests so far.
@@ -57,7 +58,7 @@ from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.graph import EntityRelationGraph, ExpansionConfig
-from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageTable
+from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageScope, PassageTable
 from llama_index_graphrag_milvus.graph.word_table import WordTable
 from llama_index_graphrag_milvus.records import (
     CandidateRelation,
@@ -386,6 +387,16 @@ class LoadPassages(Request[PassageTable | None]):
     """The index's in-memory passage table, or ``None`` when it would hold more than
     ``max_floats`` floats (``None``: no limit)."""
 
+    max_floats: int | None
+
+
+@dataclass(frozen=True)
+class LoadScope(Request[PassageScope | None]):
+    """The passages the filter expression ``where`` keeps, over the in-memory passage table
+    (one read of ids, remembered until the next write), or ``None`` when the table would
+    hold more than ``max_floats`` floats."""
+
+    where: str
     max_floats: int | None
 
 

@@ -158,9 +158,13 @@ class GraphRAGRetriever(CheckedQueryMixin, BaseRetriever):
             per passage; only the passages returned are then read, by primary key, which
             is cheaper than a search), ``"milvus"`` (a search of the passage collection, as
             naive RAG's), ``"auto"`` (default): memory while ``passages * dim`` is at most
-            ``memory_search_max_floats``. With ``filters``, a search over every passage
-            runs in Milvus (the filter is a Milvus expression); one among given passages
-            (PageRank's, PCST's, the k-hop pool's) is ranked among those the filter keeps.
+            ``memory_search_max_floats``. With ``filters``, the searches over every passage
+            run in Milvus with the filter, except on Milvus Lite with the graph in memory:
+            there the filter's passages are read once (one query of ids per filter,
+            remembered until the index is written to; Lite evaluates a filter in Python
+            over every passage at each request) and the searches run in memory among them.
+            One among given passages (PageRank's, PCST's, the k-hop pool's) is ranked among
+            those the filter keeps.
             On an index with full-text search the passages' words follow the same setting:
             BM25 (the bridge's and PageRank's ``match_words``) is then computed in memory,
             as Milvus's analyzer and BM25 compute it (a filtered retrieval, or another

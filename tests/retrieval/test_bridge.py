@@ -556,18 +556,34 @@ def test_passages_ranked_in_memory_equal_the_milvus_search(
 
 
 @LITE_ONLY
-def test_passage_search_in_memory_leaves_filters_to_milvus(
+def test_a_filtered_passage_search_on_lite_reads_the_filters_passages_once(
         make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
     passages = [(TextNode(text=text, metadata={"tenant": tenant}), triplets)
                 for tenant in ("a", "b") for text, triplets in FAMILY]
     index = make_index(passages)
     tenant_a = MetadataFilters(filters=[MetadataFilter(key="tenant", value="a")])
+    in_milvus = index.as_retriever(passage_search="milvus", filters=tenant_a)
+    expected = [(h.node.node_id, round(h.score or 0, 5)) for h in in_milvus.retrieve(QUESTION)]
+    assert index.cache.peek(PASSAGES) is None  # "milvus": never read
     retriever = index.as_retriever(passage_search="memory", filters=tenant_a)
     spy = CallSpy(index, monkeypatch)
     hits = retriever.retrieve(QUESTION)
-    assert hits and {h.node.metadata["tenant"] for h in hits} == {"a"}
-    assert ("search", "graphrag_passages") in [(n, c) for n, c, _ in spy.calls]
-    assert index.cache.peek(PASSAGES) is None  # never read: the filter needs Milvus
+    assert [(h.node.node_id, round(h.score or 0, 5)) for h in hits] == expected
+    assert {h.node.metadata["tenant"] for h in hits} == {"a"}
+    # the filter's passages read once, the rankings in memory among them
+    assert ("search", "graphrag_passages") not in [(n, c) for n, c, _ in spy.calls]
+    assert index.cache.peek(PASSAGES) is not None
+    first = len(spy.calls)
+    assert [h.node.node_id for h in retriever.retrieve(QUESTION)] == [i for i, _ in expected]
+    again = spy.calls[first:]
+    assert len(again) < first and ("search", "graphrag_passages") not in [
+        (n, c) for n, c, _ in again]
+    # a write forgets them: a passage of tenant a written since is found
+    index.insert_triplets([(TextNode(text="Daniel Bernoulli wrote Hydrodynamica in Basel.",
+                                     metadata={"tenant": "a"}),
+                            [("Daniel Bernoulli", "wrote", "Hydrodynamica")])])
+    found = retriever.retrieve("What did Daniel Bernoulli write? Hydrodynamica")
+    assert any("Hydrodynamica" in h.node.get_content() for h in found)
     with pytest.raises(InvalidInputError, match="passage_search must be one of auto"):
         index.as_retriever(passage_search="gpu")
 

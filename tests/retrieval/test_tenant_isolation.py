@@ -187,18 +187,20 @@ def test_a_filter_that_keeps_every_passage_changes_no_answer(
         indexes: dict[str, GraphRAGIndex]) -> None:
     everyone = MetadataFilters(filters=[MetadataFilter(key="tenant_id", value=["acme", "globex"],
                                                        operator="in")])
-    # a filtered retrieval ranks every passage in Milvus (the bridge's lists, PageRank's
-    # similar passages) and given passages (the pools of PCST and k-hop) among those it
-    # keeps, in memory when it can: the plain
-    # retriever ranks where it does, since the hash embedding ties scores that numpy and
-    # Milvus compute apart in the last float bits; and without the bridge's BM25 lists, which
-    # a filtered retrieval never takes (BM25 weighs words by every tenant's passages)
+    # a filtered retrieval ranks every passage (the bridge's lists, PageRank's similar
+    # passages) in memory among those it keeps when the graph is in memory, in Milvus when
+    # it is served, and given passages (the pools of PCST and k-hop) among those it keeps,
+    # in memory when it can: the plain retriever ranks where it does, since the hash
+    # embedding ties scores that numpy and Milvus compute apart in the last float bits; and
+    # without the bridge's BM25 lists, which a filtered retrieval never takes (BM25 weighs
+    # words by every tenant's passages)
     for mode in ("memory", "milvus"):
         assert indexes[mode].store.full_text  # the default where Milvus has BM25
         for method in METHODS:
             plain = indexes[mode].as_retriever(
                 method=method, similarity_top_k=5,
-                passage_search="milvus" if method in ("bridge", "ppr") else "auto",
+                passage_search="milvus" if method in ("bridge", "ppr") and mode == "milvus"
+                else "auto",
                 **({"match_words": False} if method == "bridge" else {}))
             scoped = indexes[mode].as_retriever(method=method, similarity_top_k=5,
                                                 filters=everyone)

@@ -63,6 +63,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
 from llama_index_graphrag_milvus.retrieval.settings import SearchPlace
 from llama_index_graphrag_milvus.retrieval.sources.shared import (
     as_hits,
+    held_scope,
     milvus_ranking,
     milvus_words,
     rank_own,
@@ -112,13 +113,21 @@ def _entity_seeds(context: DriverContext, r: EntitySeeds) -> Plan[list[list[Enti
 
 def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:
     """The passage table (ids only: the passages chosen are read by primary key, cheaper
-    than a search) when the settings allow and no filter applies (filters are Milvus
-    expressions), else one Milvus search."""
-    if not r.where and context.searches.passage_search != SearchPlace.MILVUS:
-        table = yield from LoadPassages(context.searches.passage_budget())
-        if table is not None:
-            # the limit a Milvus search accepts, so that both paths return the same passages
-            ranked = table.search(r.vectors, min(r.limit, MILVUS_MAX_TOP_K), r.ids)
+    than a search) when the settings allow, among the passages the query's filter keeps
+    (:func:`~.shared.held_scope`, Milvus Lite) when one applies, else one Milvus search."""
+    if context.searches.passage_search != SearchPlace.MILVUS:
+        # the limit a Milvus search accepts, so that both paths return the same passages
+        limit = min(r.limit, MILVUS_MAX_TOP_K)
+        ranked: list[list[tuple[str, float]]] | None = None
+        if not r.where:
+            table = yield from LoadPassages(context.searches.passage_budget())
+            if table is not None:
+                ranked = table.search(r.vectors, limit, r.ids)
+        elif r.ids is None and context.scope is not None and r.where == context.scope.where:
+            held = yield from held_scope(context, r.where)
+            if held is not None:
+                ranked = held.table.search(r.vectors, limit, mask=held.mask)
+        if ranked is not None:
             return [[PassageHit(pid, score) for pid, score in hits] for hits in ranked]
     return (yield from milvus_ranking(r))
 

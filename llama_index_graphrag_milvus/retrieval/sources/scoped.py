@@ -24,7 +24,10 @@ BM25 weighs words by the term statistics of the whole collection, other tenants'
 included.
 
 Which passages match is one read of ids per step (:class:`~..requests.MatchPassages`),
-remembered for the rest of the query (:class:`~..drivers.Scope`). The texts and names a method
+remembered for the rest of the query (:class:`~..drivers.Scope`); on Milvus Lite, where the
+graph and the passage table are in memory, the filter's passages are read once instead
+(:func:`~.shared.held_scope`, until the next write), and the question's and the bridges'
+rankings run in memory among them. The texts and names a method
 asks for by id (:class:`~..requests.RelationTexts`, :class:`~..requests.EntityNames`) come from
 these narrowed answers, and the passage rankings carry the filter themselves.
 """
@@ -67,6 +70,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Together,
 )
 from llama_index_graphrag_milvus.retrieval.sources.served import expand_hop_by_hop
+from llama_index_graphrag_milvus.retrieval.sources.shared import held_scope
 
 R = TypeVar("R", CandidateRelation, RelationHit)
 
@@ -84,6 +88,12 @@ def matching(context: DriverContext, ids: Sequence[str]) -> Plan[set[str]]:
     if scope is None:
         return set(ids)
     unknown = scope.unknown(ids)
+    if unknown:
+        held = yield from held_scope(context, scope.where)
+        if held is not None:  # the passages the table does not hold are asked to Milvus
+            kept, elsewhere = held.split(unknown)
+            scope.learn(set(unknown) - set(elsewhere), kept)
+            unknown = tuple(elsewhere)
     if unknown:
         scope.learn(unknown, (yield from MatchPassages(unknown, scope.where)))
     return set(scope.visible(ids))

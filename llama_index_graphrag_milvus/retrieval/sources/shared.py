@@ -1,25 +1,44 @@
 """What both graph sources answer the same way: Milvus's passage rankings (by meaning and by
-words), the relation hits of relation records, and the order of a passage's own relations."""
+words), the passages a filter keeps on Milvus Lite, the relation hits of relation records,
+and the order of a passage's own relations."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
+from llama_index_graphrag_milvus.graph.tables import PassageScope
 from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext
 from llama_index_graphrag_milvus.retrieval.requests import (
+    LoadScope,
     MatchWords,
     Plan,
     RankPassages,
     RankWords,
     SearchPassages,
 )
+from llama_index_graphrag_milvus.retrieval.settings import GraphMode, SearchPlace
 
 
 def milvus_ranking(r: RankPassages) -> Plan[list[list[PassageHit]]]:
     """``r`` as one Milvus search (the hits carry their nodes)."""
     lists = yield from SearchPassages(r.vectors, r.limit, r.ids, r.where)
     return [[PassageHit(node.node_id, score, node) for node, score in hits] for hits in lists]
+
+
+def held_scope(context: DriverContext, where: str) -> Plan[PassageScope | None]:
+    """The passages ``where`` keeps, over the in-memory passage table (one read of ids per
+    filter, until the next write: :class:`~..requests.LoadScope`), on Milvus Lite with the
+    graph and the passage searches in memory; else ``None``, and each query asks Milvus.
+
+    Lite evaluates a filter in Python over every passage at each request (about 40 ms per
+    request on 3,000 passages), and one process holds its file, whose writes all go through
+    it; a server answers a filtered read by primary key cheaply and live, whoever wrote.
+    """
+    if not context.store.is_lite or context.graph != GraphMode.MEMORY or \
+            context.searches.passage_search == SearchPlace.MILVUS:
+        return None
+    return (yield from LoadScope(where, context.searches.passage_budget()))
 
 
 def milvus_words(context: DriverContext, r: RankWords) -> Plan[list[list[PassageHit]]]:

@@ -266,15 +266,21 @@ class IndexCache:
     async def apassage_scope(self, where: str, max_floats: int | None = None
                              ) -> PassageScope | None:
         """:meth:`passage_scope` without blocking the event loop when it has to be read."""
+        found = self.known_scope(where)
+        if found is not None and not self._too_large(max_floats, lambda: len(found.table)):
+            return found  # no thread hop per query
+        return await asyncio.to_thread(self.passage_scope, where, max_floats)
+
+    def known_scope(self, where: str) -> PassageScope | None:
+        """The passages ``where`` keeps when a query already read them (over the current
+        passage table), else ``None``; never reads."""
         table: PassageTable | None = self.peek(PASSAGES)
         scopes: dict[str, PassageScope] | None = self.peek(SCOPES)
-        if table is not None and scopes is not None and not self._too_large(
-                max_floats, lambda: len(table)):
-            with self._state:
-                found = scopes.get(where)
-            if found is not None and found.table is table:  # no thread hop per query
-                return found
-        return await asyncio.to_thread(self.passage_scope, where, max_floats)
+        if table is None or scopes is None:
+            return None
+        with self._state:
+            found = scopes.get(where)
+        return found if found is not None and found.table is table else None
 
     def passage_count(self) -> int:
         """The passages the table holds or would hold (a count query, remembered)."""

@@ -355,12 +355,24 @@ async def _amatch_words(context: DriverContext, r: MatchWords
     return await context.store.amatch_passage_words(r.texts, r.limit, r.where)
 
 
+def _by_id(context: DriverContext, r: GetPassages) -> tuple[tuple[str, ...], str]:
+    """The ids to read and the filter to read them with: on Milvus Lite, when a query read
+    the passages of ``r.where`` (see :func:`~.sources.shared.held_scope`) and they include
+    every id, those it keeps, read by id alone (Lite evaluates a filter over every passage
+    at each request)."""
+    known = context.cache.known_scope(r.where) if r.where and context.store.is_lite else None
+    if known is None:
+        return r.ids, r.where
+    kept, elsewhere = known.split(r.ids)
+    return (r.ids, r.where) if elsewhere else (tuple(kept), "")
+
+
 def _get_passages(context: DriverContext, r: GetPassages) -> list[BaseNode]:
-    return context.store.get_passages(r.ids, r.where)
+    return context.store.get_passages(*_by_id(context, r))
 
 
 async def _aget_passages(context: DriverContext, r: GetPassages) -> list[BaseNode]:
-    return await context.store.aget_passages(r.ids, r.where)
+    return await context.store.aget_passages(*_by_id(context, r))
 
 
 def _match(context: DriverContext, r: MatchPassages) -> list[str]:

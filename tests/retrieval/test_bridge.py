@@ -578,6 +578,14 @@ def test_a_filtered_passage_search_on_lite_reads_the_filters_passages_once(
     again = spy.calls[first:]
     assert len(again) < first and ("search", "graphrag_passages") not in [
         (n, c) for n, c, _ in again]
+    # PageRank's passages are read by id alone: none outside the filter's
+    reads: list[str] = []
+    get_passages = index.store.get_passages
+    monkeypatch.setattr(index.store, "get_passages", lambda ids, where="": (
+        reads.append(where), get_passages(ids, where))[1])
+    ppr = index.as_retriever(method="ppr", passage_search="memory", filters=tenant_a)
+    assert {h.node.metadata["tenant"] for h in ppr.retrieve(QUESTION)} == {"a"}
+    assert reads and set(reads) == {""}
     # a write forgets them: a passage of tenant a written since is found
     index.insert_triplets([(TextNode(text="Daniel Bernoulli wrote Hydrodynamica in Basel.",
                                      metadata={"tenant": "a"}),

@@ -244,19 +244,29 @@ class IndexCache:
 
     def passage_scope(self, where: str, max_floats: int | None = None
                       ) -> PassageScope | None:
-        """The passages ``where`` keeps, over the passage table (``None`` when the table is
-        not held under ``max_floats``): one query of ids, remembered for the
-        :data:`MAX_SCOPES` filters used last until the next drop."""
+        """The passages ``where`` keeps, over the passage table: one query of ids,
+        remembered for the :data:`MAX_SCOPES` filters used last while no write of the graph
+        happens in this process (the write gate's generation, shared by every index object
+        of the graph). ``None`` when the table is not held under ``max_floats``, or a write
+        runs or ran meanwhile (the query then asks Milvus, live)."""
         table = self.passage_table(max_floats)
         if table is None:
             return None
         scopes: dict[str, PassageScope] = self.get(SCOPES, dict)
+        gate = self.store.gate
+        generation = gate.generation
         with self._state:
             found = scopes.pop(where, None)
-            if found is not None and found.table is table:
+            if found is not None and found.table is table and \
+                    found.generation == generation and not gate.busy():
                 scopes[where] = found  # the most recently used last
                 return found
-        scope = PassageScope(table, table.mask(self.store.passage_ids_where(where)))
+        if gate.busy():
+            return None
+        mask = table.mask(self.store.passage_ids_where(where))
+        if gate.generation != generation or gate.busy():
+            return None  # a write moved rows while they were read
+        scope = PassageScope(table, mask, generation)
         with self._state:
             scopes[where] = scope
             while len(scopes) > MAX_SCOPES:
@@ -268,19 +278,28 @@ class IndexCache:
         """:meth:`passage_scope` without blocking the event loop when it has to be read."""
         found = self.known_scope(where)
         if found is not None and not self._too_large(max_floats, lambda: len(found.table)):
+            with self._state:  # the most recently used last
+                scopes: dict[str, PassageScope] | None = self.peek(SCOPES)
+                if scopes is not None and scopes.pop(where, None) is found:
+                    scopes[where] = found
             return found  # no thread hop per query
         return await asyncio.to_thread(self.passage_scope, where, max_floats)
 
     def known_scope(self, where: str) -> PassageScope | None:
         """The passages ``where`` keeps when a query already read them (over the current
-        passage table), else ``None``; never reads."""
+        passage table, and no write of the graph since or now), else ``None``; never
+        reads."""
         table: PassageTable | None = self.peek(PASSAGES)
         scopes: dict[str, PassageScope] | None = self.peek(SCOPES)
         if table is None or scopes is None:
             return None
         with self._state:
             found = scopes.get(where)
-        return found if found is not None and found.table is table else None
+        gate = self.store.gate
+        if found is None or found.table is not table or \
+                found.generation != gate.generation or gate.busy():
+            return None
+        return found
 
     def passage_count(self) -> int:
         """The passages the table holds or would hold (a count query, remembered)."""

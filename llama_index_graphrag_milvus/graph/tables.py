@@ -351,10 +351,12 @@ class PassageTable:
 @dataclass(frozen=True)
 class PassageScope:
     """The passages a filter keeps, as a mask over the passage table's rows (read with one
-    query of ids; dropped with the table by every write)."""
+    query of ids), as of the write gate's ``generation``: every write of the graph in this
+    process, through any index object, moves the gate on and so retires the mask."""
 
     table: PassageTable
     mask: np.ndarray
+    generation: int = 0
 
     def split(self, ids: Sequence[str]) -> tuple[list[str], list[str]]:
         """Those of ``ids`` the filter keeps, and those the table does not hold (written

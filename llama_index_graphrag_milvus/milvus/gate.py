@@ -41,6 +41,10 @@ class WriteGate:
         with self._lock:
             yield
 
+    def busy(self) -> bool:
+        """Whether a write holds the gate now (what it read or wrote may change)."""
+        return self._lock.locked()
+
     def changed(self) -> None:
         """Count a change of the graph (called while holding :meth:`writing`, also when the
         change failed half-way: what was read before may be stale)."""

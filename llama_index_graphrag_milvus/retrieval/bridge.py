@@ -491,7 +491,8 @@ class BridgeRetrieval(RetrievalMethod):
                       [*lists, *([(h.id, 0.0) for h in found] for found in worded)], limit,
                       str), ranks)]
         read = {h.id: h.node for hits in (*ranked, *worded) for h in hits if h.node is not None}
-        read.update((yield from fetch_passages([r.node for r in chosen if r.node not in read])))
+        read.update((yield from fetch_passages([r.node for r in chosen if r.node not in read],
+                                               query.where)))
         words = {(source, h.id): h.score for source, found in enumerate(worded) for h in found}
         return [Ranked(read[r.node], r.similarity, r.source, r.round)
                 for r in chosen if r.node in read], words

@@ -56,7 +56,8 @@ def search_passages(query: QueryContext, vectors: Sequence[Sequence[float]], lim
     """One batched passage search: per vector, the ``limit`` most similar passages (among
     ``ids`` when given), best first, as ``(node, similarity)``: ranked where the graph
     source ranks them, then read (see :func:`rank_passages` and :func:`with_nodes`)."""
-    return (yield from with_nodes((yield from rank_passages(query, vectors, limit, ids))))
+    return (yield from with_nodes((yield from rank_passages(query, vectors, limit, ids)),
+                                  query.where))
 
 
 def read_relation_texts(ids: Sequence[str], seeds: Seeds | None = None,

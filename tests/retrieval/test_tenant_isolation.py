@@ -9,10 +9,18 @@ from __future__ import annotations
 import asyncio
 import json
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
-from llama_index.core.schema import MetadataMode, NodeWithScore, QueryBundle, TextNode
+from llama_index.core.schema import (
+    MetadataMode,
+    NodeRelationship,
+    NodeWithScore,
+    QueryBundle,
+    RelatedNodeInfo,
+    TextNode,
+)
 from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
@@ -212,3 +220,64 @@ def test_a_filter_that_keeps_every_passage_changes_no_answer(
                 assert [n.score for n in got] == pytest.approx(
                     [n.score for n in expected], abs=1e-6), (
                     mode, method, question)
+
+
+def _in_document(text: str, tenant: str, document: str) -> TextNode:
+    node = TextNode(text=text, metadata={"tenant_id": tenant})
+    node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(node_id=document)
+    return node
+
+
+@pytest.mark.parametrize("write", ["move", "delete"])
+def test_a_write_through_another_index_object_retires_what_a_filter_kept(
+        tmp_path: Path, write: str) -> None:
+    # two index objects on one Lite file (one process): the reader's filtered queries
+    # remembered acme's passages; the writer moves one to globex in place (identity keys
+    # [] keep its id) or deletes it: the reader must not show it under acme's filter
+    secret = "Alice Moreau is being acquired secretly by Globex for 40 million."
+    triplets = [("Alice Moreau", "secretly acquired by", "Globex for 40 million")]
+    kwargs: dict[str, Any] = {"uri": str(tmp_path / "graph.db"),
+                              "embed_model": HashEmbedding(dim=64)}
+    writer = GraphRAGIndex.from_triplets(
+        [*((_in_document(t, "acme", f"doc{i}"), tr) for i, (t, tr) in enumerate(FAMILY)),
+         (_in_document(secret, "acme", "moving"), triplets)],
+        passage_identity_keys=[], **kwargs)
+    reader = GraphRAGIndex(**kwargs)
+    retrievers = [reader.as_retriever(method=m, filters=ONLY_ACME) for m in ("bridge", "ppr")]
+    assert any(leaks(shown(r.retrieve(QUESTIONS[0]))) for r in retrievers)  # acme's, so far
+    if write == "move":
+        writer.insert_triplets([(_in_document(secret, "globex", "moving"), triplets)])
+    else:
+        writer.delete_ref_doc("moving")
+    for retriever in retrievers:
+        for question in QUESTIONS:
+            assert leaks(shown(retriever.retrieve(question))) == [], (write, question)
+            assert leaks(retriever.explain(question).to_json()) == [], (write, question)
+    writer.close()
+    reader.close()
+
+
+def test_a_query_while_a_write_holds_the_graph_reads_the_filter_live(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # the rows moved, the copies not yet dropped: a query of another thread landing there
+    # (run here from inside the write) must not trust what the filter kept before
+    secret = "Alice Moreau is being acquired secretly by Globex for 40 million."
+    triplets = [("Alice Moreau", "secretly acquired by", "Globex for 40 million")]
+    index = GraphRAGIndex.from_triplets(
+        [*((_in_document(t, "acme", f"doc{i}"), tr) for i, (t, tr) in enumerate(FAMILY)),
+         (_in_document(secret, "acme", "moving"), triplets)],
+        uri=str(tmp_path / "graph.db"), embed_model=HashEmbedding(dim=64),
+        passage_identity_keys=[])
+    retrievers = [index.as_retriever(method=m, filters=ONLY_ACME) for m in ("bridge", "ppr")]
+    assert any(leaks(shown(r.retrieve(QUESTIONS[0]))) for r in retrievers)
+    seen: list[list[str]] = []
+    mark_written = index.store.mark_written
+
+    def during() -> None:
+        seen.extend(leaks(shown(r.retrieve(QUESTIONS[0]))) for r in retrievers)
+        mark_written()
+
+    monkeypatch.setattr(index.store, "mark_written", during)
+    index.insert_triplets([(_in_document(secret, "globex", "moving"), triplets)])
+    assert seen == [[], []]
+    index.close()

@@ -215,6 +215,11 @@ def _in_string(item: MetadataFilter) -> str:
         return f'({item.key} != "" or {item.key} == "")'
     if not strings or (item.operator == FilterOperator.ALL and len(strings) < len(values)):
         return _never(item.key)  # core: a number is never in a string
+    return _in_strings(item, strings)
+
+
+def _in_strings(item: MetadataFilter, strings: Sequence[str]) -> str:
+    """A string holding any of ``strings`` (all of them for ``all``)."""
     joiner = " and " if item.operator == FilterOperator.ALL else " or "
     return "(" + joiner.join(_substring(item.key, v) for v in strings) + ")"
 
@@ -234,9 +239,7 @@ def _holds(item: MetadataFilter) -> str:
     listed_in = f"json_contains_{function}({item.key}, [{listed}])"
     if len(strings) < len(values):  # a number is never in a string (core raises)
         return listed_in
-    joiner = " and " if item.operator == FilterOperator.ALL else " or "
-    in_string = joiner.join(_substring(item.key, v) for v in strings)
-    return f"({listed_in} or ({in_string}))"
+    return f"({listed_in} or {_in_strings(item, strings)})"
 
 
 def _is_empty(key: str) -> str:

@@ -252,21 +252,18 @@ class IndexCache:
         table = self.passage_table(max_floats)
         if table is None:
             return None
-        scopes: dict[str, PassageScope] = self.get(SCOPES, dict)
+        found = self.known_scope(where)
+        if found is not None and found.table is table:
+            return found
         gate = self.store.gate
         generation = gate.generation
-        with self._state:
-            found = scopes.pop(where, None)
-            if found is not None and found.table is table and \
-                    found.generation == generation and not gate.busy():
-                scopes[where] = found  # the most recently used last
-                return found
         if gate.busy():
             return None
         mask = table.mask(self.store.passage_ids_where(where))
         if gate.generation != generation or gate.busy():
             return None  # a write moved rows while they were read
         scope = PassageScope(table, mask, generation)
+        scopes: dict[str, PassageScope] = self.get(SCOPES, dict)
         with self._state:
             scopes[where] = scope
             while len(scopes) > MAX_SCOPES:
@@ -278,27 +275,24 @@ class IndexCache:
         """:meth:`passage_scope` without blocking the event loop when it has to be read."""
         found = self.known_scope(where)
         if found is not None and not self._too_large(max_floats, lambda: len(found.table)):
-            with self._state:  # the most recently used last
-                scopes: dict[str, PassageScope] | None = self.peek(SCOPES)
-                if scopes is not None and scopes.pop(where, None) is found:
-                    scopes[where] = found
             return found  # no thread hop per query
         return await asyncio.to_thread(self.passage_scope, where, max_floats)
 
     def known_scope(self, where: str) -> PassageScope | None:
         """The passages ``where`` keeps when a query already read them (over the current
         passage table, and no write of the graph since or now), else ``None``; never
-        reads."""
+        reads. A filter found is the most recently used."""
         table: PassageTable | None = self.peek(PASSAGES)
         scopes: dict[str, PassageScope] | None = self.peek(SCOPES)
         if table is None or scopes is None:
             return None
-        with self._state:
-            found = scopes.get(where)
         gate = self.store.gate
-        if found is None or found.table is not table or \
-                found.generation != gate.generation or gate.busy():
-            return None
+        with self._state:
+            found = scopes.pop(where, None)
+            if found is None or found.table is not table or \
+                    found.generation != gate.generation or gate.busy():
+                return None  # (a stale one is dropped)
+            scopes[where] = found  # the most recently used last
         return found
 
     def passage_count(self) -> int:

@@ -367,7 +367,6 @@ class PassageScope:
         >>> PassageScope(table, table.mask(["p2"])).split(["p1", "p2", "p3"])
         (['p2'], ['p3'])
         """
-        rows = self.table.ids.rows_of(ids)
-        kept = [i for i, row in zip(ids, rows.tolist(), strict=True)
-                if row >= 0 and self.mask[row]]
-        return kept, [i for i, row in zip(ids, rows.tolist(), strict=True) if row < 0]
+        rows = self.table.ids.rows_of(ids).tolist()
+        kept = [i for i, row in zip(ids, rows, strict=True) if row >= 0 and self.mask[row]]
+        return kept, [i for i, row in zip(ids, rows, strict=True) if row < 0]

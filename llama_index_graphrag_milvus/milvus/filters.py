@@ -150,9 +150,7 @@ def _test(item: MetadataFilter, field: bool) -> str:
     if item.operator in _COMPARISONS:
         return f"{item.key} {_COMPARISONS[item.operator]} {_literal(item.value)}"
     if item.operator in (FilterOperator.IN, FilterOperator.NIN):
-        values = item.value if isinstance(item.value, list) else [item.value]
-        keyword = "in" if item.operator == FilterOperator.IN else "not in"
-        return f"{item.key} {keyword} [{', '.join(_literal(v) for v in values)}]"
+        return _in_values(item, field)
     if item.operator in _HOLDS:
         return _in_string(item) if field else _holds(item)
     if item.operator == FilterOperator.IS_EMPTY:
@@ -162,6 +160,22 @@ def _test(item: MetadataFilter, field: bool) -> str:
         "case-insensitive match): use text_match with the case as stored, or store a "
         "lowercased copy of the field and match that."
     )
+
+
+def _in_values(item: MetadataFilter, field: bool) -> str:
+    """``in`` / ``nin``: a field's value among the values by Milvus's ``in``; a metadata
+    key's as equalities (Milvus Lite's ``in`` fails with "unhashable type" on a row whose
+    value is a list, where ``==`` is false, as core's ``in`` is)."""
+    values = item.value if isinstance(item.value, list) else [item.value]
+    literals = [_literal(v) for v in values]
+    if field:
+        keyword = "in" if item.operator == FilterOperator.IN else "not in"
+        return f"{item.key} {keyword} [{', '.join(literals)}]"
+    if not literals:  # core: nothing is in [], everything is not
+        return (_never(item.key) if item.operator == FilterOperator.IN
+                else f"(exists {item.key})")
+    among = "(" + " or ".join(f"{item.key} == {literal}" for literal in literals) + ")"
+    return among if item.operator == FilterOperator.IN else f"not {among}"
 
 
 _KEYWORDS = frozenset({

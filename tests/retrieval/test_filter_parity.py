@@ -128,6 +128,13 @@ def holds_cases() -> Iterator[tuple[str, MetadataFilters]]:
     yield "or of holds", group("or", where("tenant_id", OP.TEXT_MATCH, "a"),
                                where("codes", OP.CONTAINS, 7))
     yield "not any", group("not", where("tags", OP.ANY, ["blue", "off"]))
+    # in / nin over a key some passages hold a list under (Milvus Lite's `in` failed there)
+    for operator in (OP.IN, OP.NIN):
+        for values in (["red and blue", ""], ["red", "blue"], [], ["nothing"]):
+            yield (f"tags {operator.value} {values!r}",
+                   group("and", where("tags", operator, values)))
+        yield f"codes {operator.value} [7, 1990]", group("and", where("codes", operator, [7, 1990]))
+    yield "not in over lists", group("not", where("tags", OP.IN, ["", "50% off"]))
 
 
 WILDCARDS = [

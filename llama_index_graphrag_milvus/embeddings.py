@@ -106,6 +106,25 @@ def model_name(model: Any) -> str:
     return f"{type(model).__name__} {getattr(model, 'model_name', None)!r}"
 
 
+def vector_matrix(rows: Sequence[Any]) -> tuple[np.ndarray, int | None]:
+    """``rows`` as a matrix of floats, and the position of the first row holding a NaN, an
+    infinity or a value beyond a 32-bit float's range (Milvus stores them as such), or None.
+
+    Raises:
+        TypeError, ValueError: values that are not numbers, or rows of different lengths.
+
+    >>> vector_matrix([[1, 2], [3, float("inf")]])[1]
+    1
+    """
+    with np.errstate(over="ignore", invalid="ignore"):
+        array = np.asarray(rows, dtype=np.float64)
+        finite = np.isfinite(array.astype(np.float32))
+    if not array.size:
+        return array, None
+    bad = np.flatnonzero(~finite.reshape(len(array), -1).all(axis=1))
+    return array, (int(bad[0]) if len(bad) else None)
+
+
 def check_vectors(vectors: Any, count: int, model: Any) -> list[list[float]]:
     """The ``count`` vectors ``model`` returned for ``count`` texts, as lists of floats.
 
@@ -133,9 +152,7 @@ def check_vectors(vectors: Any, count: int, model: Any) -> list[list[float]]:
     if not rows:
         return []
     try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            array = np.asarray(rows, dtype=np.float64)
-            stored = array.astype(np.float32)
+        array, first = vector_matrix(rows)
     except (TypeError, ValueError) as exc:
         lengths = sorted({len(r) for r in rows if hasattr(r, "__len__")})
         what = (f"vectors of different lengths ({', '.join(map(str, lengths[:4]))})"
@@ -146,9 +163,7 @@ def check_vectors(vectors: Any, count: int, model: Any) -> list[list[float]]:
         raise EmbeddingModelError(f"the embedding model ({model_name(model)}) returned "
                                   f"empty vectors or no vectors of numbers: check the model; "
                                   f"{fix}")
-    finite = np.isfinite(stored).all(axis=1)
-    if not finite.all():
-        first = int(np.flatnonzero(~finite)[0])
+    if first is not None:
         raise EmbeddingModelError(
             f"the embedding model ({model_name(model)}) returned NaN or infinite values (text "
             f"{first + 1} of {count}): check the model (a NaN often comes from an empty or "

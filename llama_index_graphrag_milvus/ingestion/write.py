@@ -18,11 +18,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import Any
 
-import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.schema import BaseNode, MetadataMode, TextNode
 
-from llama_index_graphrag_milvus.embeddings import embed_texts
+from llama_index_graphrag_milvus.embeddings import embed_texts, vector_matrix
 from llama_index_graphrag_milvus.errors import (
     EmbeddingDimensionError,
     EmbeddingModelError,
@@ -143,16 +142,14 @@ def _own_vectors(passages: Sequence[TextNode], positions: Sequence[int],
             f"the passages' own embeddings (node.embedding) have lengths "
             f"{sorted(lengths)[:4]} (passages {list(positions)[:4]}...): {fix}")
     try:
-        with np.errstate(over="ignore", invalid="ignore"):
-            array = np.asarray([node.embedding for node in passages], dtype=np.float64)
-            finite = np.isfinite(array.astype(np.float32)).all(axis=1)
+        array, first = vector_matrix([node.embedding for node in passages])
     except (TypeError, ValueError) as exc:
         raise InvalidInputError(
             f"the passages' own embeddings (node.embedding) hold values that are not numbers: "
             f"{fix}") from exc
-    if not finite.all():
+    if first is not None:
         raise InvalidInputError(
-            f"passage {positions[int(np.flatnonzero(~finite)[0])]}'s own embedding "
+            f"passage {positions[first]}'s own embedding "
             f"(node.embedding) holds NaN or infinite values (or beyond a 32-bit float's "
             f"range): {fix}")
     store.check_dimension(array.shape[1], "node.embedding (a passage's own vector)")

@@ -24,18 +24,21 @@ Example::
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from llama_index.core import SimpleDirectoryReader
+from llama_index.core import Document, SimpleDirectoryReader
 from llama_index.core.ingestion import run_transformations
 from llama_index.core.node_parser import SentenceSplitter
 from llama_index.core.schema import BaseNode, MetadataMode, TransformComponent
+from tqdm.auto import tqdm
 
 from llama_index_graphrag_milvus.cli.common import MAX_LISTED, shorten
+from llama_index_graphrag_milvus.cli.html_text import HTML_SUFFIXES, HtmlTextReader
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.index import GraphRAGIndex
 from llama_index_graphrag_milvus.ingestion.refresh import passage_ids, whole_documents
@@ -87,6 +90,17 @@ class Folder:
         return replace(self, documents=tuple(
             replace(d, passage_ids=passage_ids(d.passages, index_keys))
             for d in self.documents))
+
+    def shown(self, doc_id: str) -> str:
+        """A document id (a file's path) as the folder's files are named: under the folder,
+        relative to it; elsewhere, whole.
+
+        >>> Folder(Path("/notes"), ()).shown("/notes/a/b.txt")
+        'a/b.txt'
+        """
+        found = Path(doc_id)
+        root = self.path.resolve()
+        return found.relative_to(root).as_posix() if found.is_relative_to(root) else doc_id
 
     @cached_property
     def languages(self) -> Languages:
@@ -151,7 +165,8 @@ def _readable_files(reader: SimpleDirectoryReader, root: Path) -> dict[str, str]
     """Keep in ``reader``'s list only the files it can read: regular files it may open and,
     among those it reads as plain text (a type without a reader), the UTF-8 ones. The others
     (path under ``root`` -> why, see :func:`unreadable`) are taken out of its list."""
-    readers = {*SimpleDirectoryReader.supported_suffix_fn(), *(reader.file_extractor or {})}
+    readers = {*SimpleDirectoryReader.supported_suffix_fn(), *(reader.file_extractor or {})
+               } - set(HTML_SUFFIXES)  # HTML is text: checked as such
     kept, unread = [], {}
     for file in reader.input_files:
         reason = unreadable(Path(file), plain=Path(file).suffix.lower() not in readers)
@@ -164,9 +179,48 @@ def _readable_files(reader: SimpleDirectoryReader, root: Path) -> dict[str, str]
     return unread
 
 
+def _leave_out(reader: SimpleDirectoryReader, excluded: Sequence[Path]) -> None:
+    """Take the files under ``excluded`` out of ``reader``'s list."""
+    if excluded:
+        reader.input_files = [
+            file for file in reader.input_files
+            if not any(Path(file).resolve().is_relative_to(place) for place in excluded)]
+
+
+PIECE_CHARS = 200_000
+"""Characters of a document split at once (see :func:`pieces`)."""
+
+
+def pieces(document: Document, size: int | None = None) -> list[Document]:
+    """``document``, or for a text longer than ``size`` characters, copies of it holding
+    consecutive pieces of its text, each cut after a line break (else a space) where there
+    is one: the sentence splitter then never meets megabytes at once (NLTK's patterns time
+    out there). Only the passages that would have spanned a cut differ.
+
+    >>> [len(d.text) for d in pieces(Document(text="ab\\n" * 5, id_="d"), size=7)]
+    [6, 6, 3]
+    """
+    text, size = document.text, size or PIECE_CHARS
+    if len(text) <= size:
+        return [document]
+    parts, start = [], 0
+    while start < len(text):
+        end = min(start + size, len(text))
+        if end < len(text):
+            cut = text.rfind("\n", start, end)
+            cut = cut if cut > start else text.rfind(" ", start, end)
+            end = cut + 1 if cut > start else end
+        part = document.model_copy()
+        part.set_content(text[start:end])
+        parts.append(part)
+        start = end
+    return parts
+
+
 def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
                 chunk_size: int = DEFAULT_CHUNK_SIZE,
-                extensions: Sequence[str] | None = None) -> Folder:
+                extensions: Sequence[str] | None = None,
+                excluded: Sequence[Path] = ()) -> Folder:
     """Read and split the files under ``path`` (recursive, hidden files skipped). A file
     that is not regular (a named pipe), that cannot be opened, or that is read as plain text
     (a type without a reader) but is not UTF-8 text is not read but listed in ``unread``
@@ -174,7 +228,10 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
     accented letters, or index the bytes of an image.
 
     ``index_keys`` are the index's ``passage_identity_keys`` (the passage ids depend on
-    them); ``extensions`` (``[".txt", ".md"]``) keeps only those files.
+    them); ``extensions`` (``[".txt", ".md"]``) keeps only those files; the files under
+    ``excluded`` (the Milvus Lite index the folder is written to, when it lies inside) are
+    not read. A text longer than :data:`PIECE_CHARS` is split a piece at a time (at line
+    breaks): NLTK's sentence patterns give up on a few megabytes at once.
 
     Raises:
         InvalidInputError: ``path`` does not exist or is not a folder, it holds no file (of
@@ -190,7 +247,10 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
         root = path.resolve()
         reader = SimpleDirectoryReader(input_dir=str(root), recursive=True,
                                        filename_as_id=True, required_exts=list(extensions)
-                                       if extensions else None)
+                                       if extensions else None,
+                                       file_extractor={suffix: HtmlTextReader()
+                                                       for suffix in HTML_SUFFIXES})
+        _leave_out(reader, [p.resolve() for p in excluded])
         unread = _readable_files(reader, root)
         documents = reader.load_data() if reader.input_files else []
     except ImportError as exc:
@@ -208,26 +268,7 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
                                 "again when the folder holds still") from exc
     splitter = SentenceSplitter(chunk_size=chunk_size,
                                 chunk_overlap=min(200, chunk_size // 5))
-    found: list[FolderDocument] = []
-    empty: list[str] = []
-    for document in documents:
-        name = str(document.metadata.get("file_name") or document.doc_id)
-        # the path stays in the metadata (shown with each passage), out of the vectors
-        document.excluded_embed_metadata_keys = list(dict.fromkeys(
-            [*document.excluded_embed_metadata_keys, *EMBED_EXCLUDED]))
-        if not document.get_content(metadata_mode=MetadataMode.NONE).strip():
-            empty.append(name)
-            continue
-        try:
-            split = run_transformations([document], [splitter])
-        except TimeoutError as exc:  # nltk's guard against slow sentence patterns
-            raise InvalidInputError(
-                f"{name} could not be split into passages in time ({shorten(str(exc))}): "
-                "split it into smaller files, or keep it out with --extensions") from exc
-        passages = [node for node in split
-                    if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
-        found.append(FolderDocument(document.doc_id, name, tuple(passages),
-                                    passage_ids(passages, index_keys)))
+    found, empty = _split(documents, splitter, index_keys, unread)
     listed = tuple(sorted(unread.items()))
     if not found:
         kinds = ", ".join([f"{len(empty)} empty",
@@ -237,6 +278,44 @@ def read_folder(path: Path, index_keys: Sequence[str] | str = "*",
                                 + unread_hint(listed))
     return Folder(path, tuple(found), tuple(empty), listed)
 
+
+
+SPLIT_PROGRESS_CHARS = 2_000_000
+"""Characters of text from which splitting the folder shows a progress bar."""
+
+
+def _split(documents: Sequence[Document], splitter: SentenceSplitter,
+           index_keys: Sequence[str] | str, unread: dict[str, str]
+           ) -> tuple[list[FolderDocument], list[str]]:
+    """The documents split into passages, and the names of those without text; a document
+    the sentence splitter gives up on (NLTK's time limit) joins ``unread``."""
+    found: list[FolderDocument] = []
+    empty: list[str] = []
+    total = sum(len(d.text) for d in documents)
+    with tqdm(total=total, unit="char", unit_scale=True, desc="Splitting into passages",
+              disable=total < SPLIT_PROGRESS_CHARS, dynamic_ncols=True) as bar:
+        for document in documents:
+            name = str(document.metadata.get("file_name") or document.doc_id)
+            # the path stays in the metadata (shown with each passage), out of the vectors
+            document.excluded_embed_metadata_keys = list(dict.fromkeys(
+                [*document.excluded_embed_metadata_keys, *EMBED_EXCLUDED]))
+            if not document.get_content(metadata_mode=MetadataMode.NONE).strip():
+                empty.append(name)
+                bar.update(len(document.text))
+                continue
+            split: list[BaseNode] = []
+            try:
+                for piece in pieces(document):
+                    split.extend(run_transformations([piece], [splitter]))
+                    bar.update(len(piece.text))
+            except TimeoutError:  # nltk's guard against slow sentence patterns
+                unread[name] = "too slow to split into sentences"
+                continue
+            passages = [node for node in split
+                        if node.get_content(metadata_mode=MetadataMode.NONE).strip()]
+            found.append(FolderDocument(document.doc_id, name, tuple(passages),
+                                        passage_ids(passages, index_keys)))
+    return found, empty
 
 
 def unread_hint(unread: Sequence[tuple[str, str]]) -> str:
@@ -259,6 +338,37 @@ def stored_documents(index: GraphRAGIndex, folder: Folder) -> set[str]:
     """The ids of the documents the index holds whole (see
     :func:`~llama_index_graphrag_milvus.ingestion.refresh.whole_documents`)."""
     return whole_documents(index.store, {d.doc_id: d.passage_ids for d in folder.documents})
+
+
+def files_gone(index: GraphRAGIndex, folder: Folder) -> list[str]:
+    """The documents of the index read from files that are gone: those under the folder
+    whose file no longer exists (deleted or renamed), and those under another path whose
+    file no longer exists but whose path ends as a file of the folder does (the folder
+    moved or renamed). Document ids are the files' paths (``filename_as_id``; a file of
+    several documents, such as a PDF's pages, adds ``_part_N``)."""
+    root = folder.path.resolve()
+    current = {d.doc_id for d in folder.documents}
+    tails = {Path(doc_id).relative_to(root).as_posix() for doc_id in current
+             if Path(doc_id).is_relative_to(root)}
+    gone = []
+    for doc_id in sorted(index.store.document_ids(root.anchor) - current):
+        file = Path(_PART.sub("", doc_id))
+        if not file.is_absolute() or file.exists():
+            continue
+        if file.is_relative_to(root) or any(
+                Path(*doc_id_parts).as_posix() in tails
+                for doc_id_parts in _suffixes(Path(doc_id).parts)):
+            gone.append(doc_id)
+    return gone
+
+
+_PART = re.compile(r"_part_\d+\Z")
+"""The suffix of a document id for one of a file's documents (a PDF's page)."""
+
+
+def _suffixes(parts: Sequence[str]) -> list[tuple[str, ...]]:
+    """The path's ends: ``("a", "b", "c")`` -> ``("b", "c")``, ``("c",)``."""
+    return [tuple(parts[i:]) for i in range(1, len(parts))]
 
 
 @dataclass

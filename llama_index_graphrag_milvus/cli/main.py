@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import socket
 import sys
 import time
 import warnings
@@ -105,6 +106,23 @@ def default_uri(folder: Path) -> str:
     return f"./{folder.resolve().name or 'graphrag'}.db"
 
 
+def check_port_free(host: str, port: int) -> None:
+    """Refuse a taken explorer port before hours of indexing, not after.
+
+    Raises:
+        InvalidInputError: ``port`` (not 0) cannot be bound on ``host``.
+    """
+    if port == 0:
+        return
+    try:
+        with socket.create_server((host, port)):
+            pass
+    except OSError as exc:
+        raise InvalidInputError(
+            f"the explorer cannot listen on {host}:{port} ({exc.strerror or exc}): pass "
+            "another --port, or --port 0 for any free one") from exc
+
+
 def say(text: str, end: str = "\n") -> None:
     print(text, end=end, flush=True)
 
@@ -132,9 +150,11 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
         from llama_index_graphrag_milvus.explore.server import require_web
 
         require_web()
+        check_port_free(args.host, args.port)
     extensions = ([e if e.startswith(".") else f".{e}" for e in args.extensions.split(",")
                    if e.strip()] if args.extensions else None)
-    folder = read_folder(args.folder, chunk_size=args.chunk_size, extensions=extensions)
+    folder = read_folder(args.folder, chunk_size=args.chunk_size, extensions=extensions,
+                         excluded=[] if is_server(args.uri) else [Path(args.uri)])
     say(f"Read {len(folder.documents)} documents ({folder.passages} passages) from "
         f"{args.folder}" + (f"; {len(folder.empty)} empty files skipped" if folder.empty
                             else ""))
@@ -166,10 +186,18 @@ def index_folder(index: GraphRAGIndex, folder: Folder, kg_extractor: Any,
     """Store the documents the index does not hold yet, with a progress bar and its ETA."""
     from tqdm.auto import tqdm
 
-    from llama_index_graphrag_milvus.cli.folder import ingest, stored_documents
+    from llama_index_graphrag_milvus.cli.folder import files_gone, ingest, stored_documents
 
     if index.passage_identity_keys != "*":  # the ids depend on the index's rule
         folder = folder.keyed(index.passage_identity_keys)
+    gone = files_gone(index, folder)
+    if gone:
+        for doc_id in gone:
+            index.delete_ref_doc(doc_id)
+        say(f"Removed {len(gone)} documents whose files are gone (deleted, renamed or "
+            "moved): " + ", ".join(shorten(folder.shown(doc_id), 80)
+                                   for doc_id in gone[:MAX_LISTED])
+            + (", ..." if len(gone) > MAX_LISTED else ""))
     stored = stored_documents(index, folder)
     todo = [d for d in folder.documents if d.doc_id not in stored]
     if stored:
@@ -228,7 +256,8 @@ def answer(index: GraphRAGIndex, question: str, method: str, top_k: int) -> None
     else naive RAG) beside the graph method's passages for ``question``."""
     from llama_index_graphrag_milvus.cli.compare import side_by_side
 
-    search, baseline = (("hybrid", "hybrid RAG (dense + BM25)") if index.store.full_text
+    search, baseline = (("hybrid", "hybrid RAG (dense + BM25), RRF scores")
+                        if index.store.full_text
                         else ("dense", "naive RAG"))
     naive = index.as_naive_retriever(similarity_top_k=top_k, search=search
                                      ).retrieve(question)

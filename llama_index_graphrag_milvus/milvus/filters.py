@@ -193,9 +193,19 @@ _UNESCAPED = re.compile(r"[%_\\]")
 """What a ``LIKE`` pattern cannot hold literally on Milvus Lite (see the module docstring)."""
 
 
+def like_literal(value: str) -> str:
+    """``value`` for a ``LIKE`` pattern: its ``%``, ``_`` and backslashes as ``_`` (any one
+    character; see the module docstring), so that the pattern matches ``value`` at least.
+
+    >>> like_literal("50%_a")
+    '50__a'
+    """
+    return _UNESCAPED.sub("_", value)
+
+
 def _substring(key: str, value: str) -> str:
     """``key`` is a string holding ``value`` (``%``, ``_``, ``\\`` as any one character)."""
-    return f"{key} like {quote('%' + _UNESCAPED.sub('_', value) + '%')}"
+    return f"{key} like {quote('%' + like_literal(value) + '%')}"
 
 
 def _values(item: MetadataFilter) -> list[Any]:

@@ -14,7 +14,7 @@ from llama_index.core.schema import BaseNode
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from pymilvus import MilvusClient
 
-from llama_index_graphrag_milvus.milvus.filters import in_list, quote
+from llama_index_graphrag_milvus.milvus.filters import in_list, like_literal, quote
 from llama_index_graphrag_milvus.milvus.rows import GET_CHUNK, chunks, id_filter, rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
@@ -132,6 +132,30 @@ class StoreWrites:
                                              output_fields=["id", "doc_id"]):
                     found[row["doc_id"]].add(row["id"])
         return found
+
+    def document_ids(self, prefix: str) -> set[str]:
+        """The ids of the stored documents that start with ``prefix`` (a folder's path, for
+        the documents read from its files), from the passages' ``doc_id`` column: queries
+        of at most :data:`IN_USE_WINDOW` rows, the documents found leaving the next one.
+
+        ``%``, ``_`` and backslashes of ``prefix`` match any one character in Milvus Lite's
+        ``LIKE`` (no escape there): the ids are checked again here.
+        """
+        if self.dim is None:
+            return set()
+        found: set[str] = set()
+        like = f"doc_id like {quote(like_literal(prefix) + '%')}"
+        with milvus_errors(f"read {self.passage_collection}"):
+            while True:
+                expression = like + (f" and not ({in_list('doc_id', sorted(found))})"
+                                     if found else "")
+                rows = self.client.query(collection_name=self.passage_collection,
+                                         **self.read_options, filter=expression,
+                                         output_fields=["doc_id"], limit=IN_USE_WINDOW)
+                found.update(row["doc_id"] for row in rows)
+                if len(rows) < IN_USE_WINDOW:
+                    break
+        return {doc_id for doc_id in found if doc_id.startswith(prefix)}
 
     def entities_in_use(self, entity_ids: Sequence[str],
                         excluding: Collection[str] = ()) -> set[str]:

@@ -274,6 +274,83 @@ def test_run_again_it_skips_what_is_stored_and_replaces_changed_files(
     assert "6 passages" in out  # the old Basel passage is gone, not kept beside the new
 
 
+def test_files_gone_leave_the_index_and_a_moved_folder_is_stored_once(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """A deleted file's passages stayed in the index (and answered questions); a folder
+    moved or renamed was stored a second time under its new paths."""
+    db = tmp_path / "notes.db"
+    assert run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)[0] == 0
+    (folder / "basel.txt").unlink()
+    code, out, _ = run([str(folder), "--uri", str(db), "--embed-model", EMBED], capsys)
+    assert code == 0 and "5 of 5 documents are stored already" in out
+    assert re.search(r"Removed 1 documents whose files are gone \(deleted, renamed or "
+                     r"moved\): basel.txt\n", out) and "5 passages" in out
+    moved = folder.rename(tmp_path / "moved")
+    code, out, _ = run([str(moved), "--uri", str(db), "--embed-model", EMBED], capsys)
+    assert code == 0 and "Removed 5 documents" in out and "5 passages" in out, out
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        texts = [n.node.get_content() for n in
+                 index.as_naive_retriever(similarity_top_k=20).retrieve("Basel")]
+        assert len(texts) == len(set(texts)) == 5 and EXTRA["basel.txt"] not in texts
+        # another folder's files, present, are not touched
+        other = write_folder(tmp_path / "other")
+        assert run([str(other), "--uri", str(db), "--embed-model", EMBED], capsys)[0] == 0
+    code, out, _ = run([str(moved), "--uri", str(db), "--embed-model", EMBED], capsys)
+    assert code == 0 and "Removed" not in out and "11 passages" in out, out
+
+
+def test_an_index_inside_the_folder_is_not_read_as_files(
+        folder: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """``graphrag-milvus .`` puts its index in the folder: the next run read it back."""
+    monkeypatch.chdir(folder)
+    for _ in range(2):
+        code, out, err = run([".", "--embed-model", EMBED], capsys)
+        assert code == 0 and "Read 6 documents (6 passages)" in out, err
+    assert "6 of 6 documents are stored already" in out and (folder / "notes.db").is_dir()
+
+
+def test_html_is_read_as_its_text_and_long_files_in_pieces(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """HTML was indexed as markup; a file of a few megabytes failed the whole command
+    (NLTK's time limit): it is split a piece at a time, at line breaks."""
+    import llama_index_graphrag_milvus.cli.folder as folder_module
+
+    site = tmp_path / "site"
+    site.mkdir()
+    (site / "about.HTML").write_text(
+        "<!DOCTYPE html><html><head><title>About Acme</title><style>p{x:1}</style>"
+        "<script>var a = '<b>';</script></head><body><p>Alice <b>founded</b> Acme &amp; "
+        "Co.</p><!-- draft --><ul><li>Bob</li><li>Carol</li></ul></body></html>",
+        encoding="utf-8")
+    (site / "bad.htm").write_bytes("<p>caf\xe9</p>".encode("latin-1"))
+    sentences = [f"Person {i} met person {i + 1} in town {i % 7}." for i in range(400)]
+    (site / "long.txt").write_text("\n".join(sentences), encoding="utf-8")
+    monkeypatch.setattr(folder_module, "PIECE_CHARS", 3000)
+    read = read_folder(site, chunk_size=64)
+    by_name = {d.name: [p.get_content() for p in d.passages] for d in read.documents}
+    assert by_name["about.HTML"] == ["About Acme\nAlice founded Acme & Co.\nBob\nCarol"]
+    assert read.unread == (("bad.htm", "not UTF-8"),)
+    long = by_name["long.txt"]
+    assert len(long) > 20 and all(len(p) < 3000 for p in long)
+    assert all(s in "\n".join(long) for s in sentences)  # every sentence in a passage
+    ids = {d.doc_id for d in read.documents if d.name == "long.txt"}
+    assert ids == {str((site / "long.txt").resolve())}
+
+
+def test_a_taken_explorer_port_is_refused_before_indexing(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    import socket
+
+    with socket.create_server(("127.0.0.1", 0)) as taken:
+        port = taken.getsockname()[1]
+        code, out, err = run([str(folder), "--uri", str(tmp_path / "p.db"), "--embed-model",
+                              EMBED, "--explore", "--port", str(port)], capsys)
+    assert code == 2 and err.count("\n") == 1 and f"127.0.0.1:{port}" in err
+    assert "--port 0 for any free one" in err and "Read" not in out
+    assert not (tmp_path / "p.db").exists()
+
+
 def blank_for_basel_llm() -> ScriptedLLM:
     """An LLM extractor that answers nothing for the passage on Basel (a content filter, a
     reasoning model out of tokens), one triplet for the others."""
@@ -613,7 +690,7 @@ def test_a_file_that_vanishes_or_cannot_be_split_is_one_line(
     for cls, method, replacement, message in [
             (SimpleDirectoryReader, "load_data", vanished, "No such file or directory"),
             (SimpleDirectoryReader, "__init__", too_deep, "nests folders too deep"),
-            (SentenceSplitter, "__call__", too_slow, "could not be split into passages")]:
+            (SentenceSplitter, "__call__", too_slow, "too slow to split into sentences")]:
         with monkeypatch.context() as patched:
             patched.setattr(cls, method, replacement)
             code, _, err = run([str(folder), "--uri", str(tmp_path / "v.db"),

@@ -9,6 +9,7 @@ installs them.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Callable
 from pathlib import Path
@@ -209,6 +210,15 @@ def assert_inert(driver: Any, container: str) -> str:
     return found[1]
 
 
+def assert_wraps(driver: Any, selector: str) -> None:
+    """A name of 700 letters without a space in the first ``selector`` element wraps: the
+    page does not scroll sideways (it did in the explorer's lists)."""
+    assert js(driver, f"var e = document.querySelector({json.dumps(selector)});"
+                      " e.textContent = 'W'.repeat(700);"
+                      " return document.documentElement.scrollWidth <= window.innerWidth"
+                      " && e.getBoundingClientRect().right <= window.innerWidth;"), selector
+
+
 def test_hostile_passages_render_as_text_and_run_nothing(driver: Any, explorer: str) -> None:
     from selenium.webdriver.common.by import By
 
@@ -224,12 +234,14 @@ def test_hostile_passages_render_as_text_and_run_nothing(driver: Any, explorer: 
          "the passages")
     text = assert_inert(driver, "#passages")
     assert all(hostile in text for hostile in HOSTILE)
+    assert_wraps(driver, "#passages .ex-triplets li")
     driver.find_element(By.CSS_SELECTOR, "[data-tab=entities]").click()
     driver.find_element(By.ID, "entity-query").send_keys("graphragPwned")
     driver.find_element(By.CSS_SELECTOR, "#entity-form button").click()
     wait(driver, lambda d: len(d.find_elements(By.CSS_SELECTOR, "#entity-hits button")) == 3,
          "the hostile entities")
     assert_inert(driver, "#entity-hits")
+    assert_wraps(driver, "#entity-hits button")
     assert js(driver, "return document.querySelectorAll('script').length") == 3  # the page's
 
 

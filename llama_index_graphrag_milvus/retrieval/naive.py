@@ -25,6 +25,7 @@ from llama_index.core.vector_stores.types import VectorStoreQueryMode
 from llama_index_graphrag_milvus.embeddings import aembed_question, embed_question
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
+from llama_index_graphrag_milvus.milvus.filters import in_list
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.retrieval.settings import NaiveSearch
 from llama_index_graphrag_milvus.retrieval.steps import (
@@ -50,6 +51,23 @@ _VECTOR_RETRIEVER_ARGUMENTS = frozenset(
 any other keyword and ignores it: a misspelt one would change nothing, silently)."""
 
 
+def _ids_expression(field: str, name: str, ids: Any) -> str:
+    """``node_ids`` / ``doc_ids`` as a filter on ``field``, every id quoted (the vector
+    store pastes them into its expression as they are: a quote in an id broke the search, and
+    a crafted one widened it to other documents). Empty or ``None``: no restriction, as in
+    core.
+
+    >>> print(_ids_expression("doc_id", "doc_ids", ['a"b.md']))
+    doc_id in ["a\\"b.md"]
+    """
+    if not ids:
+        return ""
+    if isinstance(ids, str) or not all(isinstance(i, str) for i in ids):
+        raise InvalidInputError(
+            f"{name} takes a list of string ids, got {ids!r}: pass [\"id\", ...].")
+    return in_list(field, list(ids))
+
+
 class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
     """Plain vector search over the passages (what :meth:`GraphRAGIndex.as_naive_retriever`
     returns), or BM25, or both fused (``search``: :class:`~.settings.NaiveSearch`), with the
@@ -64,9 +82,9 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
 
     Raises:
         InvalidInputError: ``filters`` holds a key, operator or value the filter language
-            refuses (see :mod:`llama_index_graphrag_milvus.milvus.filters`), or comes with
-            ``node_ids``, ``doc_ids`` or a ``string_expr`` of its own, which
-            ``MilvusVectorStore`` would let override it.
+            refuses (see :mod:`llama_index_graphrag_milvus.milvus.filters`); ``filters``,
+            ``node_ids`` or ``doc_ids`` come with a ``string_expr`` of the caller's, which
+            ``MilvusVectorStore`` would let override them; ids that are not strings.
         MilvusStoreError: the search failed in Milvus (the pymilvus error is chained).
     """
 
@@ -94,16 +112,16 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
                     "pass search= or vector_store_query_mode, not both.")
             kwargs["vector_store_query_mode"] = _QUERY_MODES[self.search]
         store_kwargs = dict(kwargs.pop("vector_store_kwargs", None) or {})
-        expression = store.filter_expression(filters)
+        expression = " and ".join(f"({part})" for part in (
+            store.filter_expression(filters),
+            _ids_expression("id", "node_ids", kwargs.pop("node_ids", None)),
+            _ids_expression("doc_id", "doc_ids", kwargs.pop("doc_ids", None))) if part)
         if expression:
-            clashing = [name for name in ("node_ids", "doc_ids") if kwargs.get(name)]
             if store_kwargs.get("string_expr"):
-                clashing.append("vector_store_kwargs['string_expr']")
-            if clashing:
                 raise InvalidInputError(
-                    f"filters cannot be combined with {' and '.join(clashing)}: "
-                    "MilvusVectorStore would apply one and drop the other; express the "
-                    "restriction as metadata filters only."
+                    "filters, node_ids and doc_ids cannot be combined with "
+                    "vector_store_kwargs['string_expr']: MilvusVectorStore would apply one "
+                    "and drop the other; express the restriction as metadata filters only."
                 )
             store_kwargs["string_expr"] = expression
         super().__init__(index, similarity_top_k=check_int(

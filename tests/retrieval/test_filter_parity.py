@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from llama_index.core.schema import TextNode
+from llama_index.core.schema import NodeRelationship, RelatedNodeInfo, TextNode
 from llama_index.core.vector_stores import (
     FilterCondition,
     FilterOperator,
@@ -253,12 +253,32 @@ def test_graph_and_naive_retrievers_keep_the_same_passages(
 @LITE_ONLY
 def test_naive_filters_cannot_be_silently_overridden(
         make_index: Callable[..., GraphRAGIndex]) -> None:
-    index = make_index(parity_data()[:2])
+    data = parity_data()[:3]
+    for position, (node, _) in enumerate(data):
+        node.relationships[NodeRelationship.SOURCE] = RelatedNodeInfo(
+            node_id=['a"b.md', "acme.md", "c.md"][position])
+    index = make_index(data)
     only_acme = group("and", where("tenant_id", OP.EQ, "acme"))
-    for kwargs in ({"node_ids": ["x"]}, {"doc_ids": ["x"]},
-                   {"vector_store_kwargs": {"string_expr": "year > 0"}}):
-        with pytest.raises(InvalidInputError, match="cannot be combined"):
-            index.as_naive_retriever(filters=only_acme, **kwargs)
+    with pytest.raises(InvalidInputError, match="cannot be combined"):
+        index.as_naive_retriever(filters=only_acme,
+                                 vector_store_kwargs={"string_expr": "year > 0"})
+
+    def tenants(**kwargs: Any) -> list[str]:
+        return sorted(hit.node.metadata["tenant_id"] for hit in index.as_naive_retriever(
+            similarity_top_k=50, **kwargs).retrieve(QUESTION))
+
+    # node_ids and doc_ids are quoted and combine with filters (the vector store pasted
+    # them into its expression as they were: a crafted id reached every document)
+    assert tenants(doc_ids=['a"b.md']) == [TENANTS[0]]
+    assert tenants(doc_ids=['x"] or doc_id in ["acme.md', "c.md"]) == [TENANTS[2]]
+    assert tenants(doc_ids=["acme.md", 'a"b.md'], filters=only_acme) == ["acme"]
+    assert tenants(doc_ids=["c.md"], filters=only_acme) == []
+    acme_node = next(hit.node.node_id for hit in index.as_naive_retriever(
+        similarity_top_k=50).retrieve(QUESTION) if hit.node.metadata["tenant_id"] == "acme")
+    assert tenants(node_ids=[acme_node, 'x" or id != "']) == ["acme"]
+    for bad in ([None], "acme.md", [1]):
+        with pytest.raises(InvalidInputError, match="takes a list of string ids"):
+            index.as_naive_retriever(doc_ids=bad)
     # other vector store kwargs still reach the store, next to the filter
     naive = index.as_naive_retriever(similarity_top_k=50, filters=only_acme,
                                      vector_store_kwargs={"milvus_search_config": {}})

@@ -44,6 +44,9 @@ WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
         [(TextNode(text="fine", metadata={"sparse_embedding": 1}), [("a", "b", "c")])]),
     "a metadata key Milvus keeps": lambda i: i.insert_triplets(
         [(TextNode(text="fine", metadata={"$meta": 1}), [("a", "b", "c")])]),
+    "a metadata integer beyond 64 bits, after a good passage": lambda i: i.insert_triplets(
+        [("good passage one", [("a", "b", "c")]),
+         (TextNode(text="fine", metadata={"ids": [1, {"n": 2**63}]}), [("a", "b", "c")])]),
     "insert_nodes of strings": lambda i: i.insert_nodes(["Euler was born in Basel."]),
     "insert_nodes of a string": lambda i: i.insert_nodes("Euler was born in Basel."),
     "delete(None)": lambda i: i.delete(None),

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -87,6 +87,26 @@ class IngestionPlan:
     dropped_triplets: int = 0
 
 
+def _beyond_int64(value: Any) -> Iterator[int]:
+    """The integers of a JSON value outside -2**63 .. 2**63 - 1 (Milvus stored one up to
+    2**64 - 1, after which every filter on its key failed, for every passage).
+
+    >>> list(_beyond_int64({"a": [1, 2**64], "b": -2**63, "c": True}))
+    [18446744073709551616]
+    """
+    if isinstance(value, bool):
+        return
+    if isinstance(value, int):
+        if not -(2**63) <= value < 2**63:
+            yield value
+    elif isinstance(value, dict):
+        for item in value.values():
+            yield from _beyond_int64(item)
+    elif isinstance(value, list):
+        for item in value:
+            yield from _beyond_int64(item)
+
+
 def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[str] | str
                   ) -> TextNode:
     if isinstance(passage, str):
@@ -130,7 +150,12 @@ def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[
             "keeps for itself (" + ("its dynamic field" if reserved[0].startswith("$") else
                                     "full-text search's BM25 terms") + "): rename the key.")
     try:  # what Milvus stores: the JSON form pydantic gives (dates as text...), UTF-8
-        json.dumps(to_jsonable_python(metadata), ensure_ascii=False, allow_nan=False).encode()
+        stored = to_jsonable_python(metadata)
+        json.dumps(stored, ensure_ascii=False, allow_nan=False).encode()
+        big = next(_beyond_int64(stored), None)
+        if big is not None:
+            raise ValueError(f"the integer {big} is beyond the 64-bit integers Milvus "
+                             "stores and compares; store it as a string or a float")
     except (TypeError, ValueError) as exc:  # PydanticSerializationError, UnicodeEncodeError
         raise InvalidInputError(
             f"the metadata of passage {position} cannot be stored as JSON ({exc}); use "

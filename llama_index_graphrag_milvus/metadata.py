@@ -9,8 +9,11 @@ hash (:class:`GraphPassageNode`).
 from __future__ import annotations
 
 import hashlib
+import json
+from typing import Any
 
 from llama_index.core.schema import BaseNode, TextNode
+from pydantic_core import to_jsonable_python
 
 TRIPLETS_KEY = "graphrag_triplets"
 """Node metadata key holding the ``[[subject, predicate, object], ...]`` of a passage."""
@@ -92,3 +95,33 @@ class GraphPassageNode(TextNode):
     def from_node(cls, node: BaseNode) -> GraphPassageNode:
         """The same node (id, text, metadata, relationships) as a ``GraphPassageNode``."""
         return node if isinstance(node, cls) else cls(**node.dict())
+
+
+def sets_sorted(value: Any) -> Any:
+    """``value`` with its sets (at any depth) as lists in a stable order (of their items'
+    JSON texts): a set's own order changes from one process to the next (string hashing),
+    and with it the stored list and the passage's id.
+
+    >>> sets_sorted({"tags": {"b", "a"}, "n": [frozenset({2, 1})]})
+    {'tags': ['a', 'b'], 'n': [[1, 2]]}
+    """
+    if isinstance(value, (set, frozenset)):
+        return sorted((sets_sorted(v) for v in value),
+                      key=lambda v: json.dumps(to_jsonable_python(v), sort_keys=True))
+    if isinstance(value, dict):
+        return {k: sets_sorted(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [sets_sorted(v) for v in value]
+    return value
+
+
+def stored_form(metadata: Any) -> str:
+    """Metadata as Milvus stores it, as comparable text: pydantic's JSON form (dates as ISO
+    text, bytes as text), sets sorted (:func:`sets_sorted`), keys sorted.
+
+    >>> import datetime
+    >>> stored_form({"d": datetime.date(2020, 1, 2), "t": {"y", "x"}})
+    '{"d": "2020-01-02", "t": ["x", "y"]}'
+    """
+    return json.dumps(to_jsonable_python(sets_sorted(metadata)), sort_keys=True,
+                      ensure_ascii=False)

@@ -32,7 +32,7 @@ from llama_index_graphrag_milvus.ingestion.identity import (
     identity_metadata,
 )
 from llama_index_graphrag_milvus.limits import PASSAGE_TEXT_MAX_BYTES, RELATION_TEXT_MAX_BYTES
-from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY, sets_sorted
 from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.validation import is_utf8
@@ -115,7 +115,7 @@ def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[
         excluded_llm: list[str] = []
     elif isinstance(passage, BaseNode):
         text = passage.get_content(metadata_mode=MetadataMode.NONE)
-        metadata = {k: v for k, v in passage.metadata.items()
+        metadata = {k: sets_sorted(v) for k, v in passage.metadata.items()
                     if k not in (KG_NODES_KEY, KG_RELATIONS_KEY)}
         source = (passage.as_related_node_info() if isinstance(passage, Document)
                   else passage.source_node)

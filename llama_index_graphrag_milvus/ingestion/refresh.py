@@ -12,7 +12,6 @@ gives the ids it was stored under.
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -25,6 +24,7 @@ from llama_index_graphrag_milvus.extraction.extraction_report import EXTRACTION_
 from llama_index_graphrag_milvus.extraction.triplets import triplets_from_node
 from llama_index_graphrag_milvus.ingestion.documents import with_text
 from llama_index_graphrag_milvus.ingestion.plan import plan_from_nodes
+from llama_index_graphrag_milvus.metadata import stored_form
 from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
@@ -74,8 +74,8 @@ def _own_metadata(node: BaseNode) -> str:
     """A node's metadata without what the package adds (``graphrag_*``), as comparable
     text: metadata outside the identity keys changes a document without changing its
     passage ids."""
-    return json.dumps({k: v for k, v in node.metadata.items() if not k.startswith("graphrag_")},
-                      sort_keys=True, default=str)
+    return stored_form({k: v for k, v in node.metadata.items()
+                        if not k.startswith("graphrag_")})
 
 
 @dataclass

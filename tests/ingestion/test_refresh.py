@@ -158,6 +158,44 @@ def test_unchanged_documents_need_no_llm_at_all(index: GraphRAGIndex,
     assert index.refresh_ref_docs([EULER], **OPTIONS) == [False]
 
 
+def test_metadata_of_dates_bytes_and_sets_is_unchanged_when_it_is(
+        index: GraphRAGIndex) -> None:
+    """Dates, bytes and sets are stored in their JSON form: the comparison with the stored
+    passage took their Python text (a date with a space, not a T) and found every such
+    document changed, at an LLM extraction each time."""
+    import datetime
+
+    metadata = {"modified": datetime.datetime(2020, 1, 1, 12, 30), "raw": b"ab",
+                "tags": {"poetry", "math", "engines"}, "day": datetime.date(2020, 1, 2)}
+    whole = {"transformations": [SentenceSplitter(chunk_size=200, chunk_overlap=0)]}
+    documents = [EULER.model_copy(update={"metadata": dict(metadata)})]
+    assert index.refresh_ref_docs(documents, llm=extractor(), **whole) == [True]
+    again = extractor()
+    assert index.refresh_ref_docs(documents, llm=again, **whole) == [False]
+    assert again.prompts == []
+    moved = [EULER.model_copy(update={"metadata": {**metadata, "raw": b"ac"}})]
+    assert index.refresh_ref_docs(moved, llm=extractor(), **whole) == [True]
+
+
+def test_a_set_in_metadata_gives_the_same_passage_id_in_every_process() -> None:
+    """A set's order depends on the process's string hashing: its passage id did too, so a
+    re-run stored the passage again."""
+    import os
+    import subprocess
+    import sys
+
+    code = ("from llama_index.core.schema import TextNode\n"
+            "from llama_index_graphrag_milvus.ingestion.plan import plan_ingestion\n"
+            "node = TextNode(text='Ada wrote notes.', metadata={'tags': {'math', 'poetry', "
+            "'engines', 'notes', 'a', 'b'}})\n"
+            "passage = plan_ingestion([(node, [])], '*').passages[0]\n"
+            "print(passage.node_id, passage.metadata['tags'])")
+    found = {subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            check=True, env={**os.environ, "PYTHONHASHSEED": seed}
+                            ).stdout.strip() for seed in ("1", "2", "3")}
+    assert len(found) == 1 and "['a', 'b', 'engines', 'math', 'notes', 'poetry']" in found.pop()
+
+
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_emptied_documents_metadata_changes_and_a_failing_document(
         tmp_path: Path, use_async: bool) -> None:

@@ -147,6 +147,13 @@ def _test(item: MetadataFilter, field: bool) -> str:
             f"metadata filter key {item.key!r} names a field of the passage collection "
             f"({', '.join(sorted(_FIELDS))}), not metadata: rename the metadata key."
         )
+    if item.key in _STORE_KEYS:
+        raise InvalidInputError(
+            f"metadata filter key {item.key!r} is a key MilvusVectorStore writes on every "
+            "passage row over any metadata of that name: filter on doc_id for the source "
+            "document, or rename the metadata key.")
+    if field:
+        _check_strings(item)
     if item.operator in _COMPARISONS:
         return f"{item.key} {_COMPARISONS[item.operator]} {_literal(item.value)}"
     if item.operator in (FilterOperator.IN, FilterOperator.NIN):
@@ -176,6 +183,23 @@ def _in_values(item: MetadataFilter, field: bool) -> str:
                 else f"(exists {item.key})")
     among = "(" + " or ".join(f"{item.key} == {literal}" for literal in literals) + ")"
     return among if item.operator == FilterOperator.IN else f"not {among}"
+
+
+_STORE_KEYS = frozenset({"document_id", "ref_doc_id", "_node_content", "_node_type"})
+"""What ``MilvusVectorStore`` writes beside a passage's metadata (the same row's JSON)."""
+
+
+def _check_strings(item: MetadataFilter) -> None:
+    """A string field (the tenant key, ``doc_id``) is compared with strings only: Milvus
+    fails the search otherwise (a parse error at query time). ``contains``, ``any`` and
+    ``all`` take numbers, never in a string (as in core)."""
+    values = item.value if isinstance(item.value, list) else [item.value]
+    if item.operator not in (*_HOLDS, FilterOperator.IS_EMPTY) and not all(
+            isinstance(v, str) for v in values):
+        raise InvalidInputError(
+            f"metadata filter {item.key!r} {item.operator.value} {item.value!r}: "
+            f"{item.key!r} holds strings, so it is compared with strings only: write the "
+            "value(s) as text, for example str(value).")
 
 
 _KEYWORDS = frozenset({

@@ -299,6 +299,13 @@ def test_quote_escapes_what_milvus_reads_as_escapes() -> None:
     (group("and", where("full_text", OP.EQ, "yes")), "field of the passage collection"),
     (group("and", where("sparse_embedding", OP.EQ, "yes")), "field of the passage"),
     (group("and", where("_node_content", OP.EQ, "yes")), "field of the passage"),
+    # MilvusVectorStore's own keys, over any metadata of that name (wrong passages kept)
+    (group("and", where("document_id", OP.EQ, "a.md")), "filter on doc_id"),
+    (group("and", where("ref_doc_id", OP.NE, "a.md")), "filter on doc_id"),
+    # a string field compared with a number: a Milvus parse error at query time
+    (group("and", where("doc_id", OP.EQ, 7)), "compared with strings only"),
+    (group("or", where("doc_id", OP.IN, [1, 2])), "compared with strings only"),
+    (group("and", where("doc_id", OP.LT, 2.5)), "compared with strings only"),
 ])
 def test_values_milvus_cannot_match_are_refused(filters: MetadataFilters, match: str) -> None:
     with pytest.raises(InvalidInputError, match=match):

@@ -47,6 +47,8 @@ WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
     "a metadata integer beyond 64 bits, after a good passage": lambda i: i.insert_triplets(
         [("good passage one", [("a", "b", "c")]),
          (TextNode(text="fine", metadata={"ids": [1, {"n": 2**63}]}), [("a", "b", "c")])]),
+    "the package's triplets key holding a number": lambda i: i.insert_nodes(
+        [TextNode(text="Scalar triplets.", metadata={"graphrag_triplets": 5})]),
     "insert_nodes of strings": lambda i: i.insert_nodes(["Euler was born in Basel."]),
     "insert_nodes of a string": lambda i: i.insert_nodes("Euler was born in Basel."),
     "delete(None)": lambda i: i.delete(None),
@@ -200,3 +202,19 @@ def test_a_server_url_without_a_host_is_refused_before_connecting(uri: str) -> N
     # pymilvus would connect it to localhost:19530, to whatever server listens there
     with pytest.raises(InvalidInputError, match=r"names no host.*localhost:19530"):
         GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=8))
+
+
+@LITE_ONLY
+def test_user_metadata_named_like_core_s_graph_keys_is_kept(family_index: GraphRAGIndex) -> None:
+    """``nodes`` and ``relations`` are where core's KG extractors write; a user's value under
+    those common words was dropped from every stored passage (a filter on it matched
+    nothing), and a number there failed with a raw TypeError."""
+    from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
+
+    family_index.insert_triplets([(TextNode(text="Ada Lovelace wrote notes.", metadata={
+        "relations": "family", "nodes": 2}), [("Ada Lovelace", "wrote", "notes")])])
+    family_index.insert_nodes([TextNode(text="Counting passage.", metadata={"nodes": 5})])
+    only = MetadataFilters(filters=[MetadataFilter(key="relations", value="family")])
+    hits = family_index.as_naive_retriever(filters=only, similarity_top_k=5).retrieve("Ada")
+    assert [(h.node.get_content(), h.node.metadata["nodes"]) for h in hits] == [
+        ("Ada Lovelace wrote notes.", 2)]

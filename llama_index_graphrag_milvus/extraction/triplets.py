@@ -17,6 +17,7 @@ from typing import Any
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode
 
+from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY, hide_from_models
@@ -161,6 +162,24 @@ def _field(obj: Any, name: str) -> Any:
     return obj.get(name) if isinstance(obj, dict) else getattr(obj, name, None)
 
 
+def is_core_kg(key: str, value: Any) -> bool:
+    """Whether ``metadata[key]`` holds what core's KG extractors write there (``nodes``: a
+    list of entities, ``relations``: a list of relations, as objects or dicts), not a
+    user's value under the same common word (``{"relations": "family"}``), which stays
+    metadata.
+
+    >>> is_core_kg("relations", [{"source_id": "a", "target_id": "b", "label": "c"}])
+    True
+    >>> is_core_kg("relations", "family"), is_core_kg("nodes", ["a", "b"])
+    (False, False)
+    """
+    if key not in (KG_NODES_KEY, KG_RELATIONS_KEY) or not isinstance(value, (list, tuple)):
+        return False
+    field = "name" if key == KG_NODES_KEY else "source_id"
+    return not value or any(not isinstance(v, str) and _field(v, field) is not None
+                            for v in value)  # broken entries among them are counted dropped
+
+
 def _core_kg_triplets(metadata: dict[str, Any]) -> list[Any]:
     """(subject, label, object) from the ``nodes``/``relations`` core's extractors write.
 
@@ -169,7 +188,10 @@ def _core_kg_triplets(metadata: dict[str, Any]) -> list[Any]:
     by a space). An unreadable entry becomes an item that :func:`to_triplets` drops.
     """
     names: dict[str, str] = {}
-    for node in metadata.get(KG_NODES_KEY) or []:
+    if not is_core_kg(KG_RELATIONS_KEY, metadata.get(KG_RELATIONS_KEY)):
+        return []
+    nodes = metadata.get(KG_NODES_KEY) or []
+    for node in nodes if is_core_kg(KG_NODES_KEY, nodes) else []:
         name, node_id = _field(node, "name"), _field(node, "id")
         if isinstance(name, str):
             names[str(node_id or name.replace('"', " "))] = name
@@ -190,7 +212,13 @@ def triplets_from_node(node: BaseNode) -> tuple[list[Triplet], int]:
     ``DynamicLLMPathExtractor`` write. Returns the triplets and the number dropped.
     """
     if TRIPLETS_KEY in node.metadata:
-        return to_triplets(node.metadata[TRIPLETS_KEY] or [])
+        given = node.metadata[TRIPLETS_KEY] or []
+        if isinstance(given, (str, bytes)) or not isinstance(given, Iterable):
+            raise InvalidInputError(
+                f"node {node.node_id!r} has metadata[{TRIPLETS_KEY!r}] = {given!r}: it holds "
+                "the passage's triplets, a list of [subject, predicate, object] lists; "
+                "rename the key or give such a list.")
+        return to_triplets(given)
     return to_triplets(_core_kg_triplets(node.metadata))
 
 

@@ -14,13 +14,13 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 from llama_index.core.schema import BaseNode, Document, MetadataMode, NodeRelationship, TextNode
 from pydantic_core import to_jsonable_python
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.kinds import ENTITY_KINDS, stronger_kind
 from llama_index_graphrag_milvus.extraction.triplets import (
+    is_core_kg,
     store_triplets,
     to_triplets,
     triplets_from_node,
@@ -116,7 +116,7 @@ def _passage_node(position: int, passage: PassageInput, identity_keys: Sequence[
     elif isinstance(passage, BaseNode):
         text = passage.get_content(metadata_mode=MetadataMode.NONE)
         metadata = {k: sets_sorted(v) for k, v in passage.metadata.items()
-                    if k not in (KG_NODES_KEY, KG_RELATIONS_KEY)}
+                    if not is_core_kg(k, v)}  # core's extractors' output: read as triplets
         source = (passage.as_related_node_info() if isinstance(passage, Document)
                   else passage.source_node)
         excluded_embed = list(passage.excluded_embed_metadata_keys)

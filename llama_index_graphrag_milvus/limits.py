@@ -13,3 +13,6 @@ RELATION_TEXT_MAX_BYTES = 8192
 
 PASSAGE_TEXT_MAX_BYTES = 65535
 """Longest passage text (UTF-8 bytes): the VARCHAR limit of the passage collection."""
+
+DOCUMENT_ID_MAX_BYTES = 65535
+"""Longest document id (UTF-8 bytes): the VARCHAR limit of the passages' ``doc_id``."""

@@ -9,11 +9,12 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from llama_index.core import Document
 from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import GraphRAGError, GraphRAGIndex, InvalidInputError
 from llama_index_graphrag_milvus.errors import EmbeddingDimensionError
-from tests.support.fakes import HashEmbedding
+from tests.support.fakes import HashEmbedding, ScriptedLLM
 from tests.support.markers import LITE_ONLY
 
 """Input checks happen before Milvus is called: the server adds nothing but time. The tests
@@ -32,6 +33,9 @@ def counts(index: GraphRAGIndex) -> tuple[int, int, int]:
             store.count(store.passage_collection))
 
 
+SILENT_LLM = ScriptedLLM(lambda prompt: '{"triplets": []}')
+"""An extraction LLM that finds nothing (the refusals come before it is asked)."""
+
 WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
     "passage with a lone surrogate":
         lambda i: i.insert_triplets([(SURROGATE, [("a", "b", "c")])]),
@@ -49,6 +53,11 @@ WRITES: dict[str, Callable[[GraphRAGIndex], Any]] = {
          (TextNode(text="fine", metadata={"ids": [1, {"n": 2**63}]}), [("a", "b", "c")])]),
     "the package's triplets key holding a number": lambda i: i.insert_nodes(
         [TextNode(text="Scalar triplets.", metadata={"graphrag_triplets": 5})]),
+    "a document id with a lone surrogate": lambda i: i.insert(
+        Document(text="Euler was born in Basel.", doc_id="a\ud800"), llm=SILENT_LLM),
+    "a document id over 64 KiB": lambda i: i.update_ref_doc(
+        Document(text="Euler was born in Basel.", doc_id="d" * 65536), llm=SILENT_LLM),
+    "update_ref_doc of a string": lambda i: i.update_ref_doc("Euler was born in Basel."),
     "insert_nodes of strings": lambda i: i.insert_nodes(["Euler was born in Basel."]),
     "insert_nodes of a string": lambda i: i.insert_nodes("Euler was born in Basel."),
     "delete(None)": lambda i: i.delete(None),
@@ -64,7 +73,8 @@ def test_bad_writes_are_package_errors_and_write_nothing(
     before = counts(family_index)
     with pytest.raises(InvalidInputError) as raised:
         WRITES[case](family_index)
-    assert any(word in str(raised.value) for word in ("got", "expected", "UTF-8", "rename"))
+    assert any(word in str(raised.value)
+               for word in ("got", "expected", "UTF-8", "rename", "give"))
     assert counts(family_index) == before
 
 

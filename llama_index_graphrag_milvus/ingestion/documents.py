@@ -22,6 +22,7 @@ from llama_index.core.settings import Settings
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.extraction.cache import ExtractionCache
 from llama_index_graphrag_milvus.extraction.extractor import TripletExtractor
+from llama_index_graphrag_milvus.limits import DOCUMENT_ID_MAX_BYTES
 from llama_index_graphrag_milvus.validation import check_int, is_utf8
 
 logger = logging.getLogger(__name__)
@@ -108,6 +109,30 @@ def check_options(options: ExtractionOptions) -> None:
         check_int("extraction_workers", workers)
 
 
+def check_document(document: Any) -> None:
+    """Refuse what is not a document (a ``Document`` or a text node) and ids the passages'
+    ``doc_id`` field cannot hold (not UTF-8, longer than :data:`DOCUMENT_ID_MAX_BYTES`).
+
+    Raises:
+        InvalidInputError: saying which and how to fix it.
+    """
+    if not isinstance(document, Document | TextNode):  # a node of text passes too
+        raise InvalidInputError(
+            f"documents must be llama_index Documents, got a {type(document).__name__}; "
+            "wrap text as Document(text=..., doc_id=...).")
+    doc_id = document.node_id
+    if not is_utf8(doc_id):
+        raise InvalidInputError(
+            f"document id {doc_id!r} holds characters UTF-8 cannot encode (lone surrogates, "
+            "often from a file name decoded with errors='surrogateescape'): give the document "
+            "a clean doc_id.")
+    if len(doc_id.encode("utf-8")) > DOCUMENT_ID_MAX_BYTES:
+        raise InvalidInputError(
+            f"document id {doc_id[:40]!r}... is {len(doc_id.encode('utf-8'))} bytes, more "
+            f"than the {DOCUMENT_ID_MAX_BYTES} the passages' doc_id field holds: give the "
+            "document a shorter doc_id (a hash of the long one, for example).")
+
+
 def with_text(documents: Sequence[Document]) -> list[BaseNode]:
     """The documents that hold text, checked before any LLM call: a document whose text is
     not UTF-8 (a lone surrogate) is refused, one with no text is left out (as one of white
@@ -120,10 +145,7 @@ def with_text(documents: Sequence[Document]) -> list[BaseNode]:
     kept: list[BaseNode] = []
     empty: list[BaseNode] = []
     for document in documents:
-        if not isinstance(document, Document | TextNode):  # a node of text passes too
-            raise InvalidInputError(
-                f"documents must be llama_index Documents, got a {type(document).__name__}; "
-                "wrap text as Document(text=..., doc_id=...).")
+        check_document(document)
         if not is_utf8(document.text):
             raise InvalidInputError(
                 f"document {document.node_id!r} holds characters UTF-8 cannot encode (lone "

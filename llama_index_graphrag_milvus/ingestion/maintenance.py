@@ -28,6 +28,7 @@ from llama_index_graphrag_milvus.ingestion.deletion import DeletionStats, delete
 from llama_index_graphrag_milvus.ingestion.documents import (
     ExtractionOptions,
     aextract_documents,
+    check_document,
     check_options,
     extract_documents,
 )
@@ -126,7 +127,7 @@ class DocumentMaintenance:
 
     def update_ref_doc(self, document: Document, *, filters: MetadataFilters | None = None,
                        **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
-        """Replace what ``document.doc_id`` contributed with the document's new content
+        """Replace what ``document.node_id`` contributed with the document's new content
         (LlamaIndex's ``update_ref_doc``; :meth:`update` is the same method).
 
         Extraction and the new content's embeddings run first (an error there deletes
@@ -136,21 +137,23 @@ class DocumentMaintenance:
         content is written (a passage it has again is overwritten in place).
         ``extraction`` as for :meth:`insert_documents`.
         """
-        where = self._delete_scope(document.doc_id, filters)
+        check_document(document)
+        where = self._delete_scope(document.node_id, filters)
         nodes = extract_documents([document], extraction, self.show_progress)
-        self._within_scope(document.doc_id, nodes, filters)
-        self._extracted(document.doc_id, nodes)
-        return self._update(document.doc_id, where, nodes)
+        self._within_scope(document.node_id, nodes, filters)
+        self._extracted(document.node_id, nodes)
+        return self._update(document.node_id, where, nodes)
 
     async def aupdate_ref_doc(self, document: Document, *,
                               filters: MetadataFilters | None = None,
                               **extraction: Unpack[ExtractionOptions]) -> IngestionStats:
         """Async twin of :meth:`update_ref_doc`."""
-        where = self._delete_scope(document.doc_id, filters)
+        check_document(document)
+        where = self._delete_scope(document.node_id, filters)
         nodes = await aextract_documents([document], extraction, self.show_progress)
-        self._within_scope(document.doc_id, nodes, filters)
-        self._extracted(document.doc_id, nodes)
-        return await asyncio.to_thread(self._update, document.doc_id, where, nodes)
+        self._within_scope(document.node_id, nodes, filters)
+        self._extracted(document.node_id, nodes)
+        return await asyncio.to_thread(self._update, document.node_id, where, nodes)
 
     update = update_ref_doc
     """The name of :meth:`update_ref_doc` in 0.1.0 (kept as an alias)."""

@@ -406,6 +406,18 @@ def matches(metadata: dict[str, Any], filters: MetadataFilters | MetadataFilter)
     ...     MetadataFilters(filters=[MetadataFilter(key="year", value=1700, operator="<")])]))
     True
     """
+    return _truth(metadata, filters) is True
+
+
+_ORDERINGS = frozenset({FilterOperator.GT, FilterOperator.GTE, FilterOperator.LT,
+                        FilterOperator.LTE})
+
+
+def _truth(metadata: dict[str, Any], filters: MetadataFilters | MetadataFilter
+           ) -> bool | None:
+    """:func:`matches` in Milvus's three values: ``None`` (unknown) for an ordering of
+    values of two types (``"unknown" > 2000``), which ``NOT`` leaves unknown and which keeps
+    no passage, as in Milvus."""
     if isinstance(filters, MetadataFilter):
         if filters.operator in (FilterOperator.IN, FilterOperator.NIN) and not isinstance(
                 filters.value, list):  # one value, as the expression reads it
@@ -414,10 +426,11 @@ def matches(metadata: dict[str, Any], filters: MetadataFilters | MetadataFilter)
             return build_metadata_filter_fn(lambda _: metadata,
                                             MetadataFilters(filters=[filters]))("")
         except TypeError:  # core's text_match of a number, a number in a string...
-            return False
-    found = [matches(metadata, item) for item in filters.filters]
+            return None if filters.operator in _ORDERINGS else False
+    found = [_truth(metadata, item) for item in filters.filters]
+    anything = (True if True in found else None if None in found else False)
     if filters.condition == FilterCondition.OR:
-        return any(found)
+        return anything
     if filters.condition == FilterCondition.NOT:
-        return not any(found)
-    return all(found)
+        return None if anything is None else not anything
+    return False if False in found else None if None in found else True

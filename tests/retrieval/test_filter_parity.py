@@ -285,6 +285,29 @@ def test_naive_filters_cannot_be_silently_overridden(
     assert [hit.node.metadata["tenant_id"] for hit in naive.retrieve(QUESTION)] == ["acme"]
 
 
+@LITE_ONLY
+def test_not_of_an_ordering_of_two_types_keeps_what_milvus_keeps(
+        make_index: Callable[..., GraphRAGIndex]) -> None:
+    """Milvus reads ``"unknown" > 2000`` as unknown, which NOT leaves unknown: the passage
+    is dropped. The Python check of a scoped update (``filters.matches``) kept it, so an
+    update could write a document its own filters never found again."""
+    from llama_index_graphrag_milvus.milvus.filters import matches as package_matches
+
+    years: list[Any] = [1990, 2010, "unknown"]
+    index = make_index([(TextNode(text=f"Passage {i}: Daniel Bernoulli.", metadata={
+        "year": year}), [("Daniel Bernoulli", "wrote", f"note {i}")])
+        for i, year in enumerate(years)])
+    for filters in (group("not", where("year", OP.GT, 2000)),
+                    group("not", group("or", where("year", OP.LT, 2000),
+                                       where("year", OP.EQ, 2010))),
+                    group("or", group("not", where("year", OP.GTE, 2000)),
+                          where("year", OP.EQ, "unknown"))):
+        kept = {hit.node.metadata["year"] for hit in index.as_naive_retriever(
+            similarity_top_k=10, filters=filters).retrieve(QUESTION)}
+        assert kept == {y for y in years if package_matches({"year": y}, filters)}, filters
+    assert package_matches({"year": "unknown"}, group("or", where("year", OP.EQ, "unknown")))
+
+
 def test_quote_escapes_what_milvus_reads_as_escapes() -> None:
     assert quote("a\nb\rc\td\\e\"f'g") == '"a\\nb\\rc\td\\\\e\\"f\'g"'
     assert quote("中文😀") == '"中文😀"'

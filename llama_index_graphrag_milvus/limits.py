@@ -16,3 +16,6 @@ PASSAGE_TEXT_MAX_BYTES = 65535
 
 DOCUMENT_ID_MAX_BYTES = 65535
 """Longest document id (UTF-8 bytes): the VARCHAR limit of the passages' ``doc_id``."""
+
+INT64_MIN, INT64_MAX = -(2**63), 2**63 - 1
+"""The integers Milvus stores and compares (metadata values, filter bounds)."""

@@ -31,7 +31,12 @@ from llama_index_graphrag_milvus.ingestion.identity import (
     identity_key,
     identity_metadata,
 )
-from llama_index_graphrag_milvus.limits import PASSAGE_TEXT_MAX_BYTES, RELATION_TEXT_MAX_BYTES
+from llama_index_graphrag_milvus.limits import (
+    INT64_MAX,
+    INT64_MIN,
+    PASSAGE_TEXT_MAX_BYTES,
+    RELATION_TEXT_MAX_BYTES,
+)
 from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY, sets_sorted
 from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD
 from llama_index_graphrag_milvus.records import Triplet
@@ -97,7 +102,7 @@ def _beyond_int64(value: Any) -> Iterator[int]:
     if isinstance(value, bool):
         return
     if isinstance(value, int):
-        if not -(2**63) <= value < 2**63:
+        if not INT64_MIN <= value <= INT64_MAX:
             yield value
     elif isinstance(value, dict):
         for item in value.values():

@@ -44,8 +44,9 @@ from llama_index.core.vector_stores import (
 from llama_index.core.vector_stores.utils import build_metadata_filter_fn
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.limits import INT64_MAX, INT64_MIN
 from llama_index_graphrag_milvus.milvus.fulltext import FULL_TEXT_FIELD, LEXICAL_FIELD
-from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS
+from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS, VECTOR_STORE_KEYS
 
 
 def quote(value: str) -> str:
@@ -87,7 +88,6 @@ _KEY = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*\Z")
 _FIELDS = frozenset({"id", "embedding", *PASSAGE_FIELDS, LEXICAL_FIELD, FULL_TEXT_FIELD})
 """Fields of the passage collection (full-text search's included), not metadata: Milvus would
 compare the field itself."""
-_INT64 = (-(2**63), 2**63 - 1)
 _COMPARISONS = {
     FilterOperator.EQ: "==", FilterOperator.NE: "!=", FilterOperator.GT: ">",
     FilterOperator.GTE: ">=", FilterOperator.LT: "<", FilterOperator.LTE: "<=",
@@ -98,7 +98,7 @@ def _literal(value: Any) -> str:
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, int):
-        if not _INT64[0] <= value <= _INT64[1]:
+        if not INT64_MIN <= value <= INT64_MAX:
             raise InvalidInputError(
                 f"metadata filter value {value} is outside the 64-bit integers Milvus "
                 "compares; use a bound within -2**63 .. 2**63 - 1."
@@ -185,8 +185,6 @@ def _in_values(item: MetadataFilter, field: bool) -> str:
     return among if item.operator == FilterOperator.IN else f"not {among}"
 
 
-_STORE_KEYS = frozenset({"document_id", "ref_doc_id", "_node_content", "_node_type"})
-"""What ``MilvusVectorStore`` writes beside a passage's metadata (the same row's JSON)."""
 
 
 def _check_strings(item: MetadataFilter) -> None:
@@ -371,6 +369,9 @@ def to_milvus_expression(filters: MetadataFilters, fields: Collection[str] = ())
 STRING_FIELDS = ("doc_id",)
 """String fields of the passage collection a filter may name (``MilvusVectorStore``'s
 ``doc_id``: the source document's id)."""
+_STORE_KEYS = VECTOR_STORE_KEYS - _FIELDS - set(STRING_FIELDS)
+"""What ``MilvusVectorStore`` writes on a passage row over metadata of the same name
+(``document_id``, ``ref_doc_id``): not metadata."""
 MAX_DEPTH = 32
 """How deep ``MetadataFilters`` may nest."""
 

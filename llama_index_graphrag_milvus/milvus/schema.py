@@ -133,6 +133,10 @@ relation, ``id`` its id), besides ``embedding`` (of ``"name: description"``)."""
 
 PASSAGE_FIELDS = ["text", "_node_content", "_node_type"]
 """What a passage row is read with: the fields ``MilvusVectorStore`` writes a node into."""
+VECTOR_STORE_KEYS = frozenset({"doc_id", "_node_content", "_node_type", "document_id",
+                               "ref_doc_id"})
+"""What ``MilvusVectorStore`` writes on a passage row beside the node's metadata (over any
+metadata key of the same name)."""
 
 
 def add_scalar_index(index_params: Any, field: str) -> None:

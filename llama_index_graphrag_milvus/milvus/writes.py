@@ -20,6 +20,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
     TENANT_FIELDS,
+    VECTOR_STORE_KEYS,
     WRITE_BATCH_SIZE,
     milvus_errors,
 )
@@ -29,8 +30,7 @@ IN_USE_WINDOW = 4096
 """Relation ends one query of :meth:`StoreWrites.entities_in_use` reads at most."""
 MAX_EXCLUDED_IN_FILTER = 10_000
 """Excluded relation ids :meth:`StoreWrites.entities_in_use` puts in its filter at most."""
-ROW_KEYS = frozenset({"id", "doc_id", "_node_content", "_node_type", "document_id",
-                      "ref_doc_id"})
+ROW_KEYS = frozenset({"id", *VECTOR_STORE_KEYS})
 """The keys of a passage row that are not the passage's metadata (MilvusVectorStore's)."""
 DOCUMENTS_PER_READ = 256
 """Documents :meth:`StoreWrites.document_passage_ids` asks for in one query."""

@@ -31,7 +31,7 @@ from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.rerank import GraphRelationRerank
 from llama_index_graphrag_milvus.retrieval import GraphRAGRetriever
 from llama_index_graphrag_milvus.retrieval.methods import KEYWORD_SETTINGS
-from llama_index_graphrag_milvus.validation import is_utf8
+from llama_index_graphrag_milvus.validation import check_choice, is_utf8
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -139,6 +139,8 @@ def query_engine(index: GraphRAGIndex, llm: LLM, top_n: int, kwargs: Mapping[str
     engine = split["RetrieverQueryEngine.from_args"]
     engine.setdefault("node_postprocessors", [GraphRelationRerank(llm=llm, top_n=top_n)])
     mode = engine.get("response_mode")
+    if mode is not None:  # core's factory raises a bare ValueError
+        check_choice("response_mode", mode, [member.value for member in ResponseMode])
     if "response_synthesizer" not in engine and mode in _WITHOUT_ANSWER:
         # LlamaIndex's factory builds these without the llm, so they looked for
         # Settings.llm (OpenAI's, unless set) although they never call one

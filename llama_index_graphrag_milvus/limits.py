@@ -14,6 +14,11 @@ RELATION_TEXT_MAX_BYTES = 8192
 PASSAGE_TEXT_MAX_BYTES = 65535
 """Longest passage text (UTF-8 bytes): the VARCHAR limit of the passage collection."""
 
+QUERY_MAX_BYTES = PASSAGE_TEXT_MAX_BYTES
+"""Longest question (UTF-8 bytes) a retriever takes: as long as the longest passage. The
+graph's word logic reads every word of the question, so a pasted document as the question
+(hundreds of kilobytes) took tens of seconds before any search."""
+
 DOCUMENT_ID_MAX_BYTES = 65535
 """Longest document id (UTF-8 bytes): the VARCHAR limit of the passages' ``doc_id``."""
 

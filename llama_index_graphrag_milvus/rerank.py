@@ -302,6 +302,11 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
         if query_bundle is None:
             raise InvalidInputError("GraphRelationRerank needs the query: pass query_bundle "
                                     "or query_str to postprocess_nodes.")
+        query = query_bundle.query_str
+        if not isinstance(query, str) or not query.strip():
+            raise InvalidInputError(
+                f"GraphRelationRerank needs the question to choose relations for, got "
+                f"query_str={query!r:.40}: pass the question as a non-empty string.")
         dispatcher.event(ReRankStartEvent(query=query_bundle, nodes=nodes, top_n=self.top_n,
                                           model_name=self.llm.metadata.model_name))
         candidates = CandidateList.from_nodes(nodes, self.max_prompt_relations)
@@ -315,7 +320,7 @@ class GraphRelationRerank(BaseNodePostprocessor, PromptMixin):
             logger.info("GraphRelationRerank: %d of %d candidate relations left out of the "
                         "prompt (max_prompt_relations=%d)", candidates.left_out,
                         candidates.left_out + len(candidates.ids), self.max_prompt_relations)
-        return query_bundle.query_str, candidates
+        return query, candidates
 
     def _end(self, results: list[NodeWithScore]) -> list[NodeWithScore]:
         dispatcher.event(ReRankEndEvent(nodes=results))

@@ -149,6 +149,19 @@ def test_naive_retriever_refuses_arguments_it_would_ignore(
     assert naive.retrieve(QUESTION)
 
 
+def test_unknown_modes_are_named_with_their_choices(
+        shared_family_index: GraphRAGIndex) -> None:
+    """Core raised a bare ValueError, the naive retriever's only when it searched."""
+    with pytest.raises(InvalidInputError, match=r"vector_store_query_mode must be one of "
+                                                r"default, .*hybrid.*got 'bogus'"):
+        shared_family_index.as_naive_retriever(vector_store_query_mode="bogus")
+    with pytest.raises(InvalidInputError, match=r"response_mode must be one of refine, "
+                                                r"compact, .*got 'bogus'"):
+        shared_family_index.as_query_engine(llm=ScriptedLLM([]), response_mode="bogus")
+    naive = shared_family_index.as_naive_retriever(vector_store_query_mode="default")
+    assert naive.retrieve(QUESTION)
+
+
 def test_naive_retriever_refuses_a_model_of_another_dimension(
         shared_family_index: GraphRAGIndex) -> None:
     naive = shared_family_index.as_naive_retriever(embed_model=HashEmbedding(dim=32))

@@ -537,6 +537,17 @@ async def test_missing_query_bundle_raises_async() -> None:
         await rerank.apostprocess_nodes(make_nodes())
 
 
+@pytest.mark.parametrize("query", ["", "  \n"])
+async def test_an_empty_question_is_refused_before_the_llm_is_asked(query: str) -> None:
+    llm = ScriptedLLM([answer(1)])
+    rerank = GraphRelationRerank(llm=llm)
+    with pytest.raises(InvalidInputError, match="needs the question to choose relations for"):
+        rerank.postprocess_nodes(make_nodes(), query_str=query)
+    with pytest.raises(InvalidInputError, match="needs the question to choose relations for"):
+        await rerank.apostprocess_nodes(make_nodes(), query_bundle=QueryBundle(query))
+    assert llm.prompts == []
+
+
 async def test_empty_node_list() -> None:
     llm = ScriptedLLM([])
     rerank = GraphRelationRerank(llm=llm)

@@ -156,6 +156,11 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         self.connect_uri = lite_path(uri) if self.is_lite else uri
         """What the clients connect to: ``uri``, or for Milvus Lite its folder's absolute
         path (see :func:`~.lite.lite_path`)."""
+        if self.is_lite and not self.connect_uri.endswith(".db"):  # pymilvus' own refusal
+            raise InvalidInputError(                                 # is a bare MilvusException
+                f"uri {uri!r} is neither a server URL nor a Milvus Lite path: a Lite index is "
+                "a folder whose name ends in .db (lower case), for example './graphrag.db'; "
+                "a server is a URL, for example 'http://localhost:19530'.")
         if self.is_lite:
             make_lite_folder(self.connect_uri, uri)
         given = fresh_connections(client_kwargs or {})

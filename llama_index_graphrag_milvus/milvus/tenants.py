@@ -52,7 +52,7 @@ def check_tenant_key(key: Any) -> str | None:
 
 
 def check_tenant(value: Any, key: str, where: str) -> str:
-    """A passage's tenant: a non-empty string of at most :data:`TENANT_MAX_BYTES` UTF-8
+    """A passage's tenant: a string, not blank (whitespace only), of at most :data:`TENANT_MAX_BYTES` UTF-8
     bytes in ``metadata[key]``.
 
     >>> check_tenant("acme", "tenant_id", "passage 0")
@@ -66,10 +66,10 @@ def check_tenant(value: Any, key: str, where: str) -> str:
         raise InvalidInputError(
             f"{where} has no metadata[{key!r}]: the index's tenant_key; every passage of such "
             "an index names its tenant, a non-empty string. Nothing has been written.")
-    if not isinstance(value, str) or not value or value == MANY_TENANTS or len(
+    if not isinstance(value, str) or not value.strip() or value == MANY_TENANTS or len(
             value.encode("utf-8", "surrogatepass")) > TENANT_MAX_BYTES:
         raise InvalidInputError(
-            f"{where} has metadata[{key!r}]={value!r:.80}: a tenant is a non-empty string of "
+            f"{where} has metadata[{key!r}]={value!r:.80}: a tenant is a string, not blank, of "
             f"at most {TENANT_MAX_BYTES} UTF-8 bytes, other than {MANY_TENANTS!r}. Nothing has "
             "been written.")
     return value

@@ -34,7 +34,7 @@ from llama_index_graphrag_milvus.retrieval.steps import (
     check_vector,
     given_vector,
 )
-from llama_index_graphrag_milvus.validation import check_int
+from llama_index_graphrag_milvus.validation import check_choice, check_int
 
 _QUERY_MODES = {NaiveSearch.BM25: VectorStoreQueryMode.TEXT_SEARCH,
                 NaiveSearch.HYBRID: VectorStoreQueryMode.HYBRID}
@@ -111,6 +111,10 @@ class NaiveRetriever(CheckedQueryMixin, VectorIndexRetriever):
                 raise InvalidInputError(
                     "pass search= or vector_store_query_mode, not both.")
             kwargs["vector_store_query_mode"] = _QUERY_MODES[self.search]
+        elif "vector_store_query_mode" in kwargs:  # core's retriever raises a bare ValueError
+            check_choice("vector_store_query_mode", kwargs["vector_store_query_mode"],
+                         [member.value for member in VectorStoreQueryMode],
+                         "search='bm25' or 'hybrid'")
         store_kwargs = dict(kwargs.pop("vector_store_kwargs", None) or {})
         expression = " and ".join(f"({part})" for part in (
             store.filter_expression(filters),

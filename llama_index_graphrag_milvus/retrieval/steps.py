@@ -15,6 +15,7 @@ from llama_index.core.prompts import PromptTemplate
 from llama_index.core.schema import BaseNode, NodeWithScore, QueryBundle
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
+from llama_index_graphrag_milvus.limits import QUERY_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import (
     RELATIONS_KEY,
     RETRIEVAL_KEYS,
@@ -69,7 +70,8 @@ class CheckedQueryMixin:
 
 
 def check_query(query_bundle: QueryBundle) -> str:
-    """The query text, stripped; :class:`InvalidInputError` when it is not a non-empty string."""
+    """The query text, stripped; :class:`InvalidInputError` when it is not a non-empty string
+    of at most :data:`~..limits.QUERY_MAX_BYTES` UTF-8 bytes."""
     query = query_bundle.query_str
     if not isinstance(query, str) or not query.strip():
         raise InvalidInputError(
@@ -81,6 +83,12 @@ def check_query(query_bundle: QueryBundle) -> str:
             "'\\ud800', often from text decoded with errors='surrogateescape'), which Milvus "
             "cannot search for; clean it, for example text.encode('utf-8', 'replace')"
             ".decode('utf-8').")
+    size = len(query.encode("utf-8"))
+    if size > QUERY_MAX_BYTES:
+        raise InvalidInputError(
+            f"the query is {size} UTF-8 bytes long, over the {QUERY_MAX_BYTES} a retriever "
+            "takes (the longest passage the index stores): pass the question, not a "
+            "document; to find passages like a document, split it and retrieve each part.")
     return query.strip()
 
 

@@ -193,8 +193,9 @@ def test_the_tenant_key_partitions_the_passages_and_is_recorded(
 @LITE_ONLY
 @pytest.mark.parametrize(("metadata", "match"), [
     ({}, r"has no metadata\['tenant_id'\]: the index's tenant_key"),
-    ({"tenant_id": ""}, "a tenant is a non-empty string"),
-    ({"tenant_id": 7}, "a tenant is a non-empty string"),
+    ({"tenant_id": ""}, "a tenant is a string, not blank"),
+    ({"tenant_id": " \t"}, "a tenant is a string, not blank"),
+    ({"tenant_id": 7}, "a tenant is a string, not blank"),
     ({"tenant_id": "x" * 257}, "at most 256 UTF-8 bytes"),
     ({"tenant_id": "*"}, "other than '\\*'"),
 ])

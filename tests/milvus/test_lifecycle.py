@@ -240,6 +240,15 @@ def test_a_file_where_lite_keeps_a_folder_is_refused_quietly(
     assert (tmp_path / "old.db").is_file()
 
 
+@pytest.mark.parametrize("name", ["g.DB", "graph", "graph.db.bak"])
+def test_a_lite_path_not_ending_in_db_is_refused_before_anything_is_made(
+        tmp_path: Path, name: str) -> None:
+    with pytest.raises(InvalidInputError, match=r"neither a server URL nor a Milvus Lite "
+                                                r"path.*ends in \.db"):
+        GraphRAGIndex(uri=str(tmp_path / name), embed_model=HashEmbedding(dim=64))
+    assert list(tmp_path.iterdir()) == []
+
+
 async def test_lite_clients_send_no_keepalive_pings(db: Path) -> None:
     """pymilvus pings every 10 s, also idle; Lite's gRPC server answers GOAWAY
     "too_many_pings" after two, which grpc prints to stderr: every client of a Lite store

@@ -25,6 +25,7 @@ from llama_index.core.schema import (
 
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRAGRetriever, InvalidInputError
 from llama_index_graphrag_milvus.ids import passage_id
+from llama_index_graphrag_milvus.limits import QUERY_MAX_BYTES
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, RELATIONS_KEY
 from llama_index_graphrag_milvus.records import Triplet
 from llama_index_graphrag_milvus.retrieval.steps import parse_ner
@@ -312,6 +313,20 @@ def test_empty_query(shared_family_index: GraphRAGIndex, query: str) -> None:
         khop(shared_family_index).retrieve(query)
     with pytest.raises(InvalidInputError, match="empty or whitespace"):
         asyncio.run(khop(shared_family_index).aretrieve(query))
+
+
+def test_a_document_pasted_as_the_query_is_refused_by_every_retriever(
+        shared_family_index: GraphRAGIndex) -> None:
+    """The bridge's word logic read every word: 26 s for 200,000 Chinese characters."""
+    index = shared_family_index
+    longest = "x" * QUERY_MAX_BYTES  # just within
+    for retriever in (index.as_retriever(), index.as_naive_retriever()):
+        assert isinstance(retriever.retrieve(longest), list)
+        with pytest.raises(InvalidInputError, match=r"the query is 65538 UTF-8 bytes long, "
+                                                    r"over the 65535 a retriever takes"):
+            retriever.retrieve(longest + "欧")
+        with pytest.raises(InvalidInputError, match="over the 65535 a retriever takes"):
+            asyncio.run(retriever.aretrieve("Euler " * 20000))
 
 
 @pytest.mark.parametrize("graph", ["memory", "milvus"])

@@ -31,9 +31,10 @@ KILL_POINTS = [
     ("update", "upsert_rows", "_entities"),     # new passages written, entities not
 ]
 SERVER_KILL_POINTS = [KILL_POINTS[1], KILL_POINTS[4], KILL_POINTS[7]]
-XDIST_GROUP = "milvus_server"
-"""The Lite tests join the server's tests on their xdist worker (tests/conftest.py): one
-forkserver and one set of clean runs (module fixtures) serve both."""
+XDIST_GROUP = "kills"
+"""The Lite tests run on one xdist worker, which starts the forkserver and makes the clean
+runs (module fixtures) once; the server's tests make their own on the server's worker
+(tests/conftest.py), which is the suite's longest: it would take them 30 s longer."""
 
 
 @pytest.fixture(scope="module")

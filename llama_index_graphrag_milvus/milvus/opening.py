@@ -243,13 +243,17 @@ class StoreOpening:
         with milvus_errors("list the collections"):
             existing = set(self.client.list_collections())
         made: list[str] = []  # dropped again if this creation fails
+        # a server's loads are started, then waited for together at the end: each waits
+        # for the server's next check of its loads (about a second apart), so one after
+        # the other the creation took a second longer per collection
+        loading: list[str] | None = None if self.is_lite else []
         try:
             with milvus_errors("create the graph collections"):
                 if not self._kept(self.entity_collection, dim, existing,
                                   lambda info: field_names(info) == {
                                       "id", "embedding", *(f[0] for f in entity_fields)}):
                     made.append(self.entity_collection)
-                    self._create(self.entity_collection, entity_fields, dim)
+                    self._create(self.entity_collection, entity_fields, dim, loads=loading)
                 if not self._kept(self.passage_collection, dim, existing, self._fits_passages):
                     made.append(self.passage_collection)
                 self.dim = dim
@@ -258,7 +262,10 @@ class StoreOpening:
                 made.append(self.relation_collection)
                 self._create(self.relation_collection,
                              (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
-                             dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES)
+                             dim, self.properties, () if self.is_lite else ENDPOINT_INDEXES,
+                             loads=loading)
+                for name in loading or ():  # waits until each is loaded
+                    self.client.load_collection(name)
             self.records_entity_passages = True
         except BaseException:
             self.dim = None
@@ -330,9 +337,13 @@ class StoreOpening:
 
     def _create(self, name: str, fields: Fields, dim: int,
                 properties: Mapping[str, str] | None = None,
-                scalar_indexes: Sequence[str] = ()) -> None:
+                scalar_indexes: Sequence[str] = (), loads: list[str] | None = None) -> None:
+        """Create ``name``; its load waited for, or started and added to ``loads``."""
         create_collection(self.client, name, fields, dim, self.index_type,
-                          self.consistency_level, properties, scalar_indexes, self.index_params)
+                          self.consistency_level, properties, scalar_indexes, self.index_params,
+                          wait_for_load=loads is None)
+        if loads is not None:
+            loads.append(name)
 
     def layout_read_again(self) -> bool:
         """Whether the collections exist (:meth:`open_if_created`); when they do, their

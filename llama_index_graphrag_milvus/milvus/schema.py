@@ -253,11 +253,14 @@ def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[st
                       dim: int, index_type: str, consistency_level: str,
                       properties: Mapping[str, str] | None = None,
                       scalar_indexes: Sequence[str] = (),
-                      index_params: Mapping[str, Any] | None = None) -> None:
+                      index_params: Mapping[str, Any] | None = None,
+                      wait_for_load: bool = True) -> None:
     """Create and load the collection ``name``: ``id`` (a VARCHAR primary key), ``fields``,
     ``embedding`` (``dim`` floats, cosine index of ``index_type`` built with
     ``index_params``), the server's default scalar index on each of ``scalar_indexes``, and
-    ``properties``. Raises pymilvus errors (callers wrap them in :func:`milvus_errors`)."""
+    ``properties``. With ``wait_for_load=False`` the load is only started (the caller
+    waits for it with ``client.load_collection(name)``). Raises pymilvus errors (callers
+    wrap them in :func:`milvus_errors`)."""
     schema = client.create_schema(auto_id=False, enable_dynamic_field=False)
     schema.add_field("id", DataType.VARCHAR, is_primary=True, max_length=ID_MAX_LENGTH)
     for field, kind, size in fields:
@@ -280,7 +283,7 @@ def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[st
     # sync=False: Milvus builds the index in the background and load waits for it; the
     # synchronous wait polls every 0.5 s through an RPC Milvus Lite does not implement.
     client.create_index(name, indexes, sync=False)
-    client.load_collection(name)
+    client.load_collection(name, **({} if wait_for_load else {"_async": True}))
 
 
 def vector_index_choice(index_type: str | None, index_params: Mapping[str, Any] | None,

@@ -7,7 +7,8 @@ A mixin of :class:`~llama_index_graphrag_milvus.milvus.store.MilvusGraphStore`.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
+from functools import partial
 from typing import Any
 
 from llama_index.core.schema import BaseNode
@@ -274,8 +275,16 @@ class StoreWrites:
         return linked
 
     def flush(self) -> None:
-        """Seal what was written, so that searches run on indexed segments."""
+        """Seal what was written, so that searches run on indexed segments: on a server the
+        three collections at once (each flush waits until its segments' row assignments
+        expire, 2 s by default: one after the other took three times as long)."""
+        names = (self.entity_collection, self.relation_collection, self.passage_collection)
         with milvus_errors("flush the graph collections"):
-            for name in (self.entity_collection, self.relation_collection,
-                         self.passage_collection):
-                self.client.flush(name)
+            if self.is_lite:  # in-process: nothing to wait for
+                for name in names:
+                    self.client.flush(name)
+            else:
+                self.concurrently_all([partial(self.client.flush, name) for name in names])
+
+    def concurrently_all(self, calls: Sequence[Callable[[], Any]]) -> tuple[Any, ...]:
+        raise NotImplementedError

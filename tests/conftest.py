@@ -389,7 +389,22 @@ def milvus_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MilvusSe
     finally:
         if client is not None:
             client.close()
+        _stop(server)
+
+
+SERVER_EXIT_TIMEOUT = 120.0
+"""Seconds a killed server may take to exit: in uninterruptible disk I/O on a busy machine,
+SIGKILL waits for the I/O (the milvus package waits 1 s, then 3 s, and raises)."""
+
+
+def _stop(server: Any) -> None:
+    """Stop the embedded server, waiting for it however long its exit takes."""
+    try:
         server.stop()
+    except subprocess.TimeoutExpired:  # stop() killed it; it has not exited yet
+        if server.server_proc is not None:
+            server.server_proc.wait(timeout=SERVER_EXIT_TIMEOUT)
+        server.stop()  # it has exited: stop() closes its log files
 
 
 # ---------------------------------------------------------------------- per-test stores

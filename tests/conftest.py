@@ -93,12 +93,12 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     test that opens a Lite file of its own carries the mark in its module), so that
     ``-m "not milvus"`` runs the pure tests alone, in seconds.
 
-    Every test of the server is marked ``server`` and, under pytest-xdist (``-n 2
+    Every test of the server is marked ``server`` and, under pytest-xdist (``-n 3
     --dist loadgroup`` in pyproject.toml), goes to one worker: the embedded server is one per
     machine (its etcd peer port is fixed) and the fixture that starts it is per process. The
-    other worker runs Milvus Lite tests meanwhile: the server tests mostly wait on the
-    server (loads, flushes, time ticks), so the suite takes about half the time. Runs before
-    xdist reads the groups.
+    other workers run Milvus Lite tests meanwhile: the server tests mostly wait on the
+    server (loads, flushes, time ticks), so that on 2 cores a third worker gains time. Runs
+    before xdist reads the groups.
 
     A module that shares Lite indexes between its tests (module-scoped fixtures) names its
     own group in ``XDIST_GROUP``: its tests then run on one worker, which builds each index

@@ -52,20 +52,20 @@ def check_tenant_key(key: Any) -> str | None:
 
 
 def check_tenant(value: Any, key: str, where: str) -> str:
-    """A passage's tenant: a string, not blank (whitespace only), of at most :data:`TENANT_MAX_BYTES` UTF-8
-    bytes in ``metadata[key]``.
+    """A passage's tenant: a string, not blank (whitespace only), of at most
+    :data:`TENANT_MAX_BYTES` UTF-8 bytes in ``metadata[key]``.
 
     >>> check_tenant("acme", "tenant_id", "passage 0")
     'acme'
     >>> check_tenant(None, "tenant_id", "passage 0")
     Traceback (most recent call last):
     ...
-    llama_index_graphrag_milvus.errors.InvalidInputError: passage 0 has no metadata['tenant_id']: the index's tenant_key; every passage of such an index names its tenant, a non-empty string. Nothing has been written.
+    llama_index_graphrag_milvus.errors.InvalidInputError: passage 0 has no metadata['tenant_id']: the index's tenant_key; every passage of such an index names its tenant, a string, not blank. Nothing has been written.
     """  # noqa: E501
     if value is None:
         raise InvalidInputError(
             f"{where} has no metadata[{key!r}]: the index's tenant_key; every passage of such "
-            "an index names its tenant, a non-empty string. Nothing has been written.")
+            "an index names its tenant, a string, not blank. Nothing has been written.")
     if not isinstance(value, str) or not value.strip() or value == MANY_TENANTS or len(
             value.encode("utf-8", "surrogatepass")) > TENANT_MAX_BYTES:
         raise InvalidInputError(

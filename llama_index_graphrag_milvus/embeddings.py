@@ -21,11 +21,13 @@ a worker thread on the async paths (:func:`asynchronously`), as LlamaIndex's own
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any, TypeVar
 
 import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
+from llama_index.core.bridge.pydantic import ValidationError
 from llama_index.core.embeddings.utils import resolve_embed_model
 from llama_index.core.schema import QueryBundle
 from llama_index.core.settings import Settings
@@ -171,14 +173,34 @@ def check_vectors(vectors: Any, count: int, model: Any) -> list[list[float]]:
     return array.tolist()
 
 
+@contextmanager
+def answered(model: Any) -> Iterator[None]:
+    """Calls of ``model`` whose answers LlamaIndex itself refused (its embedding event takes
+    lists of numbers only: a model returning ``None`` failed there) raise the package's
+    :class:`EmbeddingModelError` naming the model."""
+    try:
+        yield
+    except ValidationError as exc:
+        problems = "; ".join(f"{error['msg']} (got {error['input']!r:.40})"
+                             for error in exc.errors()[:2])
+        raise EmbeddingModelError(
+            f"the embedding model ({model_name(model)}) returned something that is not a "
+            f"list of numbers per text, which LlamaIndex refused: {problems}; check the "
+            "model; nothing was stored or searched.") from exc
+
+
 def embed_query(model: BaseEmbedding, text: str) -> list[float]:
     """The query vector of ``text``, checked (:func:`check_vectors`)."""
-    return check_vectors([model.get_query_embedding(text)], 1, model)[0]
+    with answered(model):
+        vector = model.get_query_embedding(text)
+    return check_vectors([vector], 1, model)[0]
 
 
 async def aembed_query(model: BaseEmbedding, text: str) -> list[float]:
     """:func:`embed_query` through the model's async API."""
-    return check_vectors([await _aquery(model, text)], 1, model)[0]
+    with answered(model):
+        vector = await _aquery(model, text)
+    return check_vectors([vector], 1, model)[0]
 
 
 def chosen_strs(bundle: QueryBundle | None) -> list[str]:
@@ -201,7 +223,9 @@ def embed_question(model: BaseEmbedding, text: str, bundle: QueryBundle | None =
     strs = chosen_strs(bundle)
     if not strs:
         return embed_query(model, text)
-    return _mean(check_vectors([model.get_query_embedding(s) for s in strs], len(strs), model))
+    with answered(model):
+        vectors = [model.get_query_embedding(s) for s in strs]
+    return _mean(check_vectors(vectors, len(strs), model))
 
 
 async def aembed_question(model: BaseEmbedding, text: str, bundle: QueryBundle | None = None
@@ -210,7 +234,8 @@ async def aembed_question(model: BaseEmbedding, text: str, bundle: QueryBundle |
     strs = chosen_strs(bundle)
     if not strs:
         return await aembed_query(model, text)
-    vectors = await asyncio.gather(*(_aquery(model, s) for s in strs))
+    with answered(model):
+        vectors = await asyncio.gather(*(_aquery(model, s) for s in strs))
     return _mean(check_vectors(vectors, len(strs), model))
 
 
@@ -229,17 +254,18 @@ def embed_texts(model: BaseEmbedding, texts: Sequence[str], show_progress: bool 
     """The passage-side vectors of ``texts``, one batch call, checked."""
     if not texts:
         return []
-    return check_vectors(model.get_text_embedding_batch(list(texts),
-                                                        show_progress=show_progress),
-                         len(texts), model)
+    with answered(model):
+        vectors = model.get_text_embedding_batch(list(texts), show_progress=show_progress)
+    return check_vectors(vectors, len(texts), model)
 
 
 async def aembed_texts(model: BaseEmbedding, texts: Sequence[str]) -> list[list[float]]:
     """:func:`embed_texts` through the model's async API."""
     if not texts:
         return []
-    vectors = await asynchronously(lambda: model.aget_text_embedding_batch(list(texts)),
-                                   lambda: model.get_text_embedding_batch(list(texts)))
+    with answered(model):
+        vectors = await asynchronously(lambda: model.aget_text_embedding_batch(list(texts)),
+                                       lambda: model.get_text_embedding_batch(list(texts)))
     return check_vectors(vectors, len(texts), model)
 
 
@@ -258,8 +284,10 @@ def queries_apart(model: BaseEmbedding) -> bool:
     >>> queries_apart(MockEmbedding(embed_dim=4))
     False
     """
-    return _apart(model.get_query_embedding(SIDES_PROBE),
-                  model.get_text_embedding(SIDES_PROBE), model)
+    with answered(model):
+        query, text = (model.get_query_embedding(SIDES_PROBE),
+                       model.get_text_embedding(SIDES_PROBE))
+    return _apart(query, text, model)
 
 
 async def aqueries_apart(model: BaseEmbedding) -> bool:
@@ -275,7 +303,9 @@ def embed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
     apart (``apart``, from :func:`queries_apart`), else one batch of texts; checked."""
     if not apart:
         return embed_texts(model, texts)
-    return check_vectors([model.get_query_embedding(t) for t in texts], len(texts), model)
+    with answered(model):
+        vectors = [model.get_query_embedding(t) for t in texts]
+    return check_vectors(vectors, len(texts), model)
 
 
 async def aembed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
@@ -283,5 +313,6 @@ async def aembed_queries(model: BaseEmbedding, texts: Sequence[str], apart: bool
     """:func:`embed_queries` through the model's async API (the calls side by side)."""
     if not apart:
         return await aembed_texts(model, texts)
-    vectors = await asyncio.gather(*(_aquery(model, t) for t in texts))
+    with answered(model):
+        vectors = await asyncio.gather(*(_aquery(model, t) for t in texts))
     return check_vectors(vectors, len(texts), model)

@@ -112,7 +112,7 @@ def test_numbers_of_any_kind_are_accepted_as_floats() -> None:
     assert check_vectors([], 0, None) == []
 
 
-@pytest.mark.parametrize("broken", [[math.nan] * 64, [0.1] * 63, "drop"])
+@pytest.mark.parametrize("broken", [[math.nan] * 64, [0.1] * 63, "drop", None])
 @pytest.mark.parametrize("use_async", [False, True])
 async def test_an_insert_with_a_bad_vector_stores_nothing_and_a_good_model_finishes_it(
         tmp_path: Path, broken: Any, use_async: bool) -> None:
@@ -133,6 +133,30 @@ async def test_an_insert_with_a_bad_vector_stores_nothing_and_a_good_model_finis
         index.insert_triplets(FAMILY[:1])
         assert counts(index)[1] == before[1] + 2
         assert all(math.isfinite(x) for x in index.entity_table.vectors.ravel().tolist())
+
+
+class NoQueryVector(HashEmbedding):
+    """A model whose query answer is ``None`` (a wrapper that forgot its ``return``)."""
+
+    def _get_query_embedding(self, query: str) -> Any:
+        return None
+
+    async def _aget_query_embedding(self, query: str) -> Any:
+        return None
+
+
+async def test_a_model_answering_none_is_named_in_the_package_error(tmp_path: Path) -> None:
+    """LlamaIndex's own event refused the answer with a pydantic ValidationError."""
+    uri = str(tmp_path / "graph.db")
+    GraphRAGIndex.from_triplets(FAMILY, uri=uri, embed_model=HashEmbedding()).close()
+    with GraphRAGIndex(uri=uri, embed_model=NoQueryVector()) as index:
+        for retriever in (index.as_retriever(), index.as_naive_retriever()):
+            with pytest.raises(EmbeddingModelError, match=r"the embedding model "
+                                                          r"\(NoQueryVector.*not a list of "
+                                                          r"numbers per text.*got None"):
+                retriever.retrieve(QUESTION)
+            with pytest.raises(EmbeddingModelError, match="NoQueryVector"):
+                await retriever.aretrieve(QUESTION)
 
 
 def test_a_new_index_with_a_model_that_gives_nan_creates_nothing(tmp_path: Path) -> None:

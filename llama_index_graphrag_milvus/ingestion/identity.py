@@ -22,7 +22,7 @@ import numpy as np
 from llama_index.core.base.embeddings.base import BaseEmbedding
 from llama_index.core.graph_stores.types import KG_NODES_KEY, KG_RELATIONS_KEY
 
-from llama_index_graphrag_milvus.embeddings import check_vectors
+from llama_index_graphrag_milvus.embeddings import answered, check_vectors
 from llama_index_graphrag_milvus.errors import EmbeddingModelError, InvalidInputError
 from llama_index_graphrag_milvus.metadata import RETRIEVAL_KEYS, TRIPLETS_KEY
 from llama_index_graphrag_milvus.milvus.fulltext import (
@@ -101,7 +101,9 @@ class EmbedModelRecord:
     @classmethod
     def of(cls, model: BaseEmbedding) -> EmbedModelRecord:
         """Embed the probe text with ``model`` (one call) and describe it."""
-        vector = check_vectors([model.get_text_embedding(PROBE_TEXT)], 1, model)[0]
+        with answered(model):
+            answer = model.get_text_embedding(PROBE_TEXT)
+        vector = check_vectors([answer], 1, model)[0]
         return cls(type(model).__name__, str(getattr(model, "model_name", "")), len(vector),
                    tuple(round(float(x), 6) for x in vector[:PROBE_COMPONENTS]))
 

@@ -86,7 +86,7 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
     changed = [rid for rid, row in linked.items()
                if any(unlink(rid, p) for p in row["passage_ids"])]
     stored = store.get_rows(store.relation_collection, changed,
-                            store.relation_fields(_RELATION_FIELDS))
+                            store.relation_fields(_RELATION_FIELDS), for_write=True)
     updates, deletes = relation_changes(stored, unlink)
     ends = [stored[rid][end] for rid in deletes for end in ("subject_id", "object_id")]
     if store.tenant_key:  # the ends of narrowed relations may lose a tenant too
@@ -101,7 +101,8 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
                 if e in in_use or e not in candidates}
         unread = [e for e in lost if e not in rows]
         rows.update(shrunk_passages({**store.get_rows(
-            store.entity_collection, unread, store.entity_row_fields), **rows}, lost))
+            store.entity_collection, unread, store.entity_row_fields, for_write=True), **rows},
+            lost))
     store.upsert_rows(store.entity_collection, list(rows.values()))
     orphans = [e for e in candidates if e not in in_use]
     store.delete_rows(store.entity_collection, orphans)
@@ -154,7 +155,8 @@ def tenants_after(store: MilvusGraphStore, stored: Mapping[str, Mapping[str, Any
         used = store.entity_tenants_in_use(sorted(in_use), excluding=set(deletes), replaced={
             row["id"]: row["tenants"] for row in updates})
         return shrunk_entities(store, used)
-    rows = store.get_rows(store.entity_collection, sorted(asked), store.entity_row_fields)
+    rows = store.get_rows(store.entity_collection, sorted(asked), store.entity_row_fields,
+                          for_write=True)
     shrunk = []
     for entity, row in rows.items():
         before = sorted(set(row.get("tenants") or ()))
@@ -170,7 +172,8 @@ def shrunk_entities(store: MilvusGraphStore, used: Mapping[str, set[str]]
                     ) -> list[dict[str, Any]]:
     """The entity rows whose ``tenants`` are more than the tenants of their remaining
     relations (``used``), with those instead."""
-    stored = store.get_rows(store.entity_collection, list(used), store.entity_row_fields)
+    stored = store.get_rows(store.entity_collection, list(used), store.entity_row_fields,
+                            for_write=True)
     return [rewritten(row, tenants=after) for entity, row in stored.items()
             for after in (entity_tenants(used[entity]),)
             if after != sorted(set(row.get("tenants") or ()))]

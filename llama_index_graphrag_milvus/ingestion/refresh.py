@@ -43,7 +43,8 @@ def whole_documents(store: MilvusGraphStore, documents: Mapping[str, Sequence[st
     if store.dim is None:
         return set()
     wanted = [pid for ids in documents.values() for pid in ids]
-    return _whole(store, documents, {n.node_id: n for n in store.get_passages(wanted)})
+    held = store.get_passages(wanted, for_write=True)
+    return _whole(store, documents, {n.node_id: n for n in held})
 
 
 def _whole(store: MilvusGraphStore, documents: Mapping[str, Sequence[str]],
@@ -52,7 +53,8 @@ def _whole(store: MilvusGraphStore, documents: Mapping[str, Sequence[str]],
     for node in passages.values():
         for triplet in triplets_from_node(node)[0]:
             links.setdefault(triplet.id, set()).add(node.node_id)
-    relations = store.get_rows(store.relation_collection, list(links), ["id", "passage_ids"])
+    relations = store.get_rows(store.relation_collection, list(links), ["id", "passage_ids"],
+                               for_write=True)
     linked_back: set[str] = set()
     for relation_id, passage_ids_ in links.items():
         row = relations.get(relation_id)
@@ -126,7 +128,8 @@ def refresh_plan(store: MilvusGraphStore, documents: Sequence[Document],
     stored = store.document_passage_ids([d.node_id for d in documents], where)
     same = {doc_id: ids for doc_id, ids in split.items()
             if stored[doc_id] and stored[doc_id] == set(ids)}
-    held = {n.node_id: n for n in store.get_passages([p for ids in same.values() for p in ids])}
+    held = {n.node_id: n for n in store.get_passages([p for ids in same.values() for p in ids],
+                                                  for_write=True)}
     unchanged = {doc_id for doc_id in _whole(store, same, held)
                  if all(_own_metadata(held[p]) == fresh[p] for p in same[doc_id])}
     for document in documents:

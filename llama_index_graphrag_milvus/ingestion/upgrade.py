@@ -82,7 +82,7 @@ def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False
         for where in tqdm(ranges, desc="Listing the entities' passages", unit=" ranges",
                           disable=not show_progress):
             rows = client.query(collection_name=old, filter=where,
-                                      output_fields=["id", *fields], **store.read_options)
+                                      output_fields=["id", *fields], **store.write_options)
             if rows:
                 client.upsert(new, [
                     {**row, "embedding": [float(x) for x in row["embedding"]],

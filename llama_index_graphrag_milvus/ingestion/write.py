@@ -187,9 +187,9 @@ def _read_stored(plan: IngestionPlan, store: MilvusGraphStore
     if store.dim is None:
         return {}, {}
     return (store.get_rows(store.entity_collection, list(plan.entities),
-                           store.entity_row_fields),
+                           store.entity_row_fields, for_write=True),
             store.get_rows(store.relation_collection, list(plan.relations),
-                           store.relation_fields(["passage_ids", "embedding"])))
+                           store.relation_fields(["passage_ids", "embedding"]), for_write=True))
 
 
 def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,

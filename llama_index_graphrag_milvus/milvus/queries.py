@@ -44,6 +44,7 @@ class QueryPath:
     relation_collection: str
     passage_collection: str
     read_options: dict[str, Any]
+    write_options: dict[str, Any]
     full_text: bool
 
     @property
@@ -222,14 +223,17 @@ class QueryPath:
                     filter=id_filter(chunk, where), output_fields=["id"])]
         return found
 
-    def get_passages(self, ids: Sequence[str], where: str = "") -> list[BaseNode]:
+    def get_passages(self, ids: Sequence[str], where: str = "", for_write: bool = False
+                     ) -> list[BaseNode]:
         """Passage nodes by id (and matching ``where``), in the order of ``ids``; unknown
-        ids are left out."""
+        ids are left out. ``for_write``: read for a write, at ``Strong`` whatever the
+        index's level."""
         rows: list[dict[str, Any]] = []
+        options = self.write_options if for_write else self.read_options
         with milvus_errors(f"read {self.passage_collection}"):
             for chunk in chunks(ids, GET_CHUNK):
                 rows += self.client.query(collection_name=self.passage_collection,
-                                          **self.read_options, filter=id_filter(chunk, where),
+                                          **options, filter=id_filter(chunk, where),
                                           output_fields=["id", *PASSAGE_FIELDS])
         return rows_to_passages(rows, ids)
 

@@ -43,6 +43,7 @@ class StoreReads:
     entity_collection: str
     passage_collection: str
     read_options: dict[str, Any]
+    write_options: dict[str, Any]
     records_kinds: bool
     records_entity_passages: bool
     reads: CollectionReads
@@ -112,14 +113,16 @@ class StoreReads:
                 *(("passage_ids",) if self.records_entity_passages else ()),
                 *(("tenants",) if self.tenant_key else ())]
 
-    def get_rows(self, collection: str, ids: Sequence[str],
-                 output_fields: list[str]) -> dict[str, dict[str, Any]]:
-        """Rows of ``collection`` by primary key (missing ids are absent from the result)."""
+    def get_rows(self, collection: str, ids: Sequence[str], output_fields: list[str],
+                 for_write: bool = False) -> dict[str, dict[str, Any]]:
+        """Rows of ``collection`` by primary key (missing ids are absent from the result);
+        ``for_write``: read for a write, at ``Strong`` whatever the index's level."""
         found: dict[str, dict[str, Any]] = {}
+        options = self.write_options if for_write else self.read_options
         with milvus_errors(f"read {collection}"):
             for start in range(0, len(ids), WRITE_BATCH_SIZE):
                 batch = list(ids[start:start + WRITE_BATCH_SIZE])
-                for row in self.client.get(collection_name=collection, **self.read_options,
+                for row in self.client.get(collection_name=collection, **options,
                                            ids=batch, output_fields=output_fields):
                     found[row["id"]] = row
         return found

@@ -147,6 +147,10 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
                                     "a CollectionReads")
         self.read_options: dict[str, Any] = {"consistency_level": consistency_level}
         """The consistency of every read and search (the collections' own level)."""
+        self.write_options: dict[str, Any] = {"consistency_level": "Strong"}
+        """The consistency of the reads a write makes to merge with what is stored (the rows
+        it grows, the passages it replaces or deletes): ``Strong`` at every level, since a
+        write that missed an earlier one would write its rows back without it."""
         self.is_lite = "://" not in uri
         if self.is_lite and os.path.isfile(uri):  # Lite would log a traceback, then fail
             raise InvalidInputError(

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
+import re
 import unicodedata
 from collections.abc import Iterable, Sequence
 from typing import Any
@@ -97,20 +98,42 @@ def to_triplets(items: Iterable[Any]) -> tuple[list[Triplet], int]:
     return list(triplets.values()), dropped
 
 
+TUPLE_LINE = re.compile(
+    r"^[^\S\n]*(?:[-*\u2022]|\d{1,4}[.)])?[^\S\n]*\(([^()\n]*)\)[^\S\n]*[,;.]?[^\S\n]*$",
+    re.MULTILINE)
+"""A line that is one parenthesized tuple, maybe numbered or bulleted: ``(Euler, born in,
+Basel)``, the format of core's knowledge-graph prompts."""
+
+
+def tuple_lines(raw: str) -> list[list[str]]:
+    """The parts of each line of ``raw`` that is one parenthesized tuple (a tuple inside a
+    sentence is prose, not read), split on commas, quotes stripped.
+
+    >>> tuple_lines('Triplets:\\n1. (Euler, born in, "Basel")\\nHe said (a, b, c) once.')
+    [['Euler', 'born in', 'Basel']]
+    """
+    return [[part.strip().strip("\"'").strip() for part in match.group(1).split(",")]
+            for match in TUPLE_LINE.finditer(raw)]
+
+
 def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
     """Triplets from an LLM answer (JSON, possibly fenced or wrapped in prose).
 
     The answer is ``{"triplets": [...]}`` (an object with that key wins over a bracketed
     aside before it), a bare list of triplets, or one bare triplet. An answer cut off
     before its list closed (the LLM's output-token limit) gives its complete triplets, with
-    a warning. Returns the triplets and the number of items dropped; an answer with no
-    JSON list at all yields ``([], 0)`` and a warning.
+    a warning. Without JSON, lines that are one ``(subject, predicate, object)`` tuple each
+    (core's knowledge-graph prompts ask for them; see :func:`tuple_lines`) are read; a
+    tuple of another length is dropped. Returns the triplets and the number of items
+    dropped; an answer with neither yields ``([], 0)`` and a warning.
 
     >>> parse_triplets('From [1]: {"triplets": [["Euler", "born in", "Basel"]]}')
     ([Triplet(subject='Euler', predicate='born in', object='Basel')], 0)
     >>> parse_triplets('{"triplets": [["Euler", "born in", "Basel"], ["Euler", "studied", '
     ...                '"math"], ["Eu')[0][1]
     Triplet(subject='Euler', predicate='studied', object='math')
+    >>> parse_triplets("(Euler, born in, Basel)\\n(Euler, born in, Basel, 1707)")
+    ([Triplet(subject='Euler', predicate='born in', object='Basel')], 1)
     """
     value, cut = keyed_list(raw, "triplets")
     if cut:
@@ -118,6 +141,9 @@ def parse_triplets(raw: str) -> tuple[list[Triplet], int]:
                        "(the LLM's output-token limit?); kept its %d complete items",
                        len(value or ()))
     if not isinstance(value, list):
+        rows = tuple_lines(raw)
+        if rows:
+            return to_triplets(rows)
         logger.warning("triplet extraction: no JSON list of triplets in the answer %.200r", raw)
         return [], 0
     if _bare_triplet(value):

@@ -167,8 +167,10 @@ def test_parse_collapses_whitespace_but_keeps_case() -> None:
 @pytest.mark.parametrize(
     "raw",
     ["I could not find any triplets.", "", '{"triplets": ', '{"facts": [["a", "b", "c"]]}',
-     '{"triplets": "Euler, born in, Basel"}', "(Euler, born in, Basel)"],
-    ids=["prose", "empty", "truncated", "wrong-key", "not-a-list", "core-format"],
+     '{"triplets": "Euler, born in, Basel"}',
+     "I found no triplets (the passage, as written, is a list).",
+     "Euler (a student, a teacher, a writer) was born in Basel."],
+    ids=["prose", "empty", "truncated", "wrong-key", "not-a-list", "aside", "tuple-in-a-line"],
 )
 def test_parse_without_json_list_warns(raw: str, caplog: pytest.LogCaptureFixture) -> None:
     with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
@@ -176,6 +178,33 @@ def test_parse_without_json_list_warns(raw: str, caplog: pytest.LogCaptureFixtur
     warnings = extraction_warnings(caplog)
     assert len(warnings) == 1
     assert "no JSON list of triplets" in warnings[0]
+
+
+@pytest.mark.parametrize(
+    "raw",
+    ["(Leonhard Euler, was born in, Basel)\n(Leonhard Euler, was a student of, Johann Bernoulli)",
+     "Here are the triplets:\n1. (Leonhard Euler, was born in, Basel)\n"
+     "2. (Leonhard Euler, was a student of, Johann Bernoulli).\nThat is all.",
+     '- ("Leonhard Euler", "was born in", "Basel"),\n'
+     "* ('Leonhard Euler', 'was a student of', 'Johann Bernoulli')",
+     "  (Leonhard Euler,was born in,Basel)  \r\n\r\n(Leonhard Euler, was a student of, "
+     "Johann Bernoulli);"],
+    ids=["lines", "numbered-with-prose", "bulleted-quoted", "spacing-crlf"],
+)
+def test_parse_tuple_lines_without_json(raw: str, caplog: pytest.LogCaptureFixture) -> None:
+    """Core's knowledge-graph prompts ask for ``(subject, predicate, object)`` lines: an
+    answer in that format is read, not taken for "no triplets"."""
+    with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
+        assert parse_triplets(raw) == ([EULER, STUDENT], 0)
+    assert extraction_warnings(caplog) == []
+
+
+def test_parse_tuple_lines_drop_other_lengths_and_json_wins() -> None:
+    raw = ("(Leonhard Euler, was born in, Basel)\n(Leonhard Euler, Basel)\n"
+           "(Euler, was born in, Basel, Switzerland)\n( , is, empty)")
+    assert parse_triplets(raw) == ([EULER], 3)
+    assert parse_triplets("(Basel, is in, Switzerland)\n" + triplets_json(STUDENT)) \
+        == ([STUDENT], 0)
 
 
 def test_parse_empty_list_is_not_a_failure(caplog: pytest.LogCaptureFixture) -> None:
@@ -444,6 +473,22 @@ def test_prompt_customizable() -> None:
     extractor([node])
     assert extractor.llm.prompts == ["TEXT<Euler was born in Basel.> MAX<4> JSON please"]
     assert stored(node) == as_lists(EULER)
+
+
+def test_a_prompt_asking_for_tuple_lines_gets_its_triplets(
+        caplog: pytest.LogCaptureFixture) -> None:
+    answer = ("Here are the knowledge triplets:\n(Leonhard Euler, was born in, Basel)\n"
+              "(Leonhard Euler, was a student of, Johann Bernoulli)")
+    extractor = TripletExtractor(llm=ScriptedLLM([answer]))
+    extractor.update_prompts({"extract_prompt": PromptTemplate(
+        "Extract up to {max_triplets} knowledge triplets as (subject, predicate, object) "
+        "lines.\nText: {text}\nTriplets:\n")})
+    node = TextNode(id_="n", text="Euler, born in Basel, studied under Johann Bernoulli.")
+    with caplog.at_level(logging.WARNING, logger=EXTRACTION_LOGGER):
+        report = extractor.extract([node])
+    assert stored(node) == as_lists(EULER, STUDENT)
+    assert EXTRACTION_ERROR_KEY not in node.metadata and report.failed_node_ids == []
+    assert extraction_warnings(caplog) == []
 
 
 def test_default_prompt_shows_literal_json() -> None:

@@ -115,11 +115,19 @@ def check_vector(vector: Any) -> list[float]:
 
 def given_vector(query_bundle: QueryBundle) -> list[float] | None:
     """``query_bundle.embedding`` checked by :func:`check_vector` (a list or a numpy
-    array); ``None`` when it is not set or empty: the retriever embeds the query then."""
+    array), and not all zeros (no direction: every passage would score alike, in an
+    arbitrary order); ``None`` when it is not set or empty: the retriever embeds the query
+    then."""
     embedding: Any = query_bundle.embedding
     if embedding is None or (isinstance(embedding, Sized) and len(embedding) == 0):
         return None
-    return check_vector(embedding)
+    vector = check_vector(embedding)
+    if not any(vector):
+        raise InvalidInputError(
+            "QueryBundle.embedding is all zeros: a zero vector has no direction, so every "
+            "passage would score alike; set it to the embedding model's vector, or leave it "
+            "None.")
+    return vector
 
 
 def parse_ner(raw: str | BaseException) -> list[str]:

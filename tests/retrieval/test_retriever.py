@@ -307,6 +307,22 @@ def test_query_bundle_embedding_is_used(family_index: GraphRAGIndex) -> None:
     assert by_vector == by_text
 
 
+def test_a_zero_query_vector_is_refused_by_every_retriever(
+        shared_family_index: GraphRAGIndex) -> None:
+    """It has no direction: the default scored three arbitrary passages 1.0."""
+    index = shared_family_index
+    dim = len(index.embed_model.get_query_embedding(QUESTION))
+    for retriever in (index.as_retriever(), index.as_retriever(method="ppr"),
+                      index.as_naive_retriever()):
+        with pytest.raises(InvalidInputError, match=r"QueryBundle\.embedding is all zeros"):
+            retriever.retrieve(QueryBundle(QUESTION, embedding=[0.0] * dim))
+        with pytest.raises(InvalidInputError, match="all zeros"):
+            asyncio.run(retriever.aretrieve(QueryBundle(QUESTION, embedding=[0.0] * dim)))
+        one = [0.0] * dim
+        one[0] = 1e-30  # tiny is a direction
+        assert isinstance(retriever.retrieve(QueryBundle(QUESTION, embedding=one)), list)
+
+
 @pytest.mark.parametrize("query", ["", "   \n\t"])
 def test_empty_query(shared_family_index: GraphRAGIndex, query: str) -> None:
     with pytest.raises(InvalidInputError, match="empty or whitespace"):

@@ -402,7 +402,7 @@ def _write(store: MilvusGraphStore, communities: Sequence[Community], done: _Rep
                                       done.hashes[index])]
     store.upsert_rows(store.community_collection, rows)
     keep = {row["id"] for row in rows}
-    stale = [r["id"] for r in store.read_all(store.community_collection, [])
+    stale = [r["id"] for r in store.read_all(store.community_collection, [], for_write=True)
              if r["id"] not in keep]
     store.delete_rows(store.community_collection, stale)
     store.flush_collection(store.community_collection)

@@ -74,7 +74,8 @@ def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False
             *(ENTITY_TENANT_FIELDS if store.tenant_key else ())), int(store.dim or 0),
             index_type, store.consistency_level, index_params=index_params)
     lists = passages_of_ends(store.read_all(store.relation_collection,
-                                            ["subject_id", "object_id", "passage_ids"]))
+                                            ["subject_id", "object_id", "passage_ids"],
+                                            for_write=True))
     fields = ["name", "embedding", *(("tenants",) if store.tenant_key else ())]
     written = 0
     ranges = pk_ranges(store.count(old), WRITE_BATCH_SIZE)

@@ -66,15 +66,18 @@ class StoreReads:
         rows = self.read_all(self.passage_collection, PASSAGE_FIELDS)
         return rows_to_passages(rows, [row["id"] for row in rows])
 
-    def read_all(self, collection: str, output_fields: list[str]) -> list[dict[str, Any]]:
+    def read_all(self, collection: str, output_fields: list[str], for_write: bool = False
+                 ) -> list[dict[str, Any]]:
         """Every row of ``collection`` (``output_fields`` and ``id``), read in primary-key
-        ranges (the ids are hex hashes)."""
+        ranges (the ids are hex hashes); ``for_write``: read for a write, at ``Strong``
+        whatever the index's level."""
         rows: list[dict[str, Any]] = []
+        options = self.write_options if for_write else self.read_options
         with milvus_errors(f"read {collection}"):
-            total = self.client.query(collection_name=collection, **self.read_options, filter="",
+            total = self.client.query(collection_name=collection, **options, filter="",
                                       output_fields=["count(*)"])[0]["count(*)"]
             for filter_ in pk_ranges(int(total), self.reads.range_rows):
-                rows.extend(self.client.query(collection_name=collection, **self.read_options,
+                rows.extend(self.client.query(collection_name=collection, **options,
                                               filter=filter_,
                                               output_fields=["id", *output_fields]))
         return rows

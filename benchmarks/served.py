@@ -139,27 +139,35 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     retrievers[methods[1]].retrieve(texts[0])
     first = time.perf_counter() - start
     times: dict[str, list[float]] = {name: [] for name in methods}
+    cpu: dict[str, list[float]] = {name: [] for name in methods}
     requests: dict[str, list[int]] = {name: [] for name in methods}
     for text in texts[1:]:
         for name, retriever in retrievers.items():
             counted["n"] = 0
-            start = time.perf_counter()
+            start, used = time.perf_counter(), time.process_time()
             retriever.retrieve(text)
             times[name].append(time.perf_counter() - start)
+            cpu[name].append(time.process_time() - used)
             requests[name].append(counted["n"])
     after = resident_mb()
     naive = Percentiles.of(times["naive"])
+    naive_cpu = Percentiles.of(cpu["naive"])
     result: dict[str, Any] = {
         "graph_mode": index.graph_mode, "idle_rss_mb": idle, "rss_after_mb": after["VmRSS"],
         "rss_growth_mb": after["VmRSS"] - idle, "peak_rss_mb": after["VmHWM"],
         "first_query_s": round(first, 3), "queries": len(texts) - 1, "methods": {}}
     for name in methods:
-        measured = Percentiles.of(times[name])
+        measured, used = Percentiles.of(times[name]), Percentiles.of(cpu[name])
         result["methods"][name] = {
             **measured.__dict__,
             "ratio_p50": round(measured.p50_ms / naive.p50_ms, 2),
             "ratio_p95": round(measured.p95_ms / naive.p95_ms, 2),
-            "requests_per_query": round(float(np.mean(requests[name])), 2)}
+            "requests_per_query": round(float(np.mean(requests[name])), 2),
+            # the worker's own CPU (all its threads): what it takes from the cores it shares
+            # with the server under load
+            "cpu_p50_ms": used.p50_ms,
+            "cpu_ratio_p50": round(used.p50_ms / naive_cpu.p50_ms, 2) if naive_cpu.p50_ms
+            else None}
     index.close()
     return result
 
@@ -341,7 +349,8 @@ def markdown(report: dict[str, Any]) -> str:
     methods = report["config"]["methods"]
     lines = ["| relations | build (s): write + indexes | Milvus disk / RSS (MB) | worker idle "
              "RSS (MB) | RSS growth over the queries (MB) | first query (s) | "
-             + " | ".join(f"{m} p50 ms (ratio) / p95 ratio / requests" for m in methods) + " |",
+             + " | ".join(f"{m} p50 ms (ratio) / p95 ratio / requests / worker CPU ms (ratio)"
+                          for m in methods) + " |",
              "|" + "---|" * (6 + len(methods))]
     for row in report["results"]:
         worker_row = row["worker"]
@@ -353,7 +362,8 @@ def markdown(report: dict[str, Any]) -> str:
         for name in methods:
             m = worker_row["methods"][name]
             cells.append(f"{m['p50_ms']} ({m['ratio_p50']}x) / {m['ratio_p95']}x / "
-                         f"{m['requests_per_query']}")
+                         f"{m['requests_per_query']} / {m['cpu_p50_ms']} "
+                         f"({m['cpu_ratio_p50']}x)")
         lines.append("| " + " | ".join(cells) + " |")
     results = report["results"]
     if len(results) > 1:

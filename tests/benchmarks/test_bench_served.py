@@ -46,6 +46,8 @@ def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,
     for name, measured in worker["methods"].items():
         # naive RAG is one passage search; every graph method asks Milvus more than once
         assert (measured["requests_per_query"] == 1.0) == (name == "naive")
+        assert measured["cpu_p50_ms"] > 0  # the worker's own CPU per query
+    assert worker["methods"]["naive"]["cpu_ratio_p50"] == 1.0
     printed = capsys.readouterr().out
     assert "| 600 |" in printed and "served.json" in printed
 

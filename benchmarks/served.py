@@ -144,10 +144,10 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     for text in texts[1:]:
         for name, retriever in retrievers.items():
             counted["n"] = 0
-            start, used = time.perf_counter(), time.process_time()
+            start, cpu_start = time.perf_counter(), time.process_time()
             retriever.retrieve(text)
             times[name].append(time.perf_counter() - start)
-            cpu[name].append(time.process_time() - used)
+            cpu[name].append(time.process_time() - cpu_start)
             requests[name].append(counted["n"])
     after = resident_mb()
     naive = Percentiles.of(times["naive"])

@@ -6,8 +6,9 @@ For each size (synthetic power-law graphs, see :mod:`.synthetic`, written to one
 - in a fresh worker process (``GraphRAGIndex(graph="milvus")``, as a web worker starts):
   its resident memory once open (idle), the first query's time, then ``--queries`` rounds
   of every method side by side (naive RAG, the default second hop, k-hop, PageRank, PCST):
-  p50/p95 per method and its ratio to naive RAG, the Milvus requests per query, and the
-  process's resident memory after them;
+  p50/p95 per method and its ratio to naive RAG, the Milvus requests per query, the CPU a
+  query takes in the worker and (on the embedded server) in the server, and the process's
+  resident memory after them;
 - the Milvus server's disk (its data folder) and resident memory.
 
 Query embedding costs nothing here (:class:`~.scale.HashedRandomEmbedding`), so the times
@@ -28,6 +29,7 @@ import platform
 import subprocess
 import tempfile
 import time
+from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -95,6 +97,80 @@ class FromRelations:
             store.records_entity_passages = True
 CALLS = ("search", "query", "get")
 """The Milvus client calls counted as requests."""
+SERVER_PID = Path("/run/milvus/standalone.pid")
+"""Where the embedded server records its process id."""
+
+
+def embedded_pid() -> int | None:
+    """The process id of the embedded server running here (``None`` when none is)."""
+    try:
+        return int(SERVER_PID.read_text().strip())
+    except (OSError, ValueError):
+        return None
+
+
+Threads = dict[str, int]
+"""CPU nanoseconds of each thread of a process, by thread id."""
+
+
+class ServerCpu:
+    """The CPU time of the embedded Milvus server's process, summed over its threads' own
+    counters (``/proc/<pid>/task/*/schedstat``, nanoseconds): precise enough for one query,
+    so that each method's median per query is free of the server's bursts of background
+    work (a compaction starting mid-run). A thread that ends between two readings loses what
+    it ran since the first (a query's window is milliseconds). ``None`` readings when there is
+    no such process (Lite, a remote URL)."""
+
+    def __init__(self, pid: int | None) -> None:
+        self.tasks = Path(f"/proc/{pid}/task") if pid else None
+
+    def threads(self) -> Threads | None:
+        """Each thread's CPU so far (``None`` when the process is gone or unknown)."""
+        if self.tasks is None:
+            return None
+        found: Threads = {}
+        try:
+            tids = [t.name for t in self.tasks.iterdir()]
+        except OSError:
+            return None
+        for tid in tids:
+            try:
+                found[tid] = int((self.tasks / tid / "schedstat").read_text().split()[0])
+            except (OSError, IndexError, ValueError):
+                continue  # ended while read
+        return found
+
+    @staticmethod
+    def spent(before: Threads | None, after: Threads | None) -> float | None:
+        """CPU seconds the process ran between two readings.
+
+        >>> ServerCpu.spent({"1": 10**9, "2": 5}, {"1": 3 * 10**9, "3": 10**9})
+        3.0
+        """
+        if before is None or after is None:
+            return None
+        return sum(ns - before.get(tid, 0) for tid, ns in after.items()) / 1e9
+
+    def idle_rate(self, seconds: float = 3.0) -> float:
+        """The server's CPU seconds per second with no query (its background work; 0 without
+        a server)."""
+        if self.tasks is None:
+            return 0.0
+        start = self.threads()
+        time.sleep(seconds)
+        used = self.spent(start, self.threads())
+        return used / seconds if used is not None else 0.0
+
+    def settled_rate(self, below: float = 0.1, window: float = 2.0, timeout: float = 300.0
+                     ) -> float:
+        """The idle rate once the server's background work (loading, index builds,
+        compaction after a start) has fallen under ``below`` cores, or after ``timeout``
+        seconds: the last window's rate."""
+        deadline = time.monotonic() + timeout
+        rate = self.idle_rate(window)
+        while rate >= below and time.monotonic() < deadline:
+            rate = self.idle_rate(window)
+        return rate
 
 
 def questions(count: int, entities: int, seed: int = 11) -> list[str]:
@@ -109,10 +185,12 @@ def questions(count: int, entities: int, seed: int = 11) -> list[str]:
 
 
 def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str],
-           store_threads: int | None = None) -> dict[str, Any]:
+           store_threads: int | None = None, server_pid: int | None = None) -> dict[str, Any]:
     """A fresh worker's measurements (the child of :func:`measure_worker`);
     ``store_threads``: the store's thread pools resized (an experiment: how much the
-    concurrent requests of one step wait for a thread)."""
+    concurrent requests of one step wait for a thread). Beside each method's latency, the
+    CPU a query takes: the worker's own (all its threads) and, given the embedded server's
+    process (``server_pid``), the server's (its background work while idle subtracted)."""
     index = GraphRAGIndex(uri=uri, collection_prefix=prefix, consistency_level="Bounded",
                           embed_model=HashedRandomEmbedding(dim=dim), graph="milvus")
     if store_threads:
@@ -140,22 +218,33 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     first = time.perf_counter() - start
     times: dict[str, list[float]] = {name: [] for name in methods}
     cpu: dict[str, list[float]] = {name: [] for name in methods}
+    server_cpu: dict[str, list[float]] = {name: [] for name in methods}
     requests: dict[str, list[int]] = {name: [] for name in methods}
+    server = ServerCpu(server_pid)
+    background = server.settled_rate()
     for text in texts[1:]:
         for name, retriever in retrievers.items():
             counted["n"] = 0
+            server_start = server.threads()
             start, cpu_start = time.perf_counter(), time.process_time()
             retriever.retrieve(text)
             times[name].append(time.perf_counter() - start)
             cpu[name].append(time.process_time() - cpu_start)
+            spent = server.spent(server_start, server.threads())
+            if spent is not None:
+                server_cpu[name].append(spent - background * times[name][-1])
             requests[name].append(counted["n"])
     after = resident_mb()
     naive = Percentiles.of(times["naive"])
     naive_cpu = Percentiles.of(cpu["naive"])
+    totals = {name: cpu_per_query(cpu[name], server_cpu[name] or None) for name in methods}
+    # the background rate again: when it moved, the means moved with it (not the medians)
+    idle_cores = {"before": round(background, 3), "after": round(server.idle_rate(), 3)}
     result: dict[str, Any] = {
         "graph_mode": index.graph_mode, "idle_rss_mb": idle, "rss_after_mb": after["VmRSS"],
         "rss_growth_mb": after["VmRSS"] - idle, "peak_rss_mb": after["VmHWM"],
-        "first_query_s": round(first, 3), "queries": len(texts) - 1, "methods": {}}
+        "first_query_s": round(first, 3), "queries": len(texts) - 1,
+        "server_idle_cores": idle_cores if server.tasks else None, "methods": {}}
     for name in methods:
         measured, used = Percentiles.of(times[name]), Percentiles.of(cpu[name])
         result["methods"][name] = {
@@ -167,9 +256,49 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
             # with the server under load
             "cpu_p50_ms": used.p50_ms,
             "cpu_ratio_p50": round(used.p50_ms / naive_cpu.p50_ms, 2) if naive_cpu.p50_ms
-            else None}
+            else None,
+            **totals[name].__dict__,
+            "throughput_bound": totals[name].bound(totals["naive"])}
     index.close()
     return result
+
+
+@dataclass(frozen=True)
+class QueryCpu:
+    """A method's CPU per query in milliseconds: the worker's mean, and the embedded
+    server's median and mean (``None`` without one)."""
+
+    worker_cpu_mean_ms: float
+    server_cpu_p50_ms: float | None
+    server_cpu_mean_ms: float | None
+
+    @property
+    def total(self) -> float | None:
+        """The worker's mean and the server's median."""
+        if self.server_cpu_p50_ms is None:
+            return None
+        return self.worker_cpu_mean_ms + self.server_cpu_p50_ms
+
+    def bound(self, naive: QueryCpu) -> float | None:
+        """The most of naive RAG's queries per second this method answers on a machine
+        whose cores the server and the workers saturate (the ratio of their CPU per query;
+        ``None`` without the server's).
+
+        >>> QueryCpu(2.0, 6.0, 6.5).bound(QueryCpu(1.0, 3.0, 3.1))
+        0.5
+        """
+        mine, theirs = self.total, naive.total
+        return round(theirs / mine, 2) if mine and theirs else None
+
+
+def cpu_per_query(worker_s: list[float], server_s: list[float] | None) -> QueryCpu:
+    """The CPU per query of ``worker_s`` and ``server_s`` (one reading per query, seconds),
+    in milliseconds."""
+    worker = round(1000 * float(np.mean(worker_s)), 3) if worker_s else 0.0
+    if not server_s:
+        return QueryCpu(worker, None, None)
+    return QueryCpu(worker, round(1000 * float(np.median(server_s)), 3),
+                    round(1000 * float(np.mean(server_s)), 3))
 
 
 def resize_pools(index: GraphRAGIndex, threads: int) -> None:
@@ -186,11 +315,12 @@ def resize_pools(index: GraphRAGIndex, threads: int) -> None:
 
 
 def measure_worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str],
-                   store_threads: int | None = None) -> dict[str, Any]:
+                   store_threads: int | None = None, server_pid: int | None = None
+                   ) -> dict[str, Any]:
     """Run :func:`worker` in a new Python process (a worker that starts cold)."""
     with multiprocessing.get_context("spawn").Pool(1) as pool:
         result: dict[str, Any] = pool.apply(worker, (uri, prefix, dim, texts, methods,
-                                                     store_threads))
+                                                     store_threads, server_pid))
     return result
 
 
@@ -261,7 +391,7 @@ def server_footprint(base_dir: str | None) -> dict[str, Any]:
     footprint: dict[str, Any] = {"milvus_disk_mb": int(disk.stdout.split()[0])
                                  if disk.stdout else None}
     try:
-        pid = Path("/run/milvus/standalone.pid").read_text().strip()
+        pid = SERVER_PID.read_text().strip()
         status = Path(f"/proc/{pid}/status").read_text()
         fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
         footprint["milvus_rss_mb"] = round(int(fields["VmRSS"].split()[0]) / 1024)
@@ -309,7 +439,8 @@ def run(sizes: list[int], queries: int, uri: str | None, embedded_server: str | 
             print(json.dumps(row), flush=True)
             row["worker"] = measure_worker(target, prefix, dim,
                                            questions(queries + 1, row["entities"]), methods,
-                                           store_threads)
+                                           store_threads,
+                                           embedded_pid() if embedded_server else None)
             if explorer_entities:
                 row["explorer"] = measure_explorer(target, prefix, dim, entities, hubs,
                                                    searches)
@@ -350,7 +481,7 @@ def markdown(report: dict[str, Any]) -> str:
     lines = ["| relations | build (s): write + indexes | Milvus disk / RSS (MB) | worker idle "
              "RSS (MB) | RSS growth over the queries (MB) | first query (s) | "
              + " | ".join(f"{m} p50 ms (ratio) / p95 ratio / requests / worker CPU ms (ratio)"
-                          for m in methods) + " |",
+                          " / server CPU p50 ms / CPU bound on QPS" for m in methods) + " |",
              "|" + "---|" * (6 + len(methods))]
     for row in report["results"]:
         worker_row = row["worker"]
@@ -363,7 +494,8 @@ def markdown(report: dict[str, Any]) -> str:
             m = worker_row["methods"][name]
             cells.append(f"{m['p50_ms']} ({m['ratio_p50']}x) / {m['ratio_p95']}x / "
                          f"{m['requests_per_query']} / {m['cpu_p50_ms']} "
-                         f"({m['cpu_ratio_p50']}x)")
+                         f"({m['cpu_ratio_p50']}x) / {m.get('server_cpu_p50_ms') or '-'} / "
+                         f"{m.get('throughput_bound') or '-'}x")
         lines.append("| " + " | ".join(cells) + " |")
     results = report["results"]
     if len(results) > 1:

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import os
+import threading
+import time
 from pathlib import Path
 
 import pytest
 
-from benchmarks.served import METHODS, main, questions
+from benchmarks.served import METHODS, ServerCpu, cpu_per_query, main, questions
 from benchmarks.synthetic import entity_name
 from llama_index_graphrag_milvus.records import RelationHit, Triplet
 from llama_index_graphrag_milvus.retrieval.bridge import distinct_bridges
@@ -32,6 +35,34 @@ def test_questions_name_their_entities_only_so_relations_offer_bridges() -> None
     assert [b.name for b in bridges] == [entity_name(named + 1000)]
 
 
+def test_server_cpu_reads_a_process_cpu_time_and_none_without_one() -> None:
+    """The reader of the server's CPU, pointed at this process: what it reads grows with
+    the work done (at least the 50 ms of CPU this thread spends between two readings)."""
+    reader = ServerCpu(os.getpid())
+    before = reader.threads()
+    assert before and str(threading.get_native_id()) in before
+    deadline = time.process_time() + 0.05
+    while time.process_time() < deadline:
+        sum(range(1000))
+    spent = reader.spent(before, reader.threads())
+    assert spent is not None and 0.045 <= spent < 5
+    missing = ServerCpu(None)
+    assert missing.threads() is None and missing.idle_rate() == 0.0
+    assert missing.spent(None, before) is None
+    gone = ServerCpu(2 ** 22 + 7)  # beyond the largest pid Linux gives
+    assert gone.threads() is None and gone.spent(gone.threads(), gone.threads()) is None
+
+
+def test_cpu_per_query_adds_the_server_median_and_bounds_throughput() -> None:
+    naive = cpu_per_query([0.001, 0.002, 0.003], [0.003, 0.002, 0.010])
+    assert (naive.worker_cpu_mean_ms, naive.server_cpu_p50_ms, naive.total) == (2.0, 3.0, 5.0)
+    assert naive.server_cpu_mean_ms == 5.0  # a burst of background work moves the mean
+    graph = cpu_per_query([0.004, 0.006], [0.014, 0.016])
+    assert graph.total == 20.0 and graph.bound(naive) == 0.25
+    lite = cpu_per_query([0.004], None)
+    assert lite.total is None and lite.bound(naive) is None and lite.server_cpu_mean_ms is None
+
+
 def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,
                                                                   capsys) -> None:
     main(["--sizes", "600", "--queries", "3", "--out", str(tmp_path)])
@@ -47,6 +78,9 @@ def test_served_command_reports_every_method_from_a_fresh_worker(tmp_path: Path,
         # naive RAG is one passage search; every graph method asks Milvus more than once
         assert (measured["requests_per_query"] == 1.0) == (name == "naive")
         assert measured["cpu_p50_ms"] > 0  # the worker's own CPU per query
+        assert measured["worker_cpu_mean_ms"] > 0
+        # Milvus Lite runs in no server process of its own: no server share, no bound
+        assert measured["server_cpu_p50_ms"] is None and measured["throughput_bound"] is None
     assert worker["methods"]["naive"]["cpu_ratio_p50"] == 1.0
     printed = capsys.readouterr().out
     assert "| 600 |" in printed and "served.json" in printed

@@ -495,7 +495,7 @@ def markdown(report: dict[str, Any]) -> str:
             cells.append(f"{m['p50_ms']} ({m['ratio_p50']}x) / {m['ratio_p95']}x / "
                          f"{m['requests_per_query']} / {m['cpu_p50_ms']} "
                          f"({m['cpu_ratio_p50']}x) / {m.get('server_cpu_p50_ms') or '-'} / "
-                         f"{m.get('throughput_bound') or '-'}x")
+                         + (f"{m['throughput_bound']}x" if m.get("throughput_bound") else "-"))
         lines.append("| " + " | ".join(cells) + " |")
     results = report["results"]
     if len(results) > 1:

@@ -54,6 +54,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Plan,
     RankPassages,
     RankWords,
+    RelationsAndPassages,
     RelationsAround,
     RelationSeeds,
     RelationTexts,
@@ -63,6 +64,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
 from llama_index_graphrag_milvus.retrieval.settings import SearchPlace
 from llama_index_graphrag_milvus.retrieval.sources.shared import (
     as_hits,
+    both_at_once,
     held_scope,
     milvus_ranking,
     milvus_words,
@@ -246,6 +248,7 @@ MEMORY_SOURCE: Handlers = dict([
     steps(GetRelations, _get_relations),
     steps(OwnRelations, _own_relations),
     steps(EntityPassages, _entity_passages),
+    steps(RelationsAndPassages, both_at_once),
     steps(EntityDegrees, _entity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),

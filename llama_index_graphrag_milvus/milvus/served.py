@@ -46,9 +46,6 @@ AROUND_EXACT_BYTES = 1 << 18
 """The vectors :meth:`ServedGraph.relations_around` reads to rank an entity set's relations
 exactly (256 KiB: 1,024 relations of 64 dimensions; at least ``limit + 1`` relations, so an
 entity set with at most ``limit`` relations is always read whole)."""
-FEW_SHARE = 4
-"""Entities are read at once without a count (:meth:`ServedGraph.likely_few`) when their
-rows list at most a quarter as many passages as the exact read holds rows."""
 GRAPH_FIELDS = ["text", "subject_id", "object_id", "passage_ids"]
 """What a served relation is read with (and the kinds of its ends, where recorded)."""
 ENDPOINT_INDEXES = ("subject_id", "object_id")
@@ -123,7 +120,7 @@ class ServedGraph:
         return self.store.relation_fields(GRAPH_FIELDS)
 
     @property
-    def query_first(self) -> bool:
+    def _query_first(self) -> bool:
         """Whether to read the relations before searching: not with a FLAT index (Milvus
         Lite's), whose filtered search is exact already (and, on Lite, faster than a query)."""
         return self.store.index_type != "FLAT"
@@ -145,49 +142,30 @@ class ServedGraph:
                                min(limit, MILVUS_MAX_TOP_K), self.fields)
         return {**kwargs, "filter": self._around(entity_ids)}
 
-    def likely_few(self, listed: Sequence[int], cap: int, limit: int) -> bool:
-        """Whether entities whose rows list ``listed`` passages (each at most ``cap``, what
-        :meth:`entity_passages` gave) likely have their relations fit the exact read of
-        :meth:`relations_around`: no list reached ``cap`` and the passages number at most
-        a :data:`FEW_SHARE` of the read's rows (a relation per entity and passage is the
-        common case). ``False`` with a FLAT index, whose search needs no count.
-
-        >>> from types import SimpleNamespace
-        >>> graph = ServedGraph(SimpleNamespace(dim=64, index_type="HNSW"))  # type: ignore
-        >>> graph.likely_few([3, 40], 65, 10), graph.likely_few([65], 65, 10)
-        (True, False)
-        >>> graph.likely_few([200, 100], 1000, 10)  # more than a quarter of 1,024 rows
-        False
-        """
-        return (self.query_first and all(n < cap for n in listed)
-                and sum(listed) * FEW_SHARE <= self._around_cap(limit))
-
-    def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int,
-                         few: bool = False) -> list[CandidateRelation]:
+    def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
+                         ) -> list[CandidateRelation]:
         """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first:
         counted first; read and ranked exactly when they fit the exact read, else (a hub
         among the entities) the filtered search's hits. Two Milvus calls (one with a FLAT
-        index: the search, exact). ``few`` (the caller expects few relations, see
-        :meth:`likely_few`): read at once, without the count, and searched only when the
-        read fills the exact read's budget (the same answer)."""
+        index: the search, exact)."""
         if not entity_ids or limit < 1:
             return []
-        if self.query_first:
+        if self._query_first:
             cap = self._around_cap(limit)
-            if few or self._count_around(entity_ids) < cap:
+            if self._count_around(entity_ids) < cap:
                 exact = exact_around(self._query_around(entity_ids, cap), cap, vector, limit)
                 if exact is not None:  # else relations were added since the count
                     return exact
         return parse_around(self._search_around(vector, entity_ids, limit))
 
     async def arelations_around(self, vector: Sequence[float], entity_ids: Sequence[str],
-                                limit: int, few: bool = False) -> list[CandidateRelation]:
+                                limit: int) -> list[CandidateRelation]:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
-        if self.query_first:
+        if self._query_first:
             cap = self._around_cap(limit)
-            if few or await self._acount_around(entity_ids) < cap:
+            if await self._acount_around(entity_ids) < cap:
                 exact = exact_around(await self._aquery_around(entity_ids, cap), cap, vector,
                                      limit)
                 if exact is not None:

@@ -39,7 +39,7 @@ from llama_index_graphrag_milvus.retrieval.method import QueryContext, Retrieval
 from llama_index_graphrag_milvus.retrieval.neighbourhood import (
     Spread,
     bridge_spreads,
-    relations_and_spreads,
+    relations_of,
 )
 from llama_index_graphrag_milvus.retrieval.passages import (
     Result,
@@ -450,9 +450,10 @@ class BridgeRetrieval(RetrievalMethod):
         specific = sum(b.kind in SPECIFIC_KINDS for b in candidates)
         if specific >= self.max_bridges:
             return candidates, {}
-        fallback, spreads = yield from relations_and_spreads(
-            query, named_entities(query.text, hits), self.named_relations,
-            [h.id for h in hits], reached_by(candidates), self.hub_passages + 1)
+        fallback, spreads = yield from side_by_side(
+            relations_of(query, named_entities(query.text, hits), self.named_relations,
+                         [h.id for h in hits]),
+            bridge_spreads(query, reached_by(candidates), self.hub_passages + 1))
         return distinct_bridges(query.text, hits, fallback), spreads
 
     @staticmethod

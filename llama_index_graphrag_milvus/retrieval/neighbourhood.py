@@ -1,8 +1,8 @@
 """The graph steps the methods share: the k-hop pool of the seeds (:func:`expand_pool`), the
 relations of some entities (:func:`relations_of`), where candidate bridges lead
-(:func:`bridge_spreads`), the last two at once (:func:`relations_and_spreads`). Each is a
-graph request (or two) that the query's graph source answers, in memory or served by Milvus
-(:mod:`.sources`): a method written with them works in both."""
+(:func:`bridge_spreads`). Each is a graph request (or two) that the query's graph source
+answers, in memory or served by Milvus (:mod:`.sources`): a method written with them works
+in both."""
 
 from __future__ import annotations
 
@@ -18,9 +18,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     EntityPassages,
     ExpandPool,
     Plan,
-    RelationsAndPassages,
     RelationsAround,
-    side_by_side,
 )
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
 from llama_index_graphrag_milvus.retrieval.sources.shared import as_hits
@@ -47,23 +45,6 @@ def relations_of(query: QueryContext, entity_ids: Sequence[str], limit: int,
     return as_hits([c for c in found if c.id not in known][:limit])
 
 
-def relations_and_spreads(query: QueryContext, entity_ids: Sequence[str], limit: int,
-                          exclude: Iterable[str], reached: Sequence[tuple[str, RelationHit]],
-                          cap: int) -> Plan[tuple[list[RelationHit], dict[str, Spread]]]:
-    """:func:`relations_of` and :func:`bridge_spreads` at once: one
-    :class:`~..requests.RelationsAndPassages`, which the graph source answers side by side
-    or (a graph served by Milvus) in the order that spares a request."""
-    if not entity_ids or limit < 1 or not reached:
-        return (yield from side_by_side(relations_of(query, entity_ids, limit, exclude),
-                                        bridge_spreads(query, reached, cap)))
-    known = set(exclude)
-    found, passages = yield from RelationsAndPassages(
-        query.vector, tuple(entity_ids), limit + len(known),
-        tuple(dict.fromkeys(e for e, _ in reached)), cap)
-    return (as_hits([c for c in found if c.id not in known][:limit]),
-            spreads_of(reached, passages))
-
-
 @dataclass(frozen=True)
 class Spread:
     """Where an entity's relations lead: how many passages they come from (up to the cap
@@ -80,13 +61,6 @@ def bridge_spreads(query: QueryContext, reached: Sequence[tuple[str, RelationHit
     if not reached:
         return {}
     passages = yield from EntityPassages(tuple(dict.fromkeys(e for e, _ in reached)), cap)
-    return spreads_of(reached, passages)
-
-
-def spreads_of(reached: Sequence[tuple[str, RelationHit]], passages: dict[str, list[str]]
-               ) -> dict[str, Spread]:
-    """The :class:`Spread` of each reached entity, from the passages its relations come
-    from (:class:`~..requests.EntityPassages`' answer)."""
     return {entity: Spread(len(passages.get(entity, ())),
                            bool(set(passages.get(entity, ())) - set(hit.passage_ids)))
             for entity, hit in reached}

@@ -19,11 +19,12 @@ Requests come in four kinds, by what answers them (see :mod:`.drivers`):
 - **the graph** (what a method asks): :class:`RelationSeeds`, :class:`EntitySeeds`,
   :class:`RankPassages`, :class:`RankWords`, :class:`ExpandPool`, :class:`RelationsAround`,
   :class:`GetRelations`, :class:`OwnRelations`, :class:`EntityPassages`,
-  :class:`RelationsAndPassages`, :class:`EntityDegrees`, :class:`RelationTexts`,
-  :class:`EntityNames`, and for local search :class:`CommunitiesBuilt`,
-  :class:`CommunitiesOf`, :class:`DescriptionsOf`. The *graph source* of the query
-  answers them: the graph held in memory, or served by Milvus (:mod:`.sources`). Both
-  answer with the same records, so a method never knows where the graph lives;
+  :class:`EntityDegrees`, :class:`RelationTexts`, :class:`EntityNames`, and for local
+  search :class:`CommunitiesBuilt`, :class:`CommunitiesOf`, :class:`DescriptionsOf`. The
+  *graph source*
+  of the query answers them: the graph held in memory, or served by Milvus
+  (:mod:`.sources`). Both answer with the same records, so a method never knows where the
+  graph lives;
 - **the models**: :class:`Ner`, :class:`EmbedTexts`;
 - **the Milvus collections**, one request one call: :class:`SearchEntities`,
   :class:`SearchRelations`, :class:`SearchPassages`, :class:`MatchWords`, :class:`GetPassages`,
@@ -165,16 +166,11 @@ class ExpandPool(Request[list[CandidateRelation]]):
 @dataclass(frozen=True)
 class RelationsAround(Request[list[CandidateRelation]]):
     """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first (ties
-    by id), with their ends, kinds, passages and texts. ``few``: the asker has reason to
-    think the entities have few relations (their rows list few passages), so a graph served
-    by Milvus reads them at once instead of counting them first, and searches only when the
-    read fills its budget: the same answer, one request fewer when they are few (one more
-    when they are not)."""
+    by id), with their ends, kinds, passages and texts."""
 
     vector: Sequence[float]
     entity_ids: tuple[str, ...]
     limit: int
-    few: bool = False
 
 
 @dataclass(frozen=True)
@@ -210,21 +206,6 @@ class EntityPassages(Request[dict[str, list[str]]]):
     those of at most ``cap`` of its relations)."""
 
     entity_ids: tuple[str, ...]
-    cap: int
-
-
-@dataclass(frozen=True)
-class RelationsAndPassages(Request[tuple[list[CandidateRelation], dict[str, list[str]]]]):
-    """``RelationsAround(vector, entity_ids, limit)`` and ``EntityPassages(passages_of,
-    cap)``, independent of each other, answered together: side by side, or (a graph served
-    by Milvus with a vector index, where counting an entity set's relations is a request of
-    its own) the passages first, those of ``entity_ids`` in the same read, so that entities
-    whose rows list few passages have their relations read without a count."""
-
-    vector: Sequence[float]
-    entity_ids: tuple[str, ...]
-    limit: int
-    passages_of: tuple[str, ...]
     cap: int
 
 
@@ -275,8 +256,8 @@ class DescriptionsOf(Request["DescriptionTable"]):
 
 GRAPH_REQUESTS: tuple[type[Request[Any]], ...] = (
     RelationSeeds, EntitySeeds, RankPassages, RankWords, ExpandPool, RelationsAround,
-    GetRelations, OwnRelations, EntityPassages, RelationsAndPassages, EntityDegrees,
-    RelationTexts, EntityNames, CommunitiesBuilt, CommunitiesOf, DescriptionsOf)
+    GetRelations, OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames,
+    CommunitiesBuilt, CommunitiesOf, DescriptionsOf)
 """What a graph source must answer (:mod:`.sources` checks its tables against it)."""
 
 

@@ -36,7 +36,6 @@ from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.neighbourhood import Spread, bridge_spreads
 from llama_index_graphrag_milvus.retrieval.requests import (
     EntityPassages,
-    RelationsAndPassages,
     RelationsAround,
     Together,
     advance,
@@ -195,9 +194,6 @@ def scripted_candidates(question: str, hits: list[RelationHit], max_bridges: int
         if isinstance(request, RelationsAround):
             return [CandidateRelation(h.id, h.score, 0, h.text, h.passage_ids, h.subject_id,
                                       h.object_id) for h in fallback]
-        if isinstance(request, RelationsAndPassages):  # the two at once, as a source would
-            return (answer(RelationsAround(request.vector, request.entity_ids, request.limit)),
-                    answer(EntityPassages(request.passages_of, request.cap)))
         assert isinstance(request, EntityPassages), request
         return {e: passages.get(e, []) for e in request.entity_ids}
 
@@ -232,10 +228,8 @@ def test_the_named_entities_relations_are_read_only_when_the_hits_lack_bridges()
     for limit in (4, 5, 6):
         candidates, spreads, rounds = scripted_candidates(question, hits, limit, fallback,
                                                           spread)
-        # too few: the named entities' relations are read with the hits' spreads, in one
-        # request the graph source answers as it can (side by side, or served by Milvus
-        # in the order that spares the count)
-        assert rounds == [["RelationsAndPassages"]], rounds
+        # too few: the named entities' relations are read beside the hits' spreads
+        assert rounds == [["RelationsAround", "EntityPassages"]], rounds
         assert [(b.name, b.fallback) for b in candidates] == [
             ("Halifax", False), ("Dartmouth", False), ("Truro", False), ("Walden", True),
             ("Kings South", True)]

@@ -54,7 +54,6 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Plan,
     RankPassages,
     RankWords,
-    RelationsAndPassages,
     RelationsAround,
     RelationSeeds,
     RelationTexts,
@@ -64,7 +63,6 @@ from llama_index_graphrag_milvus.retrieval.requests import (
 from llama_index_graphrag_milvus.retrieval.settings import SearchPlace
 from llama_index_graphrag_milvus.retrieval.sources.shared import (
     as_hits,
-    both_at_once,
     held_scope,
     milvus_ranking,
     milvus_words,
@@ -248,7 +246,6 @@ MEMORY_SOURCE: Handlers = dict([
     steps(GetRelations, _get_relations),
     steps(OwnRelations, _own_relations),
     steps(EntityPassages, _entity_passages),
-    steps(RelationsAndPassages, both_at_once),
     steps(EntityDegrees, _entity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),

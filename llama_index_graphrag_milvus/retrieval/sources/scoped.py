@@ -64,14 +64,13 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Plan,
     RankPassages,
     RankWords,
-    RelationsAndPassages,
     RelationsAround,
     RelationSeeds,
     Request,
     Together,
 )
 from llama_index_graphrag_milvus.retrieval.sources.served import expand_hop_by_hop
-from llama_index_graphrag_milvus.retrieval.sources.shared import both_at_once, held_scope
+from llama_index_graphrag_milvus.retrieval.sources.shared import held_scope
 
 R = TypeVar("R", CandidateRelation, RelationHit)
 
@@ -270,8 +269,6 @@ def scoped(inner: Handlers) -> Handlers:
         GetRelations: _get_relations(inner[GetRelations]),
         OwnRelations: _own_relations(inner[OwnRelations]),
         EntityPassages: _entity_passages(inner[EntityPassages]),
-        # each of the two within the scope (no read spared)
-        RelationsAndPassages: Steps(both_at_once),
         EntityDegrees: Steps(_entity_degrees),
         RankPassages: _rank_passages(inner[RankPassages]),
         RankWords: Steps(_no_words),

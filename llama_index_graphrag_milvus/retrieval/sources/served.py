@@ -49,7 +49,6 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Plan,
     RankPassages,
     RankWords,
-    RelationsAndPassages,
     RelationsAround,
     RelationSeeds,
     RelationTexts,
@@ -58,7 +57,6 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Together,
 )
 from llama_index_graphrag_milvus.retrieval.sources.shared import (
-    both_at_once,
     milvus_ranking,
     milvus_words,
     rank_own,
@@ -166,27 +164,11 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
 
 
 def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return served(context).relations_around(r.vector, r.entity_ids, r.limit, r.few)
+    return served(context).relations_around(r.vector, r.entity_ids, r.limit)
 
 
 async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return await served(context).arelations_around(r.vector, r.entity_ids, r.limit, r.few)
-
-
-def _relations_and_passages(context: DriverContext, r: RelationsAndPassages
-                            ) -> Plan[tuple[list[CandidateRelation], dict[str, list[str]]]]:
-    """Where entity rows list their passages and the relations' index is not FLAT: the
-    passages first, those of ``r.entity_ids`` read with them (one read by id), then the
-    relations, read at once when those lists say they are few (no count). Else both side
-    by side."""
-    graph = served(context)
-    if not (context.store.records_entity_passages and graph.query_first):
-        return (yield from both_at_once(context, r))
-    listed = yield from EntityPassages(tuple(dict.fromkeys((*r.passages_of, *r.entity_ids))),
-                                       r.cap)
-    few = graph.likely_few([len(listed.get(e, ())) for e in r.entity_ids], r.cap, r.limit)
-    around = yield from RelationsAround(r.vector, r.entity_ids, r.limit, few)
-    return around, {e: listed.get(e, []) for e in r.passages_of}
+    return await served(context).arelations_around(r.vector, r.entity_ids, r.limit)
 
 
 def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:
@@ -280,7 +262,6 @@ SERVED_SOURCE: Handlers = dict([
     handler(GetRelations, _relations, _arelations),
     steps(OwnRelations, _own_relations),
     handler(EntityPassages, _entity_passages, _aentity_passages),
-    steps(RelationsAndPassages, _relations_and_passages),
     handler(EntityDegrees, _entity_degrees, _aentity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),

@@ -10,27 +10,14 @@ from llama_index_graphrag_milvus.graph.tables import PassageScope
 from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext
 from llama_index_graphrag_milvus.retrieval.requests import (
-    EntityPassages,
     LoadScope,
     MatchWords,
     Plan,
     RankPassages,
     RankWords,
-    RelationsAndPassages,
-    RelationsAround,
     SearchPassages,
-    Together,
 )
 from llama_index_graphrag_milvus.retrieval.settings import GraphMode, SearchPlace
-
-
-def both_at_once(context: DriverContext, r: RelationsAndPassages
-                 ) -> Plan[tuple[list[CandidateRelation], dict[str, list[str]]]]:
-    """``r``'s two requests side by side (what a source answers when neither helps the
-    other)."""
-    around, passages = yield from Together((RelationsAround(r.vector, r.entity_ids, r.limit),
-                                            EntityPassages(r.passages_of, r.cap)))
-    return around, passages
 
 
 def milvus_ranking(r: RankPassages) -> Plan[list[list[PassageHit]]]:

@@ -142,30 +142,34 @@ class ServedGraph:
                                min(limit, MILVUS_MAX_TOP_K), self.fields)
         return {**kwargs, "filter": self._around(entity_ids)}
 
-    def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int
-                         ) -> list[CandidateRelation]:
+    def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int,
+                         read_first: bool = False) -> list[CandidateRelation]:
         """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first:
         counted first; read and ranked exactly when they fit the exact read, else (a hub
         among the entities) the filtered search's hits. Two Milvus calls (one with a FLAT
-        index: the search, exact)."""
+        index: the search, exact). ``read_first``: not counted, read at once, and searched
+        only when the read fills the exact read's budget (the same answer: one call for a
+        small entity set, a read of at most ``exact_bytes`` of vectors, then the search, for
+        a hub)."""
         if not entity_ids or limit < 1:
             return []
         if self._query_first:
             cap = self._around_cap(limit)
-            if self._count_around(entity_ids) < cap:
+            if read_first or self._count_around(entity_ids) < cap:
                 exact = exact_around(self._query_around(entity_ids, cap), cap, vector, limit)
                 if exact is not None:  # else relations were added since the count
                     return exact
         return parse_around(self._search_around(vector, entity_ids, limit))
 
     async def arelations_around(self, vector: Sequence[float], entity_ids: Sequence[str],
-                                limit: int) -> list[CandidateRelation]:
+                                limit: int, read_first: bool = False
+                                ) -> list[CandidateRelation]:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
         if self._query_first:
             cap = self._around_cap(limit)
-            if await self._acount_around(entity_ids) < cap:
+            if read_first or await self._acount_around(entity_ids) < cap:
                 exact = exact_around(await self._aquery_around(entity_ids, cap), cap, vector,
                                      limit)
                 if exact is not None:

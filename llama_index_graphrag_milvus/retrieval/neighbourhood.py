@@ -34,14 +34,16 @@ def expand_pool(query: QueryContext, seeds: Seeds, config: ExpansionConfig
 
 
 def relations_of(query: QueryContext, entity_ids: Sequence[str], limit: int,
-                 exclude: Iterable[str] = ()) -> Plan[list[RelationHit]]:
+                 exclude: Iterable[str] = (), read_first: bool = False
+                 ) -> Plan[list[RelationHit]]:
     """The ``limit`` relations of ``entity_ids`` most similar to the query, other than
     ``exclude``, best first, as relation hits (with their texts, ends, kinds and
-    passages)."""
+    passages); ``read_first``: see :class:`~..requests.RelationsAround`."""
     if not entity_ids or limit < 1:
         return []
     known = set(exclude)
-    found = yield from RelationsAround(query.vector, tuple(entity_ids), limit + len(known))
+    found = yield from RelationsAround(query.vector, tuple(entity_ids), limit + len(known),
+                                       read_first)
     return as_hits([c for c in found if c.id not in known][:limit])
 
 

@@ -241,6 +241,91 @@ def test_an_entity_sets_relations_are_ranked_exactly_and_a_hub_is_searched(
         index.close()
 
 
+def spy_calls(client: Any, monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str]]:
+    """Each Milvus call of ``client`` from now on: its name and what it asked for (the
+    output fields, ``count(*)`` for a count)."""
+    made: list[tuple[str, str]] = []
+    for name in ("query", "search", "get"):
+        call = getattr(client, name)
+
+        def spied(*args: Any, _call: Any = call, _name: str = name, **kwargs: Any) -> Any:
+            made.append((_name, ",".join(kwargs.get("output_fields") or ())))
+            return _call(*args, **kwargs)
+
+        monkeypatch.setattr(client, name, spied)
+    return made
+
+
+@LITE_ONLY
+def test_relations_read_first_are_not_counted_and_a_hub_is_still_searched(
+        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
+    """``read_first``: the entity set's relations read at once (no count), ranked exactly as
+    after a count; when the read fills the exact read's budget (a hub after all) the
+    filtered search answers, as after a count. Sync and async alike."""
+    towns = [(f"Town {i} lies in Sweden and has {i} bridges.",
+              [(f"Town {i}", "lies in", "Sweden"), (f"Town {i}", "has", f"{i} bridges")])
+             for i in range(60)]
+    index = make_index(towns)
+    try:
+        index.store.index_type = "AUTOINDEX"  # a vector index: counted before a read
+        vector = index.embed_model.get_query_embedding("Which town has 7 bridges?")
+        sweden = Triplet("a", "b", "Sweden").object_id
+        made = spy_calls(index.store.client, monkeypatch)
+        counted = ServedGraph(index.store).relations_around(vector, [sweden], 10)
+        assert [name for name, _ in made] == ["query", "query"] and made[0][1] == "count(*)"
+        for hub in (False, True):
+            graph = ServedGraph(index.store, exact_bytes=1) if hub else ServedGraph(index.store)
+            made.clear()
+            found = graph.relations_around(vector, [sweden], 10, read_first=True)
+            # a read of the relations with their vectors, no count; past the budget, searched
+            assert [name for name, _ in made][:2] == (["query", "search"] if hub
+                                                     else ["query"])
+            assert "count(*)" not in {fields for _, fields in made}
+            assert "embedding" in made[0][1]
+            if not hub:
+                assert [(c.id, round(c.score, 5)) for c in found] == [
+                    (c.id, round(c.score, 5)) for c in counted]
+            else:  # the search's hits: the entity's relations, the best first
+                assert {c.object_id for c in found} == {sweden}
+                assert [round(c.score, 5) for c in found] == [round(c.score, 5)
+                                                             for c in counted]
+            again = asyncio.run(graph.arelations_around(vector, [sweden], 10, read_first=True))
+            assert [(c.id, round(c.score, 5)) for c in again] == [
+                (c.id, round(c.score, 5)) for c in found]
+    finally:
+        index.close()
+
+
+def test_the_named_entities_relations_are_read_without_a_count(
+        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A question whose relation hits offer too few bridges: the relations of the entities
+    it names are read at once (beside the hits' spreads), not counted first: one Milvus
+    request fewer than counting them, the same answer as the graph in memory."""
+    question = "Who was the brother of Daniel Bernoulli's father?"
+    expected = summary(family_index.as_retriever(similarity_top_k=3).retrieve(question))
+    milvus = served(family_index)
+    try:
+        milvus.store.index_type = "AUTOINDEX"  # Lite's FLAT index needs no count at all
+        retriever = milvus.as_retriever(similarity_top_k=3)
+        made = spy_calls(milvus.store.client, monkeypatch)
+        assert summary(retriever.retrieve(question)) == expected
+        assert "count(*)" not in {fields for _, fields in made}
+        spared = len(made)
+        # the async twin (its calls go through the async client)
+        assert summary(asyncio.run(retriever.aretrieve(question))) == expected
+        made.clear()
+        # counted first, as before: one request more, the same answer
+        around = ServedGraph.relations_around
+        monkeypatch.setattr(ServedGraph, "relations_around",
+                            lambda self, vector, ids, limit, read_first=False:
+                            around(self, vector, ids, limit))
+        assert summary(retriever.retrieve(question)) == expected
+        assert [fields for _, fields in made].count("count(*)") == 1
+        assert len(made) == spared + 1
+    finally:
+        milvus.close()
+
+
 @LITE_ONLY
 def test_relations_gone_from_milvus_are_left_out(family_index: GraphRAGIndex) -> None:
     """A passage's stored triplet whose relation another writer deleted since (or that was

@@ -164,11 +164,12 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
 
 
 def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return served(context).relations_around(r.vector, r.entity_ids, r.limit)
+    return served(context).relations_around(r.vector, r.entity_ids, r.limit, r.read_first)
 
 
 async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return await served(context).arelations_around(r.vector, r.entity_ids, r.limit)
+    return await served(context).arelations_around(r.vector, r.entity_ids, r.limit,
+                                                   r.read_first)
 
 
 def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:

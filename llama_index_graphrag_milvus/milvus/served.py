@@ -8,7 +8,8 @@ Every query reads a bounded number of relation rows, whatever the size of the gr
   ``count(*)`` of the filter says how many there are; when they fit in ``exact_bytes`` of
   vectors, a filtered query reads them with their vectors and they are ranked exactly in the
   process; else (a hub among them) a filtered vector search answers, so that a hub with a
-  million relations costs what a small entity costs. (A vector index's search with a filter
+  million relations costs what a small entity costs (``read_first``: no count, the read at
+  once, the search when it fills ``exact_bytes``). (A vector index's search with a filter
   that keeps a few rows among millions misses most of them: measured by
   ``benchmarks.graph_options``.) With a FLAT index (Milvus Lite's) the filtered search is
   exact, and it is the one request.
@@ -157,7 +158,7 @@ class ServedGraph:
             cap = self._around_cap(limit)
             if read_first or self._count_around(entity_ids) < cap:
                 exact = exact_around(self._query_around(entity_ids, cap), cap, vector, limit)
-                if exact is not None:  # else relations were added since the count
+                if exact is not None:  # else a hub read first, or relations added since
                     return exact
         return parse_around(self._search_around(vector, entity_ids, limit))
 

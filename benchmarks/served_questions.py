@@ -49,13 +49,16 @@ def open_index(uri: str, dataset: Dataset, embed_model: BaseEmbedding, reuse: bo
     index = GraphRAGIndex(uri=uri, collection_prefix=PREFIX, embed_model=embed_model,
                           graph="milvus", consistency_level="Bounded")
     store = index.store
-    if reuse and store.dim is not None and \
-            store.count(store.passage_collection) == len(dataset.passages):
-        return index, 0.0
     if store.dim is not None:
+        stored = store.count(store.passage_collection)
+        if reuse and stored == len(dataset.passages):
+            return index, 0.0
         index.close()
-        raise SystemExit(f"{uri} already holds collections with the prefix {PREFIX!r}: pass "
-                         "--reuse to query them, or a fresh --embedded-server folder")
+        raise SystemExit(
+            f"{uri} already holds collections with the prefix {PREFIX!r} ({stored} passages; "
+            f"{dataset.name} has {len(dataset.passages)}): "
+            + ("they hold another dataset, " if reuse else "pass --reuse to query them, or ")
+            + "use a fresh --embedded-server folder")
     if dataset.triplets is None:
         raise SystemExit(f"{dataset.path} has no triplets.jsonl: this benchmark serves the "
                          "dataset's own graph")

@@ -39,8 +39,13 @@ def test_every_question_is_asked_of_each_method_on_the_served_graph(tmp_path: Pa
           "--embed-model", "tests.support.fakes:HashEmbedding"])
     again = json.loads((tmp_path / "again" / "served_questions.json").read_text())
     assert again["ingest_s"] == 0.0 and set(again["methods"]) == {"naive", "bridge (default)"}
-    with pytest.raises(SystemExit, match="--reuse"):
+    with pytest.raises(SystemExit, match="pass --reuse"):
         run(dataset, uri, None, ["naive"], tmp_path / "third", HashEmbedding(dim=64))
+    other = write_dataset(tmp_path / "other")
+    with (other / "corpus.jsonl").open("a", encoding="utf-8") as corpus:
+        corpus.write(json.dumps({"id": "c9", "title": "Extra", "text": "One more."}) + "\n")
+    with pytest.raises(SystemExit, match="another dataset"):
+        run(other, uri, None, ["naive"], tmp_path / "fourth", HashEmbedding(dim=64), reuse=True)
 
 
 def test_a_dataset_without_triplets_is_refused(tmp_path: Path) -> None:

@@ -29,6 +29,7 @@ import platform
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from functools import partial
 from pathlib import Path
@@ -173,6 +174,50 @@ class ServerCpu:
         return rate
 
 
+def counting_calls(index: GraphRAGIndex) -> dict[str, int]:
+    """A counter of the index's Milvus calls (:data:`CALLS` of its graph store's client and
+    of its passage vector store's, naive RAG's search; sync): ``counter["n"]``."""
+    counter = {"n": 0}
+    for client in (index.store.client, index.store.passages.client):
+        for call in CALLS:
+            original = getattr(client, call)
+
+            def counting(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
+                counter["n"] += 1
+                return _original(*args, **kwargs)
+
+            setattr(client, call, counting)
+    return counter
+
+
+@dataclass(frozen=True)
+class Reading:
+    """One query's answer and costs (see :func:`read_query`)."""
+
+    answer: Any
+    seconds: float
+    cpu_s: float
+    """The worker's CPU (all its threads)."""
+    server_s: float | None
+    """The server's CPU, its idle background subtracted (``None`` without a server)."""
+    requests: int
+
+
+def read_query(retrieve: Callable[[], Any], counter: dict[str, int], server: ServerCpu,
+               background: float) -> Reading:
+    """``retrieve()`` timed: wall time, the worker's CPU, the server's CPU less
+    ``background`` (cores) times the wall time, the Milvus calls ``counter`` counted."""
+    counter["n"] = 0
+    before = server.threads()
+    start, cpu_start = time.perf_counter(), time.process_time()
+    answer = retrieve()
+    seconds = time.perf_counter() - start
+    cpu_s = time.process_time() - cpu_start
+    spent = server.spent(before, server.threads())
+    return Reading(answer, seconds, cpu_s,
+                   None if spent is None else spent - background * seconds, counter["n"])
+
+
 def questions(count: int, entities: int, seed: int = 11) -> list[str]:
     """Questions that name random entities of the synthetic graph by their numbers: the
     entity "entity 12" is named by half its words (what the bridge method asks), the other
@@ -201,17 +246,7 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
         for name in methods}
     if FROM_RELATIONS in retrievers and index.store.records_entity_passages:
         retrievers[FROM_RELATIONS] = FromRelations(retrievers[FROM_RELATIONS], index)
-    counted = {"n": 0}
-    # the graph store's client and the passage vector store's (naive RAG's search)
-    for client in (index.store.client, index.store.passages.client):
-        for call in CALLS:
-            original = getattr(client, call)
-
-            def counting(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                counted["n"] += 1
-                return _original(*args, **kwargs)
-
-            setattr(client, call, counting)
+    counted = counting_calls(index)
     idle = resident_mb()["VmRSS"]
     start = time.perf_counter()
     retrievers[methods[1]].retrieve(texts[0])
@@ -224,16 +259,13 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     background = server.settled_rate()
     for text in texts[1:]:
         for name, retriever in retrievers.items():
-            counted["n"] = 0
-            server_start = server.threads()
-            start, cpu_start = time.perf_counter(), time.process_time()
-            retriever.retrieve(text)
-            times[name].append(time.perf_counter() - start)
-            cpu[name].append(time.process_time() - cpu_start)
-            spent = server.spent(server_start, server.threads())
-            if spent is not None:
-                server_cpu[name].append(spent - background * times[name][-1])
-            requests[name].append(counted["n"])
+            reading = read_query(partial(retriever.retrieve, text), counted, server,
+                                 background)
+            times[name].append(reading.seconds)
+            cpu[name].append(reading.cpu_s)
+            if reading.server_s is not None:
+                server_cpu[name].append(reading.server_s)
+            requests[name].append(reading.requests)
     after = resident_mb()
     naive = Percentiles.of(times["naive"])
     naive_cpu = Percentiles.of(cpu["naive"])

@@ -23,6 +23,7 @@ import json
 import tempfile
 import time
 from collections import Counter
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -35,7 +36,14 @@ from benchmarks.multihop.data import Dataset, load_dataset
 from benchmarks.multihop.methods import node_timings
 from benchmarks.multihop.metrics import SECOND_QUERIES
 from benchmarks.scale import Percentiles, milvus_target
-from benchmarks.served import CALLS, METHODS, ServerCpu, cpu_per_query, embedded_pid
+from benchmarks.served import (
+    METHODS,
+    ServerCpu,
+    counting_calls,
+    cpu_per_query,
+    embedded_pid,
+    read_query,
+)
 from llama_index_graphrag_milvus import GraphRAGIndex, __version__
 
 PREFIX = "questions"
@@ -67,22 +75,6 @@ def open_index(uri: str, dataset: Dataset, embed_model: BaseEmbedding, reuse: bo
     return index, time.perf_counter() - start
 
 
-def counting_calls(index: GraphRAGIndex) -> dict[str, int]:
-    """A counter of the index's Milvus calls (its graph store's and its passage store's
-    clients, sync): ``counter["n"]``."""
-    counter = {"n": 0}
-    for client in (index.store.client, index.store.passages.client):
-        for call in CALLS:
-            original = getattr(client, call)
-
-            def counted(*args: Any, _original: Any = original, **kwargs: Any) -> Any:
-                counter["n"] += 1
-                return _original(*args, **kwargs)
-
-            setattr(client, call, counted)
-    return counter
-
-
 def measure(index: GraphRAGIndex, dataset: Dataset, methods: list[str],
             server_pid: int | None) -> dict[str, Any]:
     """Every question asked of each method in turn (see the module docstring)."""
@@ -104,18 +96,15 @@ def measure(index: GraphRAGIndex, dataset: Dataset, methods: list[str],
     embedding: dict[str, list[float]] = {name: [] for name in methods}
     for bundle in bundles:
         for name, retriever in retrievers.items():
-            counter["n"] = 0
-            before = server.threads()
-            start, cpu_start = time.perf_counter(), time.process_time()
-            found: list[NodeWithScore] = retriever.retrieve(bundle)
-            took = time.perf_counter() - start
-            cpu[name].append(time.process_time() - cpu_start)
-            spent = server.spent(before, server.threads())
-            if spent is not None:
-                server_cpu[name].append(spent - background * took)
+            reading = read_query(partial(retriever.retrieve, bundle), counter, server,
+                                 background)
+            found: list[NodeWithScore] = reading.answer
+            cpu[name].append(reading.cpu_s)
+            if reading.server_s is not None:
+                server_cpu[name].append(reading.server_s)
             embedding[name].append((node_timings(found) or {}).get(SECOND_QUERIES, 0.0))
-            times[name].append(took - embedding[name][-1])
-            requests[name].append(counter["n"])
+            times[name].append(reading.seconds - embedding[name][-1])
+            requests[name].append(reading.requests)
     naive = Percentiles.of(times["naive"])
     totals = {name: cpu_per_query(cpu[name], server_cpu[name] or None) for name in methods}
     rows: dict[str, Any] = {}

@@ -53,7 +53,7 @@ from llama_index_graphrag_milvus.graph import (
 from llama_index_graphrag_milvus.graph.steiner_tree import PCSTConfig
 from llama_index_graphrag_milvus.graph.tables import EntityTable
 from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
-from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION, SPREAD_CAP
 from llama_index_graphrag_milvus.records import EntityColumns, EntityHit
 from llama_index_graphrag_milvus.retrieval.pcst import choose_subgraph
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
@@ -198,7 +198,9 @@ def write_to_milvus(synthetic: SyntheticGraph, index: GraphRAGIndex, batch_size:
              "passage_ids": [passage_id(p) for p in passages[
                  offsets[n]:min(offsets[n + 1], offsets[n] + MAX_PASSAGES_PER_RELATION)]]}
             for n, v in zip(numbers, vectors, strict=True)])
-    for batch in synthetic.relation_batches(batch_size):
+    # where each end leads, as ingestion records it (the passages an entity row lists)
+    spreads = np.minimum(np.diff(offsets), SPREAD_CAP)
+    for batch in synthetic.relation_batches(batch_size, spreads):
         for row in batch:
             row["embedding"] = row["embedding"].tolist()
         store.upsert_rows(store.relation_collection, batch)

@@ -71,8 +71,10 @@ class SyntheticGraph:
         return [[t.subject, t.predicate, t.object]
                 for t in map(self.triplet, range(int(first), int(last)))]
 
-    def relation_batches(self, batch_size: int = 10_000) -> Iterator[list[dict[str, Any]]]:
-        """Rows in the relation collection's format, with random unit vectors."""
+    def relation_batches(self, batch_size: int = 10_000, spreads: np.ndarray | None = None
+                         ) -> Iterator[list[dict[str, Any]]]:
+        """Rows in the relation collection's format, with random unit vectors; ``spreads``
+        (by entity number): where the ends lead, recorded on the rows as ingestion does."""
         rng = np.random.default_rng(self.seed + 1)
         for start in range(0, self.num_relations, batch_size):
             end = min(start + batch_size, self.num_relations)
@@ -91,9 +93,13 @@ class SyntheticGraph:
                     "subject_kind": infer_kind(triplet.subject),
                     "object_kind": infer_kind(triplet.object),
                     "embedding": vector,
+                    **({} if spreads is None else {
+                        "subject_passages": int(spreads[self.subjects[number]]),
+                        "object_passages": int(spreads[self.objects[number]])}),
                 }
-                for triplet, p, vector in zip(
-                    triplets, self.passages[start:end].tolist(), vectors, strict=True)
+                for number, triplet, p, vector in zip(
+                    range(start, end), triplets, self.passages[start:end].tolist(), vectors,
+                    strict=True)
             ]
 
 

@@ -12,13 +12,18 @@ What changes with other concerns lives apart: the ids and name rules in
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from llama_index.core.schema import BaseNode
 
 from llama_index_graphrag_milvus.ids import entity_id, normalize_name, stable_id
+
+UNRECORDED = -1
+"""A relation end's spread that was not read (:attr:`RelationHit.subject_passages`); the
+value a relation row holds where a write could not tell it
+(:data:`~.milvus.schema.UNKNOWN_SPREAD`)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +161,24 @@ class RelationHit:
     passage_ids: tuple[str, ...] = ()
     """The passages the relation comes from, when the search read them (the served
     graph's does)."""
+    subject_passages: int = field(default=UNRECORDED, compare=False)
+    """How many passages the subject leads to, as the relation row records it (at most
+    :data:`~.milvus.schema.SPREAD_CAP`; :data:`UNRECORDED` when not read)."""
+    object_passages: int = field(default=UNRECORDED, compare=False)
+    """Likewise for the object."""
+
+    def recorded_spread(self, entity: str) -> int:
+        """How many passages the end ``entity`` (an entity id) leads to, as recorded on the
+        row: :data:`UNRECORDED` when not recorded, or not an end of this relation.
+
+        >>> RelationHit("r", "a x b", 0.9, "a", "b", object_passages=3).recorded_spread("b")
+        3
+        >>> RelationHit("r", "a x b", 0.9, "a", "b").recorded_spread("a")
+        -1
+        """
+        if entity == self.subject_id:
+            return self.subject_passages
+        return self.object_passages if entity == self.object_id else UNRECORDED
 
 
 @dataclass(frozen=True)
@@ -187,10 +210,51 @@ class CandidateRelation:
     """The object's entity id, when the step that found the relation read it."""
     subject_kind: str = ""
     object_kind: str = ""
+    subject_passages: int = field(default=UNRECORDED, compare=False)
+    """How many passages the subject leads to, when the row records it (see
+    :attr:`RelationHit.subject_passages`)."""
+    object_passages: int = field(default=UNRECORDED, compare=False)
 
     def as_metadata(self) -> dict[str, object]:
         """The JSON-safe form stored in passage node metadata."""
         return {"id": self.id, "text": self.text, "score": round(self.score, 6), "hop": self.hop}
+
+
+@dataclass(frozen=True)
+class Spread:
+    """Where an entity's relations lead: how many passages they come from (up to the cap
+    asked) and whether one of them is not a passage of the relation that reached it.
+
+    >>> Spread.of(["p1", "p2"], RelationHit("r", "a x b", 0.9, "a", "b", passage_ids=("p1",)))
+    Spread(passages=2, elsewhere=True)
+    """
+
+    passages: int
+    elsewhere: bool
+
+
+    @classmethod
+    def of(cls, passages: Sequence[str], hit: RelationHit) -> Spread:
+        """The spread of an entity that leads to ``passages`` (at most the cap asked),
+        reached by ``hit``."""
+        return cls(len(passages), bool(set(passages) - set(hit.passage_ids)))
+
+    @classmethod
+    def recorded(cls, entity: str, hit: RelationHit, cap: int) -> Spread | None:
+        """The spread of ``entity`` (at most ``cap`` passages, ``cap`` at most
+        :data:`~.milvus.schema.SPREAD_CAP`) as the relation row of ``hit`` records it:
+        the same as :meth:`of` the entity's passages whenever it is at most ``cap``
+        (the row's passages are among the entity's); ``None`` when not recorded.
+
+        >>> hit = RelationHit("r", "a x b", 0.9, "a", "b", passage_ids=("p1",),
+        ...                   object_passages=1)
+        >>> Spread.recorded("b", hit, 65), Spread.recorded("a", hit, 65)
+        (Spread(passages=1, elsewhere=False), None)
+        """
+        count = hit.recorded_spread(entity)
+        if count < 0:
+            return None
+        return cls(min(count, cap), count > len(set(hit.passage_ids)))
 
 
 def best_relations(relations: Iterable[CandidateRelation], limit: int

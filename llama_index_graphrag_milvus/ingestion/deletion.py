@@ -26,8 +26,9 @@ from llama_index_graphrag_milvus.ingestion.entity_rows import (
     rewritten,
     shrunk_passages,
 )
+from llama_index_graphrag_milvus.ingestion.spreads import listed_counts, refresh_spreads
 from llama_index_graphrag_milvus.ingestion.tenants import entity_tenants, narrowed_tenants
-from llama_index_graphrag_milvus.milvus.schema import MANY_TENANTS
+from llama_index_graphrag_milvus.milvus.schema import MANY_TENANTS, SPREAD_CAP
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 _RELATION_FIELDS = ["text", "subject_id", "object_id", "passage_ids", "embedding"]
@@ -96,6 +97,7 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
         else set()
     rows = ({row["id"]: row for row in tenants_after(store, stored, deletes, updates, in_use)}
             if store.tenant_key and candidates else {})
+    lost: dict[str, set[str]] = {}
     if store.records_entity_passages:  # an entity not a candidate keeps a relation
         lost = {e: ps for e, ps in lost_passages(linked, unlink).items()
                 if e in in_use or e not in candidates}
@@ -108,6 +110,13 @@ def unlink_passages(store: MilvusGraphStore, passage_ids: Sequence[str], unlink:
     store.delete_rows(store.entity_collection, orphans)
     store.upsert_rows(store.relation_collection, updates)
     store.delete_rows(store.relation_collection, deletes)
+    if store.records_entity_passages:
+        # where the remaining relations' ends lead, for the entities that lost passages and
+        # (a run killed after its writes) the candidates: those now under the cap
+        counts = listed_counts(store.get_rows(
+            store.entity_collection, sorted({*lost, *(e for e in candidates if e in in_use)}),
+            ["passage_ids"], for_write=True))
+        refresh_spreads(store, {e: c for e, c in counts.items() if c < SPREAD_CAP})
     return UnlinkStats(len(updates), len(deletes), len(orphans))
 
 

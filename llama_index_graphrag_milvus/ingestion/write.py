@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -39,13 +39,14 @@ from llama_index_graphrag_milvus.ingestion.entity_rows import (
     passages_of_ends,
 )
 from llama_index_graphrag_milvus.ingestion.plan import IngestionPlan
+from llama_index_graphrag_milvus.ingestion.spreads import refresh_spreads, spread, with_spreads
 from llama_index_graphrag_milvus.ingestion.tenants import (
     entity_tenants,
     passage_tenants,
     relation_tenants,
 )
 from llama_index_graphrag_milvus.milvus.fulltext import JIEBA, runs_jieba
-from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION
+from llama_index_graphrag_milvus.milvus.schema import MAX_PASSAGES_PER_RELATION, SPREAD_CAP
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from llama_index_graphrag_milvus.words import mostly_han_or_kana
 
@@ -192,6 +193,20 @@ def _read_stored(plan: IngestionPlan, store: MilvusGraphStore
                            store.relation_fields(["passage_ids", "embedding"]), for_write=True))
 
 
+def planned_spreads(entities: Iterable[str], stored: Mapping[str, Mapping[str, Any]],
+                    written: Sequence[Mapping[str, Any]]
+                    ) -> tuple[dict[str, int], dict[str, int]]:
+    """The spreads of the plan's ``entities`` once the entity rows ``written`` are (the
+    ``stored`` rows for the others), and those of them whose other relations may record
+    another: the entities under :data:`~..milvus.schema.SPREAD_CAP` before the write."""
+    lists = {eid: row.get("passage_ids") or () for eid, row in stored.items()}
+    before = {eid: spread(passages) for eid, passages in lists.items()}
+    lists.update((row["id"], row.get("passage_ids") or ()) for row in written)
+    counts = {eid: spread(lists.get(eid, ())) for eid in entities}
+    return counts, {eid: count for eid, count in counts.items()
+                    if before.get(eid, 0) < SPREAD_CAP}
+
+
 def prepare_write(plan: IngestionPlan, store: MilvusGraphStore, embed_model: BaseEmbedding,
                   show_progress: bool = False) -> PreparedWrite:
     """Embed the passages of ``plan`` and the entities and relations not stored yet, without
@@ -288,16 +303,25 @@ def _commit(prepared: PreparedWrite, store: MilvusGraphStore,
         })
     linked = of_ends(relation_rows, "tenants")
     passages = passages_of_ends(relation_rows) if store.records_entity_passages else None
-    with timed("write_entities"):
-        store.upsert_rows(store.entity_collection, [
-            *({"id": eid, "name": plan.entities[eid], "embedding": vector,
-               **({"tenants": entity_tenants(linked.get(eid, ()))} if tenant_key else {}),
-               **({"passage_ids": passages.get(eid, [])} if passages is not None else {})}
-              for eid, vector in zip(new_entities, entity_vectors, strict=True)),
-            *grown_entities(stored_entities, linked if tenant_key else None, passages),
-        ])
+    entity_rows = [
+        *({"id": eid, "name": plan.entities[eid], "embedding": vector,
+           **({"tenants": entity_tenants(linked.get(eid, ()))} if tenant_key else {}),
+           **({"passage_ids": passages.get(eid, [])} if passages is not None else {})}
+          for eid, vector in zip(new_entities, entity_vectors, strict=True)),
+        *grown_entities(stored_entities, linked if tenant_key else None, passages),
+    ]
+    # where the ends lead, from the lists the entity rows will hold; the other relations of
+    # the entities under the cap are refreshed before the entity rows are written, so that
+    # a killed run, run again, reads the same entity rows and refreshes them again
+    counts, refreshed = planned_spreads(plan.entities, stored_entities, entity_rows)
+    if passages is not None:
+        relation_rows = with_spreads(relation_rows, counts)
     with timed("write_relations"):
         store.upsert_rows(store.relation_collection, relation_rows)
+        if passages is not None:
+            refresh_spreads(store, refreshed, known=counts)
+    with timed("write_entities"):
+        store.upsert_rows(store.entity_collection, entity_rows)
     if existed:
         with timed("stale_links"):
             stale = drop_stale_links(store, _links(plan))

@@ -38,6 +38,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     RELATION_FIELDS,
     RELATION_TENANT_FIELDS,
+    SPREAD_FIELDS,
     Fields,
     add_scalar_index,
     create_collection,
@@ -71,6 +72,7 @@ class StoreOpening:
     consistency_level: str
     properties: dict[str, str]
     records_kinds: bool
+    records_spreads: bool
     records_entity_passages: bool
     tenant_key: str | None
     full_text: bool
@@ -101,7 +103,9 @@ class StoreOpening:
             info = self.client.describe_collection(self.relation_collection)
         self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
         self.tenant_key = self.properties.get(TENANT_KEY_PROPERTY) or None
-        self.records_kinds = {f["name"] for f in info["fields"]} >= set(KIND_FIELDS)
+        names = {f["name"] for f in info["fields"]}
+        self.records_kinds = names >= set(KIND_FIELDS)
+        self.records_spreads = names >= set(SPREAD_FIELDS)
         if not self.records_kinds:
             logger.info("%s was written before entity kinds were recorded: kinds are "
                         "inferred from names; rebuild the index to record them",

@@ -29,6 +29,7 @@ from llama_index_graphrag_milvus.milvus.rows import rows_to_passages
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
+    SPREAD_FIELDS,
     TENANT_FIELDS,
     WRITE_BATCH_SIZE,
     milvus_errors,
@@ -45,6 +46,7 @@ class StoreReads:
     read_options: dict[str, Any]
     write_options: dict[str, Any]
     records_kinds: bool
+    records_spreads: bool
     records_entity_passages: bool
     reads: CollectionReads
     dim: int | None
@@ -103,9 +105,11 @@ class StoreReads:
 
 
     def relation_fields(self, fields: Sequence[str]) -> list[str]:
-        """``fields`` of the relation collection to read, with the kinds of the ends where
-        the collection records them."""
+        """``fields`` of the relation collection to read, with the kinds of the ends and
+        where they lead (:data:`~.schema.SPREAD_FIELDS`) where the collection records
+        them."""
         return [*fields, *(KIND_FIELDS if self.records_kinds else ()),
+                *(SPREAD_FIELDS if self.records_spreads else ()),
                 *(TENANT_FIELDS if self.tenant_key else ())]
 
     @property

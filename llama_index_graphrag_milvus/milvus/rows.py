@@ -13,7 +13,7 @@ from llama_index.core.vector_stores.utils import metadata_dict_to_node
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import in_list
 from llama_index_graphrag_milvus.milvus.schema import METRIC
-from llama_index_graphrag_milvus.records import EntityHit, RelationHit
+from llama_index_graphrag_milvus.records import UNRECORDED, EntityHit, RelationHit
 
 GET_CHUNK = 4096
 """Ids per read by primary key (a longer ``id in [...]`` expression is one more round trip,
@@ -120,6 +120,17 @@ RELATION_HIT_FIELDS = ["text", "subject_id", "object_id", "passage_ids"]
 """What a relation hit is read with (and the kinds of its ends, where they are recorded)."""
 
 
+def spread_of(fields: dict[str, Any], name: str) -> int:
+    """A relation row's recorded spread of one end (:data:`~..records.UNRECORDED` when the
+    row was read without it).
+
+    >>> spread_of({"subject_passages": 3}, "subject_passages"), spread_of({}, "object_passages")
+    (3, -1)
+    """
+    value = fields.get(name)
+    return UNRECORDED if value is None else int(value)
+
+
 def parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHit]:
     """The relation hits of one search, those below ``threshold`` left out."""
     return [
@@ -128,7 +139,9 @@ def parse_relation_hits(result: Any, threshold: float | None) -> list[RelationHi
                     object_id=h["entity"].get("object_id", ""),
                     subject_kind=h["entity"].get("subject_kind") or "",
                     object_kind=h["entity"].get("object_kind") or "",
-                    passage_ids=tuple(h["entity"].get("passage_ids") or ()))
+                    passage_ids=tuple(h["entity"].get("passage_ids") or ()),
+                    subject_passages=spread_of(h["entity"], "subject_passages"),
+                    object_passages=spread_of(h["entity"], "object_passages"))
         for h in result[0]
         if threshold is None or float(h["distance"]) >= threshold
     ]

@@ -36,6 +36,7 @@ from llama_index_graphrag_milvus.errors import (
     MilvusUnavailableError,
 )
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES, RELATION_TEXT_MAX_BYTES
+from llama_index_graphrag_milvus.records import UNRECORDED
 
 ID_MAX_LENGTH = 64
 MAX_PASSAGES_PER_RELATION = 4096
@@ -64,16 +65,30 @@ from the relations) until ``GraphRAGIndex.upgrade()`` records them."""
 KIND_FIELDS = ("subject_kind", "object_kind")
 """The kinds of a relation's subject and object (``"named"``, ``"title"``, ``"date"``,
 ``"concept"``, ``""`` when not recorded), what the bridge choice reads."""
+SPREAD_FIELDS = ("subject_passages", "object_passages")
+"""How many distinct passages each end of a relation leads to (the length of that entity's
+``passage_ids``), at most :data:`SPREAD_CAP`: kept exact by every write and delete (see
+:mod:`~llama_index_graphrag_milvus.ingestion.spreads`), so that a relation search brings
+where the bridges of its hits lead, with no read of the entity rows."""
+UNKNOWN_SPREAD = UNRECORDED
+"""A :data:`SPREAD_FIELDS` value a write could not tell (the served graph reads the entity
+row instead; the next write or delete of that entity records it)."""
+SPREAD_CAP = 65
+"""The most :data:`SPREAD_FIELDS` count: one more than the bridge method's default
+``hub_passages`` (64), enough to tell a hub. A row changes only while its end has fewer
+passages than this, so that a hub's relations are never rewritten."""
 RELATION_FIELDS: Fields = (
     ("text", DataType.VARCHAR, RELATION_TEXT_MAX_BYTES),
     ("subject_id", DataType.VARCHAR, ID_MAX_LENGTH),
     ("object_id", DataType.VARCHAR, ID_MAX_LENGTH),
     ("passage_ids", DataType.ARRAY, MAX_PASSAGES_PER_RELATION),
     *((field, DataType.VARCHAR, 16) for field in KIND_FIELDS),
+    *((field, DataType.INT64, 0) for field in SPREAD_FIELDS),
 )
 """The scalar fields of the relation collection. A collection written before 0.2 lacks
 :data:`KIND_FIELDS`: it is read and written without them (kinds are then inferred from the
-names); rebuild it to record them."""
+names); rebuild it to record them. One written before 0.3 lacks :data:`SPREAD_FIELDS`: where
+its relations' ends lead is then read from the entity rows."""
 
 TENANT_MAX_BYTES = 256
 """Longest tenant value (UTF-8 bytes) an index with a ``tenant_key`` accepts."""

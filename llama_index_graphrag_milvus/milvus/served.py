@@ -36,7 +36,7 @@ import numpy as np
 
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import in_list
-from llama_index_graphrag_milvus.milvus.rows import search_kwargs
+from llama_index_graphrag_milvus.milvus.rows import search_kwargs, spread_of
 from llama_index_graphrag_milvus.milvus.schema import milvus_errors
 from llama_index_graphrag_milvus.records import CandidateRelation, best_relations
 
@@ -68,7 +68,10 @@ def to_relation(fields: dict[str, Any], relation_id: str, score: float) -> Candi
         id=relation_id, score=score, hop=0, text=fields.get("text") or "",
         passage_ids=tuple(fields.get("passage_ids") or ()),
         subject_id=fields.get("subject_id") or "", object_id=fields.get("object_id") or "",
-        subject_kind=fields.get("subject_kind") or "", object_kind=fields.get("object_kind") or "")
+        subject_kind=fields.get("subject_kind") or "", object_kind=fields.get("object_kind") or "",
+        subject_passages=spread_of(fields, "subject_passages"),
+        object_passages=spread_of(fields, "object_passages"))
+
 
 
 def parse_around(result: Any) -> list[CandidateRelation]:

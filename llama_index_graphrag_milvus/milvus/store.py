@@ -206,6 +206,10 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         self.records_kinds = True
         """Whether the relation collection records the kinds of its relations' ends (one
         written before 0.2 does not: it is read and written without them)."""
+        self.records_spreads = True
+        """Whether the relation collection records where its relations' ends lead
+        (:data:`~.schema.SPREAD_FIELDS`; one created before 0.3 does not: the served graph
+        then reads the entity rows)."""
         self.records_entity_passages = True
         """Whether the entity collection records each entity's passages
         (:data:`~.schema.ENTITY_PASSAGE_FIELDS`; one created before 0.2 does not: it is read

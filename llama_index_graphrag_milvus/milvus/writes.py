@@ -20,7 +20,9 @@ from llama_index_graphrag_milvus.milvus.rows import GET_CHUNK, chunks, id_filter
 from llama_index_graphrag_milvus.milvus.schema import (
     KIND_FIELDS,
     PASSAGE_FIELDS,
+    SPREAD_FIELDS,
     TENANT_FIELDS,
+    UNKNOWN_SPREAD,
     VECTOR_STORE_KEYS,
     WRITE_BATCH_SIZE,
     milvus_errors,
@@ -49,6 +51,7 @@ class StoreWrites:
     write_options: dict[str, Any]
     consistency_level: str
     records_kinds: bool
+    records_spreads: bool
     records_entity_passages: bool
     tenant_key: str | None
     dim: int | None
@@ -90,11 +93,17 @@ class StoreWrites:
     def upsert_rows(self, collection: str, rows: Sequence[dict[str, Any]]) -> None:
         """Upsert rows into the entity or relation collection, in batches. Relation rows get
         the kinds of their ends as the collection records them: ``""`` where a row has none,
-        none at all in a collection written before kinds were recorded; entity rows lose
+        none at all in a collection written before kinds were recorded; likewise where their
+        ends lead (:data:`~.schema.SPREAD_FIELDS`, :data:`~.schema.UNKNOWN_SPREAD` where a
+        row has none: read from the entity rows until a write records it); entity rows lose
         their ``passage_ids`` in a collection written before they were recorded."""
         if collection == self.relation_collection:
             rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
                     else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
+            rows = [{**dict.fromkeys(SPREAD_FIELDS, UNKNOWN_SPREAD), **row}
+                    if self.records_spreads
+                    else {k: v for k, v in row.items() if k not in SPREAD_FIELDS}
+                    for row in rows]
         if collection == self.entity_collection and not self.records_entity_passages:
             rows = [{k: v for k, v in row.items() if k != "passage_ids"} for row in rows]
         if not self.tenant_key:  # an index without a tenant key has no tenant fields

@@ -7,15 +7,14 @@ in both."""
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph import ExpansionConfig
-from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation, RelationHit, Spread
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.requests import (
-    EntityPassages,
+    BridgeSpreads,
     ExpandPool,
     Plan,
     RelationsAround,
@@ -47,25 +46,14 @@ def relations_of(query: QueryContext, entity_ids: Sequence[str], limit: int,
     return as_hits([c for c in found if c.id not in known][:limit])
 
 
-@dataclass(frozen=True)
-class Spread:
-    """Where an entity's relations lead: how many passages they come from (up to the cap
-    asked) and whether one of them is not a passage of the relation that reached it."""
-
-    passages: int
-    elsewhere: bool
-
-
 def bridge_spreads(query: QueryContext, reached: Sequence[tuple[str, RelationHit]], cap: int
                    ) -> Plan[dict[str, Spread]]:
-    """For each ``(entity id, the relation that reached it)``: its :class:`Spread` (the
-    passages of at most ``cap`` of its relations)."""
+    """For each ``(entity id, the relation that reached it)``: its
+    :class:`~llama_index_graphrag_milvus.records.Spread` (at most ``cap`` passages), as the
+    query's graph source tells (:class:`~..requests.BridgeSpreads`)."""
     if not reached:
         return {}
-    passages = yield from EntityPassages(tuple(dict.fromkeys(e for e, _ in reached)), cap)
-    return {entity: Spread(len(passages.get(entity, ())),
-                           bool(set(passages.get(entity, ())) - set(hit.passage_ids)))
-            for entity, hit in reached}
+    return (yield from BridgeSpreads(tuple(reached), cap))
 
 
 def expansion_of(hops: int | None, expansion: ExpansionConfig | None) -> ExpansionConfig:

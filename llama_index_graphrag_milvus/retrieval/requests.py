@@ -65,6 +65,7 @@ from llama_index_graphrag_milvus.records import (
     EntityHit,
     PassageHit,
     RelationHit,
+    Spread,
 )
 
 if TYPE_CHECKING:  # the communities import the retrievers
@@ -215,6 +216,18 @@ class EntityPassages(Request[dict[str, list[str]]]):
 
 
 @dataclass(frozen=True)
+class BridgeSpreads(Request[dict[str, Spread]]):
+    """Where candidate bridges lead: for each ``(entity id, the relation hit that reached
+    it)``, the entity's :class:`~llama_index_graphrag_milvus.records.Spread` with at most
+    ``cap`` passages. A graph served by Milvus tells it from the relation rows where they
+    record it (:data:`~llama_index_graphrag_milvus.milvus.schema.SPREAD_FIELDS`: no
+    request), else from :class:`EntityPassages`."""
+
+    reached: tuple[tuple[str, RelationHit], ...]
+    cap: int
+
+
+@dataclass(frozen=True)
 class EntityDegrees(Request[dict[str, int]]):
     """The number of relations of each entity (its degree)."""
 
@@ -261,8 +274,8 @@ class DescriptionsOf(Request["DescriptionTable"]):
 
 GRAPH_REQUESTS: tuple[type[Request[Any]], ...] = (
     RelationSeeds, EntitySeeds, RankPassages, RankWords, ExpandPool, RelationsAround,
-    GetRelations, OwnRelations, EntityPassages, EntityDegrees, RelationTexts, EntityNames,
-    CommunitiesBuilt, CommunitiesOf, DescriptionsOf)
+    GetRelations, OwnRelations, EntityPassages, BridgeSpreads, EntityDegrees, RelationTexts,
+    EntityNames, CommunitiesBuilt, CommunitiesOf, DescriptionsOf)
 """What a graph source must answer (:mod:`.sources` checks its tables against it)."""
 
 

@@ -35,7 +35,7 @@ from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, SyncDri
 from llama_index_graphrag_milvus.retrieval.method import QueryContext
 from llama_index_graphrag_milvus.retrieval.neighbourhood import Spread, bridge_spreads
 from llama_index_graphrag_milvus.retrieval.requests import (
-    EntityPassages,
+    BridgeSpreads,
     RelationsAround,
     Together,
     advance,
@@ -194,8 +194,8 @@ def scripted_candidates(question: str, hits: list[RelationHit], max_bridges: int
         if isinstance(request, RelationsAround):
             return [CandidateRelation(h.id, h.score, 0, h.text, h.passage_ids, h.subject_id,
                                       h.object_id) for h in fallback]
-        assert isinstance(request, EntityPassages), request
-        return {e: passages.get(e, []) for e in request.entity_ids}
+        assert isinstance(request, BridgeSpreads), request
+        return {e: Spread.of(passages.get(e, [])[:request.cap], h) for e, h in request.reached}
 
     rounds: list[list[str]] = []
     method = BridgeRetrieval(max_bridges=max_bridges)
@@ -229,7 +229,7 @@ def test_the_named_entities_relations_are_read_only_when_the_hits_lack_bridges()
         candidates, spreads, rounds = scripted_candidates(question, hits, limit, fallback,
                                                           spread)
         # too few: the named entities' relations are read beside the hits' spreads
-        assert rounds == [["RelationsAround", "EntityPassages"]], rounds
+        assert rounds == [["RelationsAround", "BridgeSpreads"]], rounds
         assert [(b.name, b.fallback) for b in candidates] == [
             ("Halifax", False), ("Dartmouth", False), ("Truro", False), ("Walden", True),
             ("Kings South", True)]

@@ -92,11 +92,13 @@ def run_killed(uri: str, prefix: str, operation: str, method: str,
 
 
 def content(index: GraphRAGIndex) -> dict[str, list[tuple[Any, ...]]]:
-    """Every stored row that carries meaning (vectors left out, passage lists sorted)."""
+    """Every stored row that carries meaning (vectors left out, passage lists sorted; where
+    relations' ends lead included, so a rerun must record them as a clean run does)."""
     store = index.store
     fields = {store.entity_collection: ["name", "passage_ids"],
               store.relation_collection: ["text", "subject_id", "object_id", "passage_ids",
-                                          "subject_kind", "object_kind"],
+                                          "subject_kind", "object_kind", "subject_passages",
+                                          "object_passages"],
               store.passage_collection: ["text", "doc_id", "tenant_id"]}
     result = {}
     for collection, names in fields.items():

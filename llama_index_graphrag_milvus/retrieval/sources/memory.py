@@ -34,6 +34,7 @@ from llama_index_graphrag_milvus.records import (
 )
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, Handlers, steps
 from llama_index_graphrag_milvus.retrieval.requests import (
+    BridgeSpreads,
     CommunitiesBuilt,
     CommunitiesOf,
     DescriptionsOf,
@@ -67,6 +68,7 @@ from llama_index_graphrag_milvus.retrieval.sources.shared import (
     milvus_ranking,
     milvus_words,
     rank_own,
+    read_spreads,
 )
 
 logger = logging.getLogger(__name__)
@@ -246,6 +248,7 @@ MEMORY_SOURCE: Handlers = dict([
     steps(GetRelations, _get_relations),
     steps(OwnRelations, _own_relations),
     steps(EntityPassages, _entity_passages),
+    steps(BridgeSpreads, read_spreads),
     steps(EntityDegrees, _entity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),

@@ -53,6 +53,7 @@ from llama_index_graphrag_milvus.retrieval.drivers import (
 )
 from llama_index_graphrag_milvus.retrieval.requests import (
     GRAPH_REQUESTS,
+    BridgeSpreads,
     EntityDegrees,
     EntityPassages,
     EntitySeeds,
@@ -70,7 +71,7 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Together,
 )
 from llama_index_graphrag_milvus.retrieval.sources.served import expand_hop_by_hop
-from llama_index_graphrag_milvus.retrieval.sources.shared import held_scope
+from llama_index_graphrag_milvus.retrieval.sources.shared import held_scope, read_spreads
 
 R = TypeVar("R", CandidateRelation, RelationHit)
 
@@ -269,6 +270,8 @@ def scoped(inner: Handlers) -> Handlers:
         GetRelations: _get_relations(inner[GetRelations]),
         OwnRelations: _own_relations(inner[OwnRelations]),
         EntityPassages: _entity_passages(inner[EntityPassages]),
+        # a tenant's spreads count its passages only: read, never the rows' recorded ones
+        BridgeSpreads: Steps(read_spreads),
         EntityDegrees: Steps(_entity_degrees),
         RankPassages: _rank_passages(inner[RankPassages]),
         RankWords: Steps(_no_words),

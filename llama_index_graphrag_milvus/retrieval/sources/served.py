@@ -22,6 +22,7 @@ from llama_index_graphrag_milvus.communities.around import (
     ServedCommunities,
 )
 from llama_index_graphrag_milvus.communities.descriptions import DescriptionTable
+from llama_index_graphrag_milvus.milvus.schema import SPREAD_CAP
 from llama_index_graphrag_milvus.milvus.served import ServedGraph
 from llama_index_graphrag_milvus.milvus.tenants import tenants_filter
 from llama_index_graphrag_milvus.records import (
@@ -29,10 +30,12 @@ from llama_index_graphrag_milvus.records import (
     EntityHit,
     PassageHit,
     RelationHit,
+    Spread,
     best_relations,
 )
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext, Handlers, handler, steps
 from llama_index_graphrag_milvus.retrieval.requests import (
+    BridgeSpreads,
     CommunitiesBuilt,
     CommunitiesOf,
     DescriptionsOf,
@@ -60,6 +63,7 @@ from llama_index_graphrag_milvus.retrieval.sources.shared import (
     milvus_ranking,
     milvus_words,
     rank_own,
+    read_spreads,
     relation_record,
 )
 from llama_index_graphrag_milvus.retrieval.steps import own_triplets
@@ -205,6 +209,19 @@ async def _aentity_passages(context: DriverContext, r: EntityPassages
     return await served(context).aentity_passages(r.entity_ids, r.cap)
 
 
+def _bridge_spreads(context: DriverContext, r: BridgeSpreads) -> Plan[dict[str, Spread]]:
+    """Where the bridges lead as their relation rows record it (no request), the entity
+    rows read for the rest: a relation row written before rows recorded it, or a ``cap``
+    beyond what a row tells (:data:`~...milvus.schema.SPREAD_CAP`)."""
+    recorded = {entity: Spread.recorded(entity, hit, r.cap) if r.cap <= SPREAD_CAP else None
+                for entity, hit in r.reached}
+    known = {entity: spread for entity, spread in recorded.items() if spread is not None}
+    unknown = tuple((entity, hit) for entity, hit in r.reached if entity not in known)
+    if not unknown:
+        return known
+    return {**known, **(yield from read_spreads(context, replace(r, reached=unknown)))}
+
+
 def _entity_degrees(context: DriverContext, r: EntityDegrees) -> dict[str, int]:
     return served(context).entity_degrees(r.entity_ids)
 
@@ -263,6 +280,7 @@ SERVED_SOURCE: Handlers = dict([
     handler(GetRelations, _relations, _arelations),
     steps(OwnRelations, _own_relations),
     handler(EntityPassages, _entity_passages, _aentity_passages),
+    steps(BridgeSpreads, _bridge_spreads),
     handler(EntityDegrees, _entity_degrees, _aentity_degrees),
     steps(RelationTexts, _relation_texts),
     steps(EntityNames, _entity_names),

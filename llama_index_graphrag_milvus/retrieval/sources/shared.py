@@ -1,15 +1,17 @@
 """What both graph sources answer the same way: Milvus's passage rankings (by meaning and by
 words), the passages a filter keeps on Milvus Lite, the relation hits of relation records,
-and the order of a passage's own relations."""
+the order of a passage's own relations, and where bridges lead read from the entities."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
 from llama_index_graphrag_milvus.graph.tables import PassageScope
-from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
+from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit, Spread
 from llama_index_graphrag_milvus.retrieval.drivers import DriverContext
 from llama_index_graphrag_milvus.retrieval.requests import (
+    BridgeSpreads,
+    EntityPassages,
     LoadScope,
     MatchWords,
     Plan,
@@ -57,7 +59,8 @@ def as_hits(relations: Sequence[CandidateRelation]) -> list[RelationHit]:
     ('p',)
     """
     return [RelationHit(c.id, c.text, c.score, c.subject_id, c.object_id, c.subject_kind,
-                        c.object_kind, c.passage_ids) for c in relations]
+                        c.object_kind, c.passage_ids, c.subject_passages, c.object_passages)
+            for c in relations]
 
 
 def relation_record(hit: RelationHit) -> CandidateRelation:
@@ -68,7 +71,8 @@ def relation_record(hit: RelationHit) -> CandidateRelation:
     True
     """
     return CandidateRelation(hit.id, hit.score, 0, hit.text, hit.passage_ids, hit.subject_id,
-                             hit.object_id, hit.subject_kind, hit.object_kind)
+                             hit.object_id, hit.subject_kind, hit.object_kind,
+                             hit.subject_passages, hit.object_passages)
 
 
 def rank_own(lists: Sequence[Sequence[CandidateRelation]], limit: int | None
@@ -81,3 +85,10 @@ def rank_own(lists: Sequence[Sequence[CandidateRelation]], limit: int | None
     [['c', 'a']]
     """
     return [sorted(own, key=lambda c: (-c.score, c.id))[:limit] for own in lists]
+
+
+def read_spreads(context: DriverContext, r: BridgeSpreads) -> Plan[dict[str, Spread]]:
+    """Where the bridges ``r`` asks about lead, from the passages of each entity
+    (:class:`~..requests.EntityPassages`, one request for all)."""
+    passages = yield from EntityPassages(tuple(dict.fromkeys(e for e, _ in r.reached)), r.cap)
+    return {entity: Spread.of(passages.get(entity, []), hit) for entity, hit in r.reached}

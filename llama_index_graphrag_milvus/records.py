@@ -161,10 +161,10 @@ class RelationHit:
     passage_ids: tuple[str, ...] = ()
     """The passages the relation comes from, when the search read them (the served
     graph's does)."""
-    subject_passages: int = field(default=UNRECORDED, compare=False)
+    subject_passages: int = field(default=UNRECORDED, compare=False, repr=False)
     """How many passages the subject leads to, as the relation row records it (at most
     :data:`~.milvus.schema.SPREAD_CAP`; :data:`UNRECORDED` when not read)."""
-    object_passages: int = field(default=UNRECORDED, compare=False)
+    object_passages: int = field(default=UNRECORDED, compare=False, repr=False)
     """Likewise for the object."""
 
     def recorded_spread(self, entity: str) -> int:
@@ -210,10 +210,10 @@ class CandidateRelation:
     """The object's entity id, when the step that found the relation read it."""
     subject_kind: str = ""
     object_kind: str = ""
-    subject_passages: int = field(default=UNRECORDED, compare=False)
+    subject_passages: int = field(default=UNRECORDED, compare=False, repr=False)
     """How many passages the subject leads to, when the row records it (see
     :attr:`RelationHit.subject_passages`)."""
-    object_passages: int = field(default=UNRECORDED, compare=False)
+    object_passages: int = field(default=UNRECORDED, compare=False, repr=False)
 
     def as_metadata(self) -> dict[str, object]:
         """The JSON-safe form stored in passage node metadata."""

@@ -163,15 +163,29 @@ class ServerCpu:
         return used / seconds if used is not None else 0.0
 
     def settled_rate(self, below: float = 0.1, window: float = 2.0, timeout: float = 300.0
-                     ) -> float:
+                     ) -> tuple[float, bool]:
         """The idle rate once the server's background work (loading, index builds,
         compaction after a start) has fallen under ``below`` cores, or after ``timeout``
-        seconds: the last window's rate."""
+        seconds: the last window's rate, and whether it fell under ``below``."""
         deadline = time.monotonic() + timeout
         rate = self.idle_rate(window)
         while rate >= below and time.monotonic() < deadline:
             rate = self.idle_rate(window)
-        return rate
+        return rate, rate < below
+
+    def for_queries(self) -> tuple[float, ServerCpu]:
+        """The settled background rate, and what reads the server's CPU per query: this
+        reader, or one that reads nothing (``None`` readings) when the background did not
+        settle: a server still compacting or indexing spends most of a query's window on
+        that work, and subtracting a core or two from a few milliseconds gives noise
+        (negative CPU)."""
+        background, settled = self.settled_rate()
+        if settled or self.tasks is None:
+            return background, self
+        print(f"the server's background work did not settle ({background:.2f} cores busy "
+              "with no query): its CPU per query is not reported, and the latencies share "
+              "the cores with that work", flush=True)
+        return background, ServerCpu(None)
 
 
 def counting_calls(index: GraphRAGIndex) -> dict[str, int]:
@@ -256,10 +270,10 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     server_cpu: dict[str, list[float]] = {name: [] for name in methods}
     requests: dict[str, list[int]] = {name: [] for name in methods}
     server = ServerCpu(server_pid)
-    background = server.settled_rate()
+    background, per_query = server.for_queries()
     for text in texts[1:]:
         for name, retriever in retrievers.items():
-            reading = read_query(partial(retriever.retrieve, text), counted, server,
+            reading = read_query(partial(retriever.retrieve, text), counted, per_query,
                                  background)
             times[name].append(reading.seconds)
             cpu[name].append(reading.cpu_s)
@@ -271,7 +285,8 @@ def worker(uri: str, prefix: str, dim: int, texts: list[str], methods: list[str]
     naive_cpu = Percentiles.of(cpu["naive"])
     totals = {name: cpu_per_query(cpu[name], server_cpu[name] or None) for name in methods}
     # the background rate again: when it moved, the means moved with it (not the medians)
-    idle_cores = {"before": round(background, 3), "after": round(server.idle_rate(), 3)}
+    idle_cores = {"before": round(background, 3), "after": round(server.idle_rate(), 3),
+                  "settled": per_query is server}
     result: dict[str, Any] = {
         "graph_mode": index.graph_mode, "idle_rss_mb": idle, "rss_after_mb": after["VmRSS"],
         "rss_growth_mb": after["VmRSS"] - idle, "peak_rss_mb": after["VmHWM"],

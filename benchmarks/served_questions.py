@@ -88,7 +88,7 @@ def measure(index: GraphRAGIndex, dataset: Dataset, methods: list[str],
         retriever.retrieve(bundles[0])
     counter = counting_calls(index)
     server = ServerCpu(server_pid)
-    background = server.settled_rate()
+    background, per_query = server.for_queries()
     times: dict[str, list[float]] = {name: [] for name in methods}
     cpu: dict[str, list[float]] = {name: [] for name in methods}
     server_cpu: dict[str, list[float]] = {name: [] for name in methods}
@@ -96,7 +96,7 @@ def measure(index: GraphRAGIndex, dataset: Dataset, methods: list[str],
     embedding: dict[str, list[float]] = {name: [] for name in methods}
     for bundle in bundles:
         for name, retriever in retrievers.items():
-            reading = read_query(partial(retriever.retrieve, bundle), counter, server,
+            reading = read_query(partial(retriever.retrieve, bundle), counter, per_query,
                                  background)
             found: list[NodeWithScore] = reading.answer
             cpu[name].append(reading.cpu_s)

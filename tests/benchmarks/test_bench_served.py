@@ -53,6 +53,33 @@ def test_server_cpu_reads_a_process_cpu_time_and_none_without_one() -> None:
     assert gone.threads() is None and gone.spent(gone.threads(), gone.threads()) is None
 
 
+
+def test_server_cpu_is_not_read_per_query_while_the_background_stays_busy(capsys) -> None:
+    """A server whose background work does not settle (here: this process, a thread kept
+    busy) gets a reader that reads nothing, and says so; a settled one is read."""
+    stop = threading.Event()
+
+    def busy() -> None:
+        while not stop.is_set():
+            sum(range(1000))
+
+    spinner = threading.Thread(target=busy)
+    spinner.start()
+    try:
+        server = ServerCpu(os.getpid())
+        rate, settled = server.settled_rate(below=0.05, window=0.2, timeout=0.5)
+        assert rate > 0.05 and not settled
+        server.settled_rate = lambda: (rate, False)  # type: ignore[method-assign]
+        background, per_query = server.for_queries()
+    finally:
+        stop.set()
+        spinner.join()
+    assert background == rate and per_query.threads() is None
+    assert "did not settle" in capsys.readouterr().out
+    quiet = ServerCpu(os.getpid())
+    quiet.settled_rate = lambda: (0.01, True)  # type: ignore[method-assign]
+    assert quiet.for_queries() == (0.01, quiet)
+
 def test_cpu_per_query_adds_the_server_median_and_bounds_throughput() -> None:
     naive = cpu_per_query([0.001, 0.002, 0.003], [0.003, 0.002, 0.010])
     assert (naive.worker_cpu_mean_ms, naive.server_cpu_p50_ms, naive.total) == (2.0, 3.0, 5.0)

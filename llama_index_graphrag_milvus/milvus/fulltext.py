@@ -23,7 +23,7 @@ import json
 import weakref
 from collections.abc import Callable, Mapping, Sequence
 from importlib.util import find_spec
-from typing import Any
+from typing import Any, cast
 
 from llama_index.core.bridge.pydantic import PrivateAttr
 from llama_index.core.schema import BaseNode, MetadataMode
@@ -32,7 +32,7 @@ from llama_index.core.vector_stores.types import VectorStoreQuery
 from llama_index.core.vector_stores.utils import metadata_dict_to_node, node_to_metadata_dict
 from llama_index.vector_stores.milvus import MilvusVectorStore
 from llama_index.vector_stores.milvus.utils import BM25BuiltInFunction
-from pymilvus import AsyncMilvusClient, DataType, FunctionType
+from pymilvus import AsyncMilvusClient, DataType, FunctionType, MilvusClient
 
 from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph.word_table import DEFAULT_B, DEFAULT_K1
@@ -66,6 +66,47 @@ server's is :data:`~llama_index_graphrag_milvus.graph.word_table.DEFAULT_K1`, 1.
 """Reciprocal rank fusion's constant in hybrid search (Milvus's and the literature's)."""
 
 
+class ReadsAtLevel:
+    """A Milvus client (sync or async) whose searches and queries read at ``level`` unless
+    a call names its own. ``MilvusVectorStore`` sends its searches without a consistency
+    level, so Milvus reads them at the level the collection was created with: an index
+    opened at ``"Strong"`` over collections created at ``"Bounded"`` had its naive RAG
+    (dense, BM25, hybrid) read at ``"Bounded"`` (a deleted passage returned after its delete
+    was acknowledged) while its graph methods read at ``"Strong"``. Everything else is the
+    client's.
+
+    >>> class Client:
+    ...     def search(self, **kwargs): return kwargs
+    ...     def close(self): return "closed"
+    >>> reads = ReadsAtLevel(Client(), "Strong")
+    >>> reads.search(limit=2), reads.search(consistency_level="Session")["consistency_level"]
+    ({'consistency_level': 'Strong', 'limit': 2}, 'Session')
+    >>> reads.close()
+    'closed'
+    """
+
+    __slots__ = ("_client", "_level")
+
+    def __init__(self, client: Any, level: str) -> None:
+        self._client = client
+        self._level = level
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._client, name)
+
+    def _at(self, kwargs: dict[str, Any]) -> dict[str, Any]:
+        return {"consistency_level": self._level, **kwargs}
+
+    def search(self, *args: Any, **kwargs: Any) -> Any:
+        return self._client.search(*args, **self._at(kwargs))
+
+    def hybrid_search(self, *args: Any, **kwargs: Any) -> Any:
+        return self._client.hybrid_search(*args, **self._at(kwargs))
+
+    def query(self, *args: Any, **kwargs: Any) -> Any:
+        return self._client.query(*args, **self._at(kwargs))
+
+
 class PassageVectorStore(MilvusVectorStore):
     """``MilvusVectorStore`` of the passages. With full-text search it creates and fills
     :data:`LEXICAL_FIELD` (the passage as embedded), which its BM25 function reads, and its
@@ -86,10 +127,19 @@ class PassageVectorStore(MilvusVectorStore):
         self._loop_clients = weakref.WeakMethod(clients)
 
     @property
+    def client(self) -> MilvusClient:
+        """The Milvus client, its searches and queries at the store's consistency level
+        (:class:`ReadsAtLevel`)."""
+        return cast(MilvusClient, ReadsAtLevel(self._milvusclient, self.consistency_level))
+
+    @property
     def aclient(self) -> AsyncMilvusClient | None:
-        """The running event loop's async client (see :meth:`use_loop_clients`)."""
+        """The running event loop's async client (see :meth:`use_loop_clients`), its
+        searches and queries at the store's consistency level (:class:`ReadsAtLevel`)."""
         clients = self._loop_clients() if self._loop_clients is not None else None
-        return clients() if clients is not None else self._async_milvusclient
+        found = clients() if clients is not None else self._async_milvusclient
+        return (None if found is None
+                else cast(AsyncMilvusClient, ReadsAtLevel(found, self.consistency_level)))
 
     def _reads_lexical_field(self) -> bool:
         function = self.sparse_embedding_function

@@ -85,8 +85,6 @@ class ReadsAtLevel:
     'closed'
     """
 
-    __slots__ = ("_client", "_level")
-
     def __init__(self, client: Any, level: str) -> None:
         self._client = client
         self._level = level
@@ -117,6 +115,7 @@ class PassageVectorStore(MilvusVectorStore):
 
     _loop_clients: weakref.WeakMethod[Callable[[], AsyncMilvusClient]] | None = PrivateAttr(
         default=None)
+    _reads: ReadsAtLevel | None = PrivateAttr(default=None)
 
     def use_loop_clients(self, clients: Callable[[], AsyncMilvusClient]) -> None:
         """Take the async client of each event loop from ``clients`` (the graph store's
@@ -129,8 +128,11 @@ class PassageVectorStore(MilvusVectorStore):
     @property
     def client(self) -> MilvusClient:
         """The Milvus client, its searches and queries at the store's consistency level
-        (:class:`ReadsAtLevel`)."""
-        return cast(MilvusClient, ReadsAtLevel(self._milvusclient, self.consistency_level))
+        (:class:`ReadsAtLevel`; one wrapper per client, so that what is set on it stays)."""
+        reads = self._reads
+        if reads is None or reads._client is not self._milvusclient:
+            reads = self._reads = ReadsAtLevel(self._milvusclient, self.consistency_level)
+        return cast(MilvusClient, reads)
 
     @property
     def aclient(self) -> AsyncMilvusClient | None:

@@ -53,7 +53,6 @@ def test_server_cpu_reads_a_process_cpu_time_and_none_without_one() -> None:
     assert gone.threads() is None and gone.spent(gone.threads(), gone.threads()) is None
 
 
-
 def test_server_cpu_is_not_read_per_query_while_the_background_stays_busy(capsys) -> None:
     """A server whose background work does not settle (here: this process, a thread kept
     busy) gets a reader that reads nothing, and says so; a settled one is read."""
@@ -79,6 +78,7 @@ def test_server_cpu_is_not_read_per_query_while_the_background_stays_busy(capsys
     quiet = ServerCpu(os.getpid())
     quiet.settled_rate = lambda: (0.01, True)  # type: ignore[method-assign]
     assert quiet.for_queries() == (0.01, quiet)
+
 
 def test_cpu_per_query_adds_the_server_median_and_bounds_throughput() -> None:
     naive = cpu_per_query([0.001, 0.002, 0.003], [0.003, 0.002, 0.010])

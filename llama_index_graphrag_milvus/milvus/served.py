@@ -9,8 +9,7 @@ Every query reads a bounded number of relation rows, whatever the size of the gr
   vectors, a filtered query reads them with their vectors and they are ranked exactly in the
   process; else (a hub among them) a filtered vector search answers, so that a hub with a
   million relations costs what a small entity costs (``read_first``: no count, the read at
-  once, the search when it fills ``exact_bytes``; ``search_beside``: the read and the search
-  sent at the same time, one round trip). (A vector index's search with a filter
+  once, the search when it fills ``exact_bytes``). (A vector index's search with a filter
   that keeps a few rows among millions misses most of them: measured by
   ``benchmarks.graph_options``.) With a FLAT index (Milvus Lite's) the filtered search is
   exact, and it is the one request.
@@ -30,7 +29,6 @@ filters are index lookups; Milvus Lite scans every row for a filter, which is sl
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable, Generator, Sequence
 from typing import TYPE_CHECKING, Any
 
@@ -149,26 +147,18 @@ class ServedGraph:
         return {**kwargs, "filter": self._around(entity_ids)}
 
     def relations_around(self, vector: Sequence[float], entity_ids: Sequence[str], limit: int,
-                         read_first: bool = False, search_beside: bool = False
-                         ) -> list[CandidateRelation]:
+                         read_first: bool = False) -> list[CandidateRelation]:
         """The ``limit`` relations of ``entity_ids`` most similar to ``vector``, best first:
         counted first; read and ranked exactly when they fit the exact read, else (a hub
         among the entities) the filtered search's hits. Two Milvus calls (one with a FLAT
         index: the search, exact). ``read_first``: not counted, read at once, and searched
         only when the read fills the exact read's budget (the same answer: one call for a
         small entity set, a read of at most ``exact_bytes`` of vectors, then the search, for
-        a hub). ``search_beside``: the read and the search sent at the same time (in the
-        store's threads), the read's answer taken unless it filled the budget: the same
-        answer again, two calls in one round trip whatever the entities."""
+        a hub)."""
         if not entity_ids or limit < 1:
             return []
         if self._query_first:
             cap = self._around_cap(limit)
-            if search_beside:
-                rows, hits = self.store.concurrently_all([
-                    lambda: self._query_around(entity_ids, cap),
-                    lambda: self._search_around(vector, entity_ids, limit)])
-                return self._read_or_searched(rows, hits, cap, vector, limit)
             if read_first or self._count_around(entity_ids) < cap:
                 exact = exact_around(self._query_around(entity_ids, cap), cap, vector, limit)
                 if exact is not None:  # else a hub read first, or relations added since
@@ -176,32 +166,19 @@ class ServedGraph:
         return parse_around(self._search_around(vector, entity_ids, limit))
 
     async def arelations_around(self, vector: Sequence[float], entity_ids: Sequence[str],
-                                limit: int, read_first: bool = False,
-                                search_beside: bool = False) -> list[CandidateRelation]:
+                                limit: int, read_first: bool = False
+                                ) -> list[CandidateRelation]:
         """Async twin of :meth:`relations_around`."""
         if not entity_ids or limit < 1:
             return []
         if self._query_first:
             cap = self._around_cap(limit)
-            if search_beside:
-                rows, hits = await asyncio.gather(
-                    self._aquery_around(entity_ids, cap),
-                    self._asearch_around(vector, entity_ids, limit))
-                return self._read_or_searched(rows, hits, cap, vector, limit)
             if read_first or await self._acount_around(entity_ids) < cap:
                 exact = exact_around(await self._aquery_around(entity_ids, cap), cap, vector,
                                      limit)
                 if exact is not None:
                     return exact
         return parse_around(await self._asearch_around(vector, entity_ids, limit))
-
-    @staticmethod
-    def _read_or_searched(rows: Sequence[dict[str, Any]], hits: Any, cap: int,
-                          vector: Sequence[float], limit: int) -> list[CandidateRelation]:
-        """The read ``rows`` ranked exactly, or the search's ``hits`` when the read stopped
-        at ``cap`` rows (a hub among the entities)."""
-        exact = exact_around(rows, cap, vector, limit)
-        return exact if exact is not None else parse_around(hits)
 
     def _count_kwargs(self, entity_ids: Sequence[str]) -> dict[str, Any]:
         return {"collection_name": self.store.relation_collection,

@@ -171,17 +171,12 @@ class RelationsAround(Request[list[CandidateRelation]]):
     by Milvus would count the entities' relations before reading them (a vector index), it
     reads them at once and searches only when the read fills the exact read's budget: the
     same answer, one request and one round trip fewer for entities of few relations, a read
-    of at most that budget spent for nothing when a hub is among them. ``search_beside``:
-    the read sent at once and the filtered search beside it, at the same time, and the
-    read's answer taken unless it filled the budget: the same answer again, in one round
-    trip whatever the entities (a k-hop pool's hops), for a search (or a read) spent for
-    nothing each time."""
+    of at most that budget spent for nothing when a hub is among them."""
 
     vector: Sequence[float]
     entity_ids: tuple[str, ...]
     limit: int
     read_first: bool = False
-    search_beside: bool = False
 
 
 @dataclass(frozen=True)

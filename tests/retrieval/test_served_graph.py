@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 from collections.abc import Callable
 from typing import Any
 
@@ -297,82 +296,6 @@ def test_relations_read_first_are_not_counted_and_a_hub_is_still_searched(
         index.close()
 
 
-def meet_at_a_barrier(client: Any, names: tuple[str, ...],
-                      monkeypatch: pytest.MonkeyPatch) -> None:
-    """The first call of each of ``names`` waits until the first calls of all have started
-    (a barrier, 20 s at most: calls sent one after the other break it)."""
-    meeting, met = threading.Barrier(len(names), timeout=20), set()
-    for name in names:
-        call = getattr(client, name)
-
-        def waits(*args: Any, _call: Any = call, _name: str = name, **kwargs: Any) -> Any:
-            if _name not in met:
-                met.add(_name)
-                meeting.wait()
-            return _call(*args, **kwargs)
-
-        monkeypatch.setattr(client, name, waits)
-
-
-@LITE_ONLY
-def test_relations_searched_beside_their_read_are_one_round_trip(
-        make_index: Callable[..., GraphRAGIndex], monkeypatch: pytest.MonkeyPatch) -> None:
-    """``search_beside``: the read and the filtered search are in flight at the same time
-    (each waits for the other at a barrier: sent one after the other, the first would wait
-    in vain), no count; the read's exact ranking when it fits the budget, the search's hits
-    when the read fills it (a hub). The same answers as counting first; async alike."""
-    towns = [(f"Town {i} lies in Sweden and has {i} bridges.",
-              [(f"Town {i}", "lies in", "Sweden"), (f"Town {i}", "has", f"{i} bridges")])
-             for i in range(60)]
-    index = make_index(towns)
-    try:
-        index.store.index_type = "AUTOINDEX"  # a vector index: counted before a read
-        vector = index.embed_model.get_query_embedding("Which town has 7 bridges?")
-        sweden = Triplet("a", "b", "Sweden").object_id
-        made = spy_calls(index.store.client, monkeypatch)
-        for hub in (False, True):
-            graph = ServedGraph(index.store, exact_bytes=1) if hub else ServedGraph(index.store)
-            made.clear()
-            counted = graph.relations_around(vector, [sweden], 10)
-            assert made[0][1] == "count(*)"
-            meet_at_a_barrier(index.store.client, ("query", "search"), monkeypatch)
-            made.clear()
-            found = graph.relations_around(vector, [sweden], 10, search_beside=True)
-            assert sorted(dict.fromkeys(name for name, _ in made)) == ["query", "search"]
-            assert "count(*)" not in {fields for _, fields in made}
-            assert [(c.id, round(c.score, 5)) for c in found] == [
-                (c.id, round(c.score, 5)) for c in counted]
-            if hub:  # the search's hits, within the hub's relations
-                assert {c.object_id for c in found} == {sweden}
-            again = asyncio.run(graph.arelations_around(vector, [sweden], 10,
-                                                        search_beside=True))
-            assert [(c.id, round(c.score, 5)) for c in again] == [
-                (c.id, round(c.score, 5)) for c in found]
-    finally:
-        index.close()
-
-
-@LITE_ONLY  # the vector index is pretended on Lite (a server's tests check the answers)
-def test_the_k_hop_pool_sends_each_hop_s_read_and_search_at_once(
-        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Served with a vector index, each hop of the k-hop pool is one round trip (its read
-    and its search at the same time, no count): every pool method answers as in memory."""
-    milvus = served(family_index)
-    try:
-        milvus.store.index_type = "AUTOINDEX"  # Lite's FLAT index needs no count at all
-        made = spy_calls(milvus.store.client, monkeypatch)
-        for method in ("passage", "ppr", "pcst"):
-            expected = summary(family_index.as_retriever(
-                passage_scoring=method, similarity_top_k=3).retrieve(QUESTION))
-            made.clear()
-            retriever = milvus.as_retriever(passage_scoring=method, similarity_top_k=3)
-            assert summary(retriever.retrieve(QUESTION)) == expected
-            assert "count(*)" not in {fields for _, fields in made}
-            assert summary(asyncio.run(retriever.aretrieve(QUESTION))) == expected
-    finally:
-        milvus.close()
-
-
 def test_the_named_entities_relations_are_read_without_a_count(
         family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
     """A question whose relation hits offer too few bridges: the relations of the entities
@@ -394,8 +317,8 @@ def test_the_named_entities_relations_are_read_without_a_count(
         # counted first, as before: one request more, the same answer
         around = ServedGraph.relations_around
         monkeypatch.setattr(ServedGraph, "relations_around",
-                            lambda self, vector, ids, limit, read_first=False,
-                            search_beside=False: around(self, vector, ids, limit))
+                            lambda self, vector, ids, limit, read_first=False:
+                            around(self, vector, ids, limit))
         assert summary(retriever.retrieve(question)) == expected
         assert [fields for _, fields in made].count("count(*)") == 1
         assert len(made) == spared + 1

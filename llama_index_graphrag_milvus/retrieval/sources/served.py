@@ -9,9 +9,7 @@ The k-hop pool follows the in-memory expansion hop by hop: hop 0 is the relation
 seed entities (the ``per_hop_max_relations`` most similar to the query) and the seed
 relations; each further hop searches the relations of the best unexpanded ends of the
 previous hop. The in-memory graph probes a hub's closest relation clusters; Milvus returns
-the hub's relations most similar to the query. Each hop is one round trip: its entities'
-relations are read and searched at the same time, the read ranked exactly unless a hub
-filled it (``RelationsAround(search_beside=True)``; counting them first would take two).
+the hub's relations most similar to the query.
 """
 
 from __future__ import annotations
@@ -143,8 +141,7 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
     wanted = tuple(dict.fromkeys(r.relation_ids))
     given = {h.id: relation_record(h) for h in r.relations if h.id in wanted}
     around, read = yield from Together((
-        RelationsAround(r.vector, tuple(entities), config.per_hop_max_relations,
-                        search_beside=True),
+        RelationsAround(r.vector, tuple(entities), config.per_hop_max_relations),
         GetRelations(tuple(i for i in wanted if i not in given), r.vector)))
     seed_relations = [*given.values(), *read]
     frontier = best_relations(list({c.id: c for c in (*around, *seed_relations)}.values()),
@@ -158,8 +155,7 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
             break
         expanded.update(following)
         found = yield from RelationsAround(r.vector, tuple(following),
-                                           config.per_hop_max_relations + len(seen),
-                                           search_beside=True)
+                                           config.per_hop_max_relations + len(seen))
         frontier = [replace(c, hop=hop) for c in found if c.id not in seen]
         frontier = frontier[:config.per_hop_max_relations]
         seen.update(c.id for c in frontier)
@@ -172,13 +168,12 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
 
 
 def _around(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
-    return served(context).relations_around(r.vector, r.entity_ids, r.limit, r.read_first,
-                                            r.search_beside)
+    return served(context).relations_around(r.vector, r.entity_ids, r.limit, r.read_first)
 
 
 async def _aaround(context: DriverContext, r: RelationsAround) -> list[CandidateRelation]:
     return await served(context).arelations_around(r.vector, r.entity_ids, r.limit,
-                                                   r.read_first, r.search_beside)
+                                                   r.read_first)
 
 
 def _relations(context: DriverContext, r: GetRelations) -> list[CandidateRelation]:

@@ -129,7 +129,7 @@ class ServedGraph:
         Lite's), whose filtered search is exact already (and, on Lite, faster than a query)."""
         return self.store.index_type != "FLAT"
 
-    def around_cap(self, limit: int) -> int:
+    def _around_cap(self, limit: int) -> int:
         """Rows read to rank exactly: ``exact_bytes`` of vectors, at least ``limit + 1``."""
         per_row = 4 * (self.store.dim or 1)
         return min(MILVUS_MAX_TOP_K, max(limit + 1, self.exact_bytes // per_row))
@@ -158,7 +158,7 @@ class ServedGraph:
         if not entity_ids or limit < 1:
             return []
         if self._query_first:
-            cap = self.around_cap(limit)
+            cap = self._around_cap(limit)
             if read_first or self._count_around(entity_ids) < cap:
                 exact = exact_around(self._query_around(entity_ids, cap), cap, vector, limit)
                 if exact is not None:  # else a hub read first, or relations added since
@@ -172,7 +172,7 @@ class ServedGraph:
         if not entity_ids or limit < 1:
             return []
         if self._query_first:
-            cap = self.around_cap(limit)
+            cap = self._around_cap(limit)
             if read_first or await self._acount_around(entity_ids) < cap:
                 exact = exact_around(await self._aquery_around(entity_ids, cap), cap, vector,
                                      limit)

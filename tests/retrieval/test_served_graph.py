@@ -29,7 +29,6 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     RelationSeeds,
 )
 from llama_index_graphrag_milvus.retrieval.seeds import Seeds
-from llama_index_graphrag_milvus.retrieval.sources import served as served_source
 from tests.support.fakes import HashEmbedding
 from tests.support.indexes import field_indexes
 from tests.support.markers import LITE_ONLY, SERVER_ONLY
@@ -94,39 +93,6 @@ def test_served_queries_name_their_requests(family_index: GraphRAGIndex) -> None
         assert {c.subject_id for c in pool} | {c.object_id for c in pool} >= {johann}
         assert all(c.passage_ids and c.subject_id and c.object_id for c in pool)
         assert pool == sorted(pool, key=lambda c: (-c.score, c.id))
-    finally:
-        milvus.close()
-
-
-@LITE_ONLY  # a vector index pretended on Lite (the server's tests check the answers)
-def test_a_hop_whose_relation_rows_record_few_passages_is_read_without_a_count(
-        family_index: GraphRAGIndex, monkeypatch: pytest.MonkeyPatch) -> None:
-    """Past hop 0, the entities a hop expands were reached by relation rows that record how
-    many passages each leads to: when those are few, their relations are read at once, not
-    counted first (one request fewer a hop); the same pool as counting them. Hop 0's seeds
-    come from the entity search, which records none: counted."""
-    milvus = served(family_index)
-    try:
-        milvus.store.index_type = "AUTOINDEX"  # Lite's FLAT index needs no count at all
-        vector = milvus.embed_model.get_query_embedding(QUESTION)
-        query = QueryContext(QUESTION, vector, 3)
-        johann = Triplet("Johann Bernoulli", "x", "y").subject_id
-        seeds = Seeds((EntityHit(johann, "Johann Bernoulli", .9, "q"),), ())
-        made = spy_calls(milvus.store.client, monkeypatch)
-        driver = SyncDriver(DriverContext.of(milvus, graph="milvus"))
-        pool = driver.run(expand_pool(query, seeds, ExpansionConfig(hops=2)))
-        read_at_once = [fields for _, fields in made]
-        assert read_at_once.count("count(*)") == 1  # hop 0's
-        made.clear()
-        monkeypatch.setattr(served_source, "few_relations", lambda *args: False)
-        counted = driver.run(expand_pool(query, seeds, ExpansionConfig(hops=2)))
-        assert [fields for _, fields in made].count("count(*)") == 3  # hops 0, 1 and 2
-        assert len(made) == len(read_at_once) + 2
-        assert same_pool([(c.id, c.score, c.hop, c.text) for c in pool],
-                         [(c.id, c.score, c.hop, c.text) for c in counted]) and len(pool) > 3
-        memory = SyncDriver(DriverContext.of(family_index)).run(
-            expand_pool(query, seeds, ExpansionConfig(hops=2)))
-        assert [c.id for c in pool] == [c.id for c in memory]
     finally:
         milvus.close()
 

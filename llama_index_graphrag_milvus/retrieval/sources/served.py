@@ -14,7 +14,6 @@ the hub's relations most similar to the query.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import replace
 
 from llama_index_graphrag_milvus.communities.around import (
@@ -116,38 +115,6 @@ def next_entities(relations: list[CandidateRelation], expanded: set[str], limit:
     return list(found)[:limit]
 
 
-RELATIONS_PER_PASSAGE = 4
-"""How many relations of one entity a passage is taken to hold when the spreads its
-relation rows record say whether its relations fit a read (:func:`few_relations`)."""
-
-
-def few_relations(relations: Sequence[CandidateRelation], entities: Sequence[str], cap: int
-                  ) -> bool:
-    """Whether the rows of ``relations`` that reached ``entities`` record that all of them
-    lead to so few passages that their relations fit a read of ``cap`` rows, counting
-    :data:`RELATIONS_PER_PASSAGE` relations a passage: they are then read at once, not
-    counted first (``RelationsAround(read_first=True)``: the same answer, one round trip
-    fewer; a read spent for nothing when they had more after all). ``False`` when one of
-    them is not recorded (an index written before the spreads; a hop's seeds).
-
-    >>> r = [CandidateRelation("r1", .9, 0, subject_id="a", object_id="b",
-    ...                        subject_passages=3, object_passages=2)]
-    >>> few_relations(r, ["a", "b"], 1024), few_relations(r, ["a", "b"], 20)
-    (True, False)
-    >>> few_relations(r, ["a", "c"], 1024)  # c: not recorded
-    False
-    """
-    spreads: dict[str, int] = {}
-    for c in relations:
-        for end, passages in ((c.subject_id, c.subject_passages),
-                              (c.object_id, c.object_passages)):
-            if end and passages >= 0:
-                spreads.setdefault(end, passages)
-    if any(entity not in spreads for entity in entities):
-        return False
-    return RELATIONS_PER_PASSAGE * sum(spreads[entity] for entity in entities) < cap
-
-
 def cap_per_passage(relations: list[CandidateRelation], cap: int, limit: int
                     ) -> list[CandidateRelation]:
     """The first ``limit`` relations (best first) that bring a passage still under ``cap``
@@ -187,10 +154,8 @@ def expand_hop_by_hop(context: DriverContext, r: ExpandPool) -> Plan[list[Candid
         if not following:
             break
         expanded.update(following)
-        limit = config.per_hop_max_relations + len(seen)
-        cap = served(context).around_cap(limit)
-        found = yield from RelationsAround(r.vector, tuple(following), limit,
-                                           read_first=few_relations(frontier, following, cap))
+        found = yield from RelationsAround(r.vector, tuple(following),
+                                           config.per_hop_max_relations + len(seen))
         frontier = [replace(c, hop=hop) for c in found if c.id not in seen]
         frontier = frontier[:config.per_hop_max_relations]
         seen.update(c.id for c in frontier)

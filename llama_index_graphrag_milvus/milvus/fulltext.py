@@ -238,10 +238,32 @@ def check_analyzer(analyzer: Mapping[str, Any] | None) -> dict[str, Any] | None:
     return dict(analyzer)
 
 
+LITE_FILTERS = ("lowercase", "stop")
+"""The analyzer filters Milvus Lite applies (words are always lower-cased there; ``stop``
+as ``{"type": "stop", "stop_words": [...]}``). It takes any other filter and ignores it."""
+
+
+def lite_ignored_filters(analyzer: Mapping[str, Any]) -> list[Any]:
+    """The filters of ``analyzer`` that Milvus Lite takes and does not apply (see
+    :data:`LITE_FILTERS`).
+
+    >>> lite_ignored_filters({"tokenizer": "standard", "filter": ["lowercase", "asciifolding",
+    ...                       {"type": "stop", "stop_words": ["the"]}, {"type": "stemmer"}]})
+    ['asciifolding', {'type': 'stemmer'}]
+    """
+    filters = analyzer.get("filter") or []
+    if not isinstance(filters, list):
+        filters = [filters]
+    return [f for f in filters
+            if (f.get("type") if isinstance(f, Mapping) else f) not in LITE_FILTERS]
+
+
 def check_lite_analyzer(analyzer: Mapping[str, Any]) -> None:
     """Refuse an analyzer Milvus Lite cannot run (Lite runs analyzers in Python: its
-    standard and jieba tokenizers), before a collection is created with it; an older Lite
-    without its analyzer module is not checked.
+    standard and jieba tokenizers, lower-casing and stop words), before a collection is
+    created with it: an unknown tokenizer, or a filter Lite would take and silently not
+    apply ("asciifolding": "Aschenbrodel" would not match "Aschenbrödel" on Lite, and
+    would on a server). An older Lite without its analyzer module is not checked.
 
     >>> check_lite_analyzer({"tokenizer": "icu"})
     Traceback (most recent call last):
@@ -259,6 +281,14 @@ def check_lite_analyzer(analyzer: Mapping[str, Any]) -> None:
             f"Milvus Lite cannot run the analyzer {dict(analyzer)!r}: {exc}. Use one it runs "
             "({'tokenizer': 'jieba'} for Chinese and Japanese), or a Milvus server for the "
             "others.") from exc
+    ignored = lite_ignored_filters(analyzer)
+    if ignored:
+        raise InvalidInputError(
+            f"Milvus Lite takes the analyzer filters {ignored!r} of {dict(analyzer)!r} but "
+            "does not apply them (it lower-cases words and drops "
+            "{'type': 'stop', 'stop_words': [...]}, nothing else), so BM25 on Lite would "
+            "differ from a server's with the same analyzer. Drop those filters, or use a "
+            "Milvus server for them.")
 
 
 def lexical_text(node: BaseNode) -> str:

@@ -184,6 +184,30 @@ def test_bad_full_text_input_is_refused_and_stores_nothing_wrong(
 
 
 @LITE_ONLY
+@pytest.mark.parametrize("ignored", ["asciifolding", {"type": "stemmer", "language": "english"},
+                                     "alphanumonly"])
+def test_a_filter_milvus_lite_would_ignore_is_refused(milvus_uri: str, ignored: object,
+                                                      embed_model: HashEmbedding) -> None:
+    analyzer = {"tokenizer": "standard", "filter": ["lowercase", ignored]}
+    with pytest.raises(InvalidInputError, match="does not apply them") as refused:
+        GraphRAGIndex.from_triplets(FAMILY, uri=milvus_uri, embed_model=embed_model,
+                                    full_text_analyzer=analyzer)
+    assert repr([ignored]) in str(refused.value)
+    # nothing was created: the same file takes an index with the analyzer Lite applies
+    kept = {"tokenizer": "standard",
+            "filter": ["lowercase", {"type": "stop", "stop_words": ["basel"]}]}
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as fresh:
+        assert fresh.store.dim is None
+    passages = [("Euler studied in Basel under Johann Bernoulli.", []),
+                ("Daniel Bernoulli studied fluid dynamics.", [])]
+    with GraphRAGIndex.from_triplets(passages, uri=milvus_uri, embed_model=embed_model,
+                                     full_text_analyzer=kept) as index:
+        bm25 = index.as_naive_retriever(similarity_top_k=2, search="bm25")
+        assert bm25.retrieve("BASEL") == []  # the stop word is dropped on both sides
+        assert texts(bm25.retrieve("Euler")) == [passages[0][0]]
+
+
+@LITE_ONLY
 def test_an_analyzer_for_chinese_text(milvus_uri: str, embed_model: HashEmbedding) -> None:
     passages = [("欧拉在巴塞尔师从约翰·伯努利。", [("欧拉", "师从", "约翰·伯努利")]),
                 ("丹尼尔·伯努利研究流体力学。", [("丹尼尔·伯努利", "研究", "流体力学")])]

@@ -32,7 +32,7 @@ from llama_index_graphrag_milvus.communities.build import (
 from llama_index_graphrag_milvus.graph import EntityRelationGraph
 from llama_index_graphrag_milvus.graph.tables import EntityTable, PassageScope, PassageTable
 from llama_index_graphrag_milvus.graph.word_table import Analyzer, WordTable, analyze
-from llama_index_graphrag_milvus.milvus.fulltext import is_standard
+from llama_index_graphrag_milvus.milvus.fulltext import folded_words, is_standard
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 T = TypeVar("T")
@@ -95,6 +95,17 @@ def memory_analyzer(params: Mapping[str, Any] | None, is_lite: bool) -> Analyzer
         logger.info("BM25 stays in Milvus Lite: its analyzer %r is not available here (%s)",
                     dict(params), exc)
         return None
+
+
+def folding(analyzer: Analyzer) -> Analyzer:
+    """``analyzer`` applied to texts as a folding index's BM25 reads them
+    (:func:`~.milvus.fulltext.folded_words`: the passages' stored text is already folded,
+    a query's is folded here).
+
+    >>> folding(analyze)("Aschenbrödel's")
+    ['aschenbrodel', 's']
+    """
+    return lambda text: analyzer(folded_words(text))
 
 
 class IndexCache:
@@ -230,6 +241,8 @@ class IndexCache:
 
         def build() -> WordTable | None:
             analyzer = memory_analyzer(store.full_text_analyzer, store.is_lite)
+            if analyzer is not None and store.folds_words:
+                analyzer = folding(analyzer)
             return None if analyzer is None else WordTable.from_texts(
                 store.read_passage_words(show_progress=self.show_progress),
                 *store.full_text_bm25(), analyzer=analyzer)

@@ -20,8 +20,10 @@ back from the collection's schema when the index is reopened.
 from __future__ import annotations
 
 import json
+import unicodedata
 import weakref
 from collections.abc import Callable, Mapping, Sequence
+from dataclasses import replace
 from importlib.util import find_spec
 from typing import Any, cast
 
@@ -38,6 +40,7 @@ from llama_index_graphrag_milvus.errors import InvalidInputError
 from llama_index_graphrag_milvus.graph.word_table import DEFAULT_B, DEFAULT_K1
 from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.schema import PASSAGE_FIELDS
+from llama_index_graphrag_milvus.words import fold
 
 FULL_TEXT_FIELD = "sparse_embedding"
 """The passage collection's BM25 field (the vector store's default sparse field)."""
@@ -54,6 +57,14 @@ def runs_jieba(is_lite: bool) -> bool:
     return not is_lite or find_spec("jieba") is not None
 
 
+FOLD_PROPERTY = "graphrag_full_text_fold"
+"""The index property (on the relation collection) that says its BM25 reads the passages
+and the queries folded (:func:`folded_words`); set when the passage collection is created,
+absent on an index created before."""
+FOLD_ACCENTS = "accents"
+""":data:`FOLD_PROPERTY`'s value: accents and case folded by :func:`folded_words`."""
+NEW_INDEX_FOLD = FOLD_ACCENTS
+"""What a passage collection created now records under :data:`FOLD_PROPERTY`."""
 LEXICAL_FIELD = "full_text"
 """What the BM25 function reads in a collection the package creates: the passage as it is
 embedded (``node.get_content(MetadataMode.EMBED)``: its text and the metadata the embedding
@@ -116,6 +127,25 @@ class PassageVectorStore(MilvusVectorStore):
     _loop_clients: weakref.WeakMethod[Callable[[], AsyncMilvusClient]] | None = PrivateAttr(
         default=None)
     _reads: ReadsAtLevel | None = PrivateAttr(default=None)
+    _folds: bool = PrivateAttr(default=False)
+
+    def fold_words(self, folds: bool) -> None:
+        """Whether BM25 reads the passages this store writes and the texts it searches
+        folded (:func:`folded_words`; the graph store's ``folds_words``)."""
+        self._folds = folds
+
+    def _for_words(self, query: VectorStoreQuery) -> VectorStoreQuery:
+        """``query`` with its text folded when this store folds (its vector unchanged: only
+        BM25 reads the text)."""
+        if not self._folds or not query.query_str:
+            return query
+        return replace(query, query_str=folded_words(query.query_str))
+
+    def query(self, query: VectorStoreQuery, **kwargs: Any) -> Any:
+        return super().query(self._for_words(query), **kwargs)
+
+    async def aquery(self, query: VectorStoreQuery, **kwargs: Any) -> Any:
+        return await super().aquery(self._for_words(query), **kwargs)
 
     def use_loop_clients(self, clients: Callable[[], AsyncMilvusClient]) -> None:
         """Take the async client of each event loop from ``clients`` (the graph store's
@@ -165,7 +195,7 @@ class PassageVectorStore(MilvusVectorStore):
             row[self.text_key] = node.dict()[self.text_key]
             row["id"] = node.node_id
             row[self.embedding_field] = node.embedding
-            row[LEXICAL_FIELD] = lexical_text(node)
+            row[LEXICAL_FIELD] = lexical_text(node, self._folds)
             rows.append(row)
         return rows
 
@@ -291,8 +321,22 @@ def check_lite_analyzer(analyzer: Mapping[str, Any]) -> None:
             "Milvus server for them.")
 
 
-def lexical_text(node: BaseNode) -> str:
-    """What BM25 reads of a passage: its content as embedded, cut to what the field holds.
+def folded_words(text: str) -> str:
+    """``text`` as a folding index's BM25 reads it, passage and query alike: case-folded and
+    without the accents of Latin, Greek and Cyrillic letters (:func:`~..words.fold`),
+    other marks composed again, so that "Aschenbrodel" matches "Aschenbrödel", "SAO PAULO"
+    "São Paulo", and a kana keeps its voicing. Milvus's ``asciifolding`` filter would do it
+    on a server only (Milvus Lite ignores it); folding the text BM25 is given holds on both.
+
+    >>> folded_words("Aschenbrödel, Café de Flore"), folded_words("ガリレオ") == "ガリレオ"
+    ('aschenbrodel, cafe de flore', True)
+    """
+    return unicodedata.normalize("NFC", fold(text))
+
+
+def lexical_text(node: BaseNode, folds: bool = False) -> str:
+    """What BM25 reads of a passage: its content as embedded (:func:`folded_words` when
+    ``folds``), cut to what the field holds.
 
     >>> from llama_index.core.schema import TextNode
     >>> print(lexical_text(TextNode(text="Euler was born in Basel.",
@@ -302,6 +346,8 @@ def lexical_text(node: BaseNode) -> str:
     Euler was born in Basel.
     """
     content = node.get_content(metadata_mode=MetadataMode.EMBED)
+    if folds:
+        content = folded_words(content)
     encoded = content.encode("utf-8")
     if len(encoded) <= LEXICAL_MAX_BYTES:
         return content

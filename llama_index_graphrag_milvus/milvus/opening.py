@@ -20,8 +20,11 @@ from pymilvus import AsyncMilvusClient, MilvusClient
 from llama_index_graphrag_milvus.errors import MilvusStoreError
 from llama_index_graphrag_milvus.milvus.filters import check_server_can, to_milvus_expression
 from llama_index_graphrag_milvus.milvus.fulltext import (
+    FOLD_ACCENTS,
+    FOLD_PROPERTY,
     FULL_TEXT_FIELD,
     LEXICAL_FIELD,
+    NEW_INDEX_FOLD,
     TEXT_FIELD,
     PassageVectorStore,
     analyzer_of,
@@ -78,6 +81,7 @@ class StoreOpening:
     full_text: bool
     full_text_analyzer: dict[str, Any] | None
     full_text_field: str
+    folds_words: bool
     dim: int | None
     _token: str
     _client_kwargs: dict[str, Any]
@@ -148,6 +152,8 @@ class StoreOpening:
             if found is not None:
                 self.full_text_analyzer = analyzer_of(info, found)
         self.full_text_field = reads
+        self.folds_words = (self.full_text and reads == LEXICAL_FIELD
+                            and self.properties.get(FOLD_PROPERTY) == FOLD_ACCENTS)
         sparse = vector_store_kwargs(self.full_text_analyzer, reads) if self.full_text else {}
         with quiet_lite("grpc._server", "Method not implemented"):
             self._passages = kind(
@@ -166,6 +172,7 @@ class StoreOpening:
                 **self._client_kwargs,
             )
         self._passages.use_loop_clients(self.aclient)
+        self._passages.fold_words(self.folds_words)
         self.client.load_collection(self.passage_collection)
 
     def _partition_key(self) -> bool:
@@ -260,6 +267,8 @@ class StoreOpening:
                     self._create(self.entity_collection, entity_fields, dim, loads=loading)
                 if not self._kept(self.passage_collection, dim, existing, self._fits_passages):
                     made.append(self.passage_collection)
+                    if self.full_text:  # its BM25 reads words folded (a kept one: as it was)
+                        self.properties[FOLD_PROPERTY] = NEW_INDEX_FOLD
                 self.dim = dim
                 self._open_passages(dim)  # creates it (its analyzer may be refused)
                 # last: the relation collection says that the index exists (see .leftovers)

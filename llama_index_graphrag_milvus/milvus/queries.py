@@ -16,6 +16,7 @@ from pymilvus import AsyncMilvusClient, MilvusClient
 
 from llama_index_graphrag_milvus.milvus.fulltext import (
     bm25_score,
+    folded_words,
     parse_words_hits,
     words_search_kwargs,
 )
@@ -46,6 +47,7 @@ class QueryPath:
     read_options: dict[str, Any]
     write_options: dict[str, Any]
     full_text: bool
+    folds_words: bool
 
     @property
     def client(self) -> MilvusClient:
@@ -192,7 +194,7 @@ class QueryPath:
         if not texts or not self.full_text:
             return [[] for _ in texts]
         return parse_words_hits(self.ranked_search(words_search_kwargs(
-            self.passage_collection, texts, limit, where), limit, bm25_score))
+            self.passage_collection, self._words_of(texts), limit, where), limit, bm25_score))
 
     async def amatch_passage_words(self, texts: Sequence[str], limit: int, where: str = ""
                                    ) -> list[list[tuple[BaseNode, float]]]:
@@ -200,7 +202,11 @@ class QueryPath:
         if not texts or not self.full_text:
             return [[] for _ in texts]
         return parse_words_hits(await self.aranked_search(words_search_kwargs(
-            self.passage_collection, texts, limit, where), limit, bm25_score))
+            self.passage_collection, self._words_of(texts), limit, where), limit, bm25_score))
+
+    def _words_of(self, texts: Sequence[str]) -> list[str]:
+        """The texts as this index's BM25 reads them (folded where it folds)."""
+        return [folded_words(t) for t in texts] if self.folds_words else list(texts)
 
     def passages_matching(self, ids: Sequence[str], where: str) -> list[str]:
         """Those of ``ids`` whose passage matches ``where`` (a filter expression on passage

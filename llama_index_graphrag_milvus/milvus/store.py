@@ -226,6 +226,11 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         passage collection created now gets, read from its schema on open."""
         self.full_text_field = LEXICAL_FIELD
         """The passage field BM25 reads (read from the schema on open)."""
+        self.folds_words = False
+        """Whether BM25 reads the passages and the queries without accents and case
+        (:func:`~.fulltext.folded_words`): recorded by an index whose passage collection
+        was created with it (``graphrag_full_text_fold``); one created before matches words
+        as written."""
         self.dim: int | None = None
         """The vectors' dimension; ``None`` until the collections exist."""
         try:

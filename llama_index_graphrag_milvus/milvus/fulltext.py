@@ -317,8 +317,9 @@ def check_lite_analyzer(analyzer: Mapping[str, Any]) -> None:
             f"Milvus Lite takes the analyzer filters {ignored!r} of {dict(analyzer)!r} but "
             "does not apply them (it lower-cases words and drops "
             "{'type': 'stop', 'stop_words': [...]}, nothing else), so BM25 on Lite would "
-            "differ from a server's with the same analyzer. Drop those filters, or use a "
-            "Milvus server for them.")
+            "differ from a server's with the same analyzer. Drop those filters (a new "
+            "index's BM25 reads words without accents or case already), or use a Milvus "
+            "server for them.")
 
 
 def folded_words(text: str) -> str:

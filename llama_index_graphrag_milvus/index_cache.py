@@ -98,9 +98,9 @@ def memory_analyzer(params: Mapping[str, Any] | None, is_lite: bool) -> Analyzer
 
 
 def folding(analyzer: Analyzer) -> Analyzer:
-    """``analyzer`` applied to texts as a folding index's BM25 reads them
-    (:func:`~.milvus.fulltext.folded_words`: the passages' stored text is already folded,
-    a query's is folded here).
+    """``analyzer`` applied to a query's text as a folding index's BM25 reads it
+    (:func:`~.milvus.fulltext.folded_words`; the passages' stored texts are folded when
+    written).
 
     >>> folding(analyze)("Aschenbrödel's")
     ['aschenbrodel', 's']
@@ -241,11 +241,10 @@ class IndexCache:
 
         def build() -> WordTable | None:
             analyzer = memory_analyzer(store.full_text_analyzer, store.is_lite)
-            if analyzer is not None and store.folds_words:
-                analyzer = folding(analyzer)
             return None if analyzer is None else WordTable.from_texts(
                 store.read_passage_words(show_progress=self.show_progress),
-                *store.full_text_bm25(), analyzer=analyzer)
+                *store.full_text_bm25(), analyzer=analyzer,  # the stored texts: folded
+                query_analyzer=folding(analyzer) if store.folds_words else None)
         return self.get(WORDS, build)
 
     async def aword_table(self, max_floats: int | None = None) -> WordTable | None:

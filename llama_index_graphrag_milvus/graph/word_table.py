@@ -76,9 +76,12 @@ class WordTable:
     @classmethod
     def from_texts(cls, batches: Iterable[tuple[Sequence[str], Sequence[str]]],
                    k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-                   analyzer: Analyzer = analyze) -> WordTable:
+                   analyzer: Analyzer = analyze, query_analyzer: Analyzer | None = None
+                   ) -> WordTable:
         """The table of ``(ids, texts)`` batches (one text per id), with BM25's ``k1`` and
-        ``b``, words split by ``analyzer``."""
+        ``b``, words split by ``analyzer``; the searched texts' by ``query_analyzer``
+        (default ``analyzer``: another where the stored texts were prepared already, such
+        as folded, and only a query's still need it)."""
         ids: list[str] = []
         vocabulary: dict[str, int] = {}
         rows: list[int] = []
@@ -99,7 +102,8 @@ class WordTable:
             (np.asarray(counts, np.float64), (position[np.asarray(rows, np.int64)],
                                               np.asarray(columns, np.int64))),
             shape=(len(ids), len(vocabulary)))
-        return cls(IdTable(keys[order]), _bm25_weights(tf, k1, b), vocabulary, analyzer)
+        return cls(IdTable(keys[order]), _bm25_weights(tf, k1, b), vocabulary,
+                   query_analyzer or analyzer)
 
     def __len__(self) -> int:
         return len(self.ids)

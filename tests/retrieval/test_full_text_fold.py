@@ -1,6 +1,7 @@
 """BM25 without accents or case: a new index folds the words its BM25 reads (passages and
-queries alike), on Milvus Lite and a server, in Milvus's search and in memory; an index
-created before keeps matching words as written."""
+queries alike), in Milvus's search and in memory; an index created before keeps matching
+words as written. On Milvus Lite: the embedded test server (2.3) has no BM25; a server
+runs the same code (the texts are folded before pymilvus sends them)."""
 
 from __future__ import annotations
 
@@ -26,8 +27,7 @@ PASSAGES = [*FAMILY, OPERETTA]
 def words_found(index: GraphRAGIndex, text: str) -> dict[str, list[str]]:
     """The passages each BM25 path finds for ``text``, first 2: Milvus's search through the
     naive retrievers (sync and async) and the batched search the bridge sends to Milvus,
-    and the in-memory table (what the bridge searches instead where the store holds
-    one)."""
+    and the in-memory table (what the bridge searches instead on Lite)."""
     def contents(hits: list) -> list[str]:
         return [hit.node.get_content() for hit in hits]
     bm25 = index.as_naive_retriever(similarity_top_k=2, search="bm25")
@@ -40,11 +40,11 @@ def words_found(index: GraphRAGIndex, text: str) -> dict[str, list[str]]:
                     index.store.match_passage_words([text], 2)[0]],
     }
     table = index.cache.word_table()
-    if table is not None:
-        texts = {node.node.node_id: node.node.get_content()
-                 for node in index.as_naive_retriever(similarity_top_k=len(PASSAGES)).retrieve(
-                     "passages")}
-        found["memory"] = [texts[pid] for pid, _ in table.search([text], 2)[0]]
+    assert table is not None  # Milvus Lite: BM25 in memory whatever the budget
+    texts = {node.node.node_id: node.node.get_content()
+             for node in index.as_naive_retriever(similarity_top_k=len(PASSAGES)).retrieve(
+                 "passages")}
+    found["memory"] = [texts[pid] for pid, _ in table.search([text], 2)[0]]
     return found
 
 

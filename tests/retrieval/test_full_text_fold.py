@@ -81,8 +81,11 @@ def test_an_index_created_before_matches_words_as_written(
         found = words_found(index, "Aschenbrodel staging")
         assert all(hits == [] for name, hits in found.items() if name != "hybrid"), found
         # written to again, it stays as it was: new passages are not folded either
-        index.insert_triplets([("Der Zigeunerbaron is an operetta by Johann Strauss II.",
-                                [("Der Zigeunerbaron", "written by", "Johann Strauss II")])])
+        premiere = "Die Fledermaus wurde 1874 in Wien uraufgeführt."
+        index.insert_triplets([(premiere, [("Die Fledermaus", "premiered in", "Wien")])])
         assert not index.store.folds_words
+        assert [node.get_content() for node, _ in
+                index.store.match_passage_words(["uraufgeführt"], 2)[0]] == [premiere]
+        assert index.store.match_passage_words(["uraufgefuhrt"], 2) == [[]]
         assert FOLD_PROPERTY not in index.store.properties or (
             index.store.properties[FOLD_PROPERTY] != FOLD_ACCENTS)

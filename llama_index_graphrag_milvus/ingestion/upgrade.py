@@ -1,7 +1,8 @@
 """Bringing an index written by an earlier version to this version's layout: entity rows
 that list their passages (:data:`~llama_index_graphrag_milvus.milvus.schema.
-ENTITY_PASSAGE_FIELDS`), and on a server a passage collection indexed like the graph
-collections (:func:`reindex_passages`).
+ENTITY_PASSAGE_FIELDS`), passages whose BM25 text is folded (:func:`fold_passage_words`),
+and on a server a passage collection indexed like the graph collections
+(:func:`reindex_passages`).
 
 Milvus cannot add a field to a collection, so :func:`upgrade_entity_passages` builds a new
 entity collection and puts it in the old one's place:
@@ -29,6 +30,7 @@ from tqdm import tqdm
 
 from llama_index_graphrag_milvus.ingestion.entity_rows import passages_of_ends
 from llama_index_graphrag_milvus.milvus.columns import pk_ranges
+from llama_index_graphrag_milvus.milvus.fulltext import LEXICAL_FIELD, fitted, folded_words
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
     ENTITY_PASSAGE_FIELDS,
@@ -93,6 +95,48 @@ def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False
         client.drop_collection(old)
     store.finish_upgrade()
     logger.info("%s upgraded: %d entities list their passages", old, written)
+    return written
+
+
+def fold_passage_words(store: MilvusGraphStore, show_progress: bool = False) -> int:
+    """Fold the text BM25 reads of every passage of an index created before BM25 read words
+    without accents or case (:func:`~llama_index_graphrag_milvus.milvus.fulltext.
+    folded_words`), then record it, so that "Aschenbrodel" finds "Aschenbrödel" as on a new
+    index; the number of passage rows written (0 when the index folds already, has no
+    full-text search, or its BM25 reads a field of the user's). Each row is written again
+    with its vector, text and metadata as they are (Milvus computes its BM25 vector from
+    the new text); only the passages whose text changes are written.
+
+    Interrupted, the index still matches words as written (the record comes last) with some
+    passages folded, which a query of accented words no longer matches; the next call
+    folds the rest (a folded text folds to itself)."""
+    client = store.client  # raises on a closed store
+    if (not store.open_if_created() or store.folds_words or not store.full_text
+            or store.full_text_field != LEXICAL_FIELD):
+        return 0
+    collection = store.passage_collection
+    with milvus_errors(f"fold the words of {collection}"):
+        info = client.describe_collection(collection)
+        computed = {name for function in info.get("functions") or ()  # BM25's vector
+                    for name in function.get("output_field_names") or ()}
+        written = 0
+        ranges = pk_ranges(store.count(collection), WRITE_BATCH_SIZE)
+        for where in tqdm(ranges, desc="Folding the passages' words", unit=" ranges",
+                          disable=not show_progress):
+            rows = client.query(collection_name=collection, filter=where,
+                                output_fields=["*"], **store.write_options)
+            changed = [
+                {**{k: v for k, v in row.items() if k not in computed},
+                 "embedding": [float(x) for x in row["embedding"]], LEXICAL_FIELD: folded}
+                for row in rows
+                if (folded := fitted(folded_words(row[LEXICAL_FIELD] or "")))
+                != row[LEXICAL_FIELD]]
+            if changed:
+                client.upsert(collection, changed)
+                written += len(changed)
+        client.flush(collection)
+    store.record_folded_words()
+    logger.info("%s upgraded: the words of %d passages folded", collection, written)
     return written
 
 

@@ -347,8 +347,16 @@ def lexical_text(node: BaseNode, folds: bool = False) -> str:
     Euler was born in Basel.
     """
     content = node.get_content(metadata_mode=MetadataMode.EMBED)
-    if folds:
-        content = folded_words(content)
+    return fitted(folded_words(content) if folds else content)
+
+
+def fitted(content: str) -> str:
+    """``content`` cut to what the BM25 input field holds (:data:`LEXICAL_MAX_BYTES` of
+    UTF-8, at a character's end).
+
+    >>> len(fitted("é" * LEXICAL_MAX_BYTES).encode()) == LEXICAL_MAX_BYTES
+    True
+    """
     encoded = content.encode("utf-8")
     if len(encoded) <= LEXICAL_MAX_BYTES:
         return content

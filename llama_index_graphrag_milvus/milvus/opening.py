@@ -152,8 +152,6 @@ class StoreOpening:
             if found is not None:
                 self.full_text_analyzer = analyzer_of(info, found)
         self.full_text_field = reads
-        self.folds_words = (self.full_text and reads == LEXICAL_FIELD
-                            and self.properties.get(FOLD_PROPERTY) == FOLD_ACCENTS)
         sparse = vector_store_kwargs(self.full_text_analyzer, reads) if self.full_text else {}
         with quiet_lite("grpc._server", "Method not implemented"):
             self._passages = kind(
@@ -172,7 +170,11 @@ class StoreOpening:
                 **self._client_kwargs,
             )
         self._passages.use_loop_clients(self.aclient)
-        self._passages.fold_words(self.folds_words)
+        self._set_folds_words()
+        if self.full_text and reads == LEXICAL_FIELD and not self.folds_words:
+            logger.info("%s was written before BM25 folded accents and case: its words are "
+                        "matched as written; index.upgrade() folds them",
+                        self.passage_collection)
         self.client.load_collection(self.passage_collection)
 
     def _partition_key(self) -> bool:
@@ -309,13 +311,40 @@ class StoreOpening:
 
     def read_layout(self) -> None:
         """Read again whether the entity rows list their passages
-        (``records_entity_passages``): another process's ``index.upgrade()`` may have added
-        the field since this store opened, and a write without it is refused by Milvus.
+        (``records_entity_passages``) and, once open, whether BM25 reads the words folded
+        (``folds_words``): another process's ``index.upgrade()`` may have added the field or
+        folded the words since this store opened, and a write without the field is refused
+        by Milvus, one of unfolded words would not match a folded query.
         Called before each write and by ``index.refresh()`` (:meth:`layout_read_again`)."""
         with milvus_errors(f"describe {self.entity_collection}"):
             entity_info = self.client.describe_collection(self.entity_collection)
         self.records_entity_passages = ("passage_ids" in
                                         {f["name"] for f in entity_info["fields"]})
+        if self._passages is not None:  # open: another process may have folded its words
+            with milvus_errors(f"describe {self.relation_collection}"):
+                info = self.client.describe_collection(self.relation_collection)
+            self.properties = {str(k): str(v)
+                               for k, v in (info.get("properties") or {}).items()}
+            self._set_folds_words()
+
+    def _set_folds_words(self) -> None:
+        """``folds_words`` from what the index records (:data:`~.fulltext.FOLD_PROPERTY`),
+        told to the passage store, which folds the texts of its BM25 queries and writes."""
+        self.folds_words = (self.full_text and self.full_text_field == LEXICAL_FIELD
+                            and self.properties.get(FOLD_PROPERTY) == FOLD_ACCENTS)
+        if isinstance(self._passages, PassageVectorStore):
+            self._passages.fold_words(self.folds_words)
+
+    def record_folded_words(self) -> None:
+        """Record that every passage's BM25 text is folded (what
+        :func:`~..ingestion.upgrade.fold_passage_words` does to an older index): from now
+        on queries and writes are folded too, here and, on their next write or
+        ``index.refresh()``, in other processes."""
+        with milvus_errors(f"alter {self.relation_collection}"):
+            self.client.alter_collection_properties(
+                self.relation_collection, properties={FOLD_PROPERTY: FOLD_ACCENTS})
+        self.properties[FOLD_PROPERTY] = FOLD_ACCENTS
+        self._set_folds_words()
 
     def finish_upgrade(self) -> None:
         """Put the entity collection an upgrade built in the old one's place (dropped

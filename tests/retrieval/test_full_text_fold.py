@@ -8,7 +8,10 @@ from __future__ import annotations
 import asyncio
 
 import pytest
+from llama_index.core.schema import TextNode
+from llama_index.core.vector_stores import MetadataFilter, MetadataFilters
 
+import llama_index_graphrag_milvus.ingestion.upgrade as upgrade_module
 import llama_index_graphrag_milvus.milvus.opening as opening
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.milvus.fulltext import FOLD_ACCENTS, FOLD_PROPERTY
@@ -89,3 +92,112 @@ def test_an_index_created_before_matches_words_as_written(
         assert index.store.match_passage_words(["uraufgefuhrt"], 2) == [[]]
         assert FOLD_PROPERTY not in index.store.properties or (
             index.store.properties[FOLD_PROPERTY] != FOLD_ACCENTS)
+
+
+def created_before_the_fold(uri: str, embed_model: HashEmbedding,
+                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """An index of ``PASSAGES`` created the way an earlier version did: no fold recorded."""
+    with monkeypatch.context() as patched:
+        patched.setattr(opening, "NEW_INDEX_FOLD", "none")
+        GraphRAGIndex.from_triplets(PASSAGES, uri=uri, embed_model=embed_model).close()
+
+
+def stored_passages(index: GraphRAGIndex) -> dict[str, tuple]:
+    """Every passage as the dense search returns it: text, metadata and score."""
+    hits = index.as_naive_retriever(similarity_top_k=len(PASSAGES) + 1).retrieve("Bernoulli")
+    return {hit.node.node_id: (hit.node.get_content(), hit.node.metadata, round(hit.score, 6))
+            for hit in hits}
+
+
+@LITE_ONLY
+def test_upgrade_folds_the_words_of_an_index_created_before(
+        milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch) -> None:
+    created_before_the_fold(milvus_uri, embed_model, monkeypatch)
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index, \
+            GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as other, \
+            GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as reader:
+        # other processes, open before the upgrade
+        assert not other.store.folds_words and not reader.store.folds_words
+        assert words_found(reader, "Aschenbrödel")["memory"][:1] == [OPERETTA[0]]
+        before = stored_passages(index)
+        assert all(hits == [] for name, hits in words_found(index, "Aschenbrodel").items()
+                   if name != "hybrid")
+        assert index.upgrade() == len(PASSAGES)  # every text has capitals: all written
+        assert index.store.folds_words
+        assert index.store.properties[FOLD_PROPERTY] == FOLD_ACCENTS
+        assert stored_passages(index) == before  # texts, metadata and vectors as they were
+        for written in ("Aschenbrodel", "ASCHENBRÖDEL", "Aschenbrödel"):
+            found = words_found(index, f"{written} staging")
+            assert all(hits[:1] == [OPERETTA[0]] for name, hits in found.items()
+                       if name != "hybrid"), (written, found)
+        assert index.upgrade() == 0  # nothing left to do
+        reader.refresh()  # a reader folds its queries once it reads the layout again
+        assert reader.store.folds_words
+        assert all(found[:1] == [OPERETTA[0]] for found in
+                   words_found(reader, "Aschenbrödel").values())
+        # the other process folds what it writes from its next write on
+        premiere = "Die Fledermaus wurde 1874 in Wien uraufgeführt."
+        other.insert_triplets([(premiere, [("Die Fledermaus", "premiered in", "Wien")])])
+        assert other.store.folds_words
+        assert [node.get_content() for node, _ in
+                index.store.match_passage_words(["uraufgefuhrt"], 2)[0]] == [premiere]
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:  # read back
+        assert index.store.folds_words
+        assert words_found(index, "Aschenbrodel")["bm25"][:1] == [OPERETTA[0]]
+
+
+@LITE_ONLY
+def test_an_upgrade_stopped_while_folding_goes_on_where_it_stopped(
+        milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch) -> None:
+    created_before_the_fold(milvus_uri, embed_model, monkeypatch)
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
+        before = stored_passages(index)
+        client = index.store.client
+        upsert, calls = client.upsert, []
+
+        def fails_on_the_third(*args: object, **kwargs: object) -> object:
+            calls.append(args)
+            if len(calls) == 3:
+                raise ConnectionError("the server went away")
+            return upsert(*args, **kwargs)
+
+        with monkeypatch.context() as patched:
+            patched.setattr(upgrade_module, "WRITE_BATCH_SIZE", 1)  # a range per passage
+            patched.setattr(client, "upsert", fails_on_the_third)
+            with pytest.raises(ConnectionError):
+                index.upgrade()
+        assert not index.store.folds_words  # not recorded: queries as written
+        assert FOLD_PROPERTY not in index.store.properties or (
+            index.store.properties[FOLD_PROPERTY] != FOLD_ACCENTS)
+        assert stored_passages(index) == before  # nothing lost, nothing duplicated
+        # the rest: two ranges were written (a range may hold more than one passage)
+        assert 0 < index.upgrade() <= len(PASSAGES) - 2
+        assert index.store.folds_words
+        assert stored_passages(index) == before
+        assert words_found(index, "Aschenbrodel staging")["bm25"][:1] == [OPERETTA[0]]
+
+
+@LITE_ONLY
+def test_upgrade_keeps_each_folded_passage_in_its_tenant(
+        milvus_uri: str, embed_model: HashEmbedding, monkeypatch: pytest.MonkeyPatch) -> None:
+    def staged(tenant: str) -> TextNode:
+        return TextNode(text=f"[{tenant}] Aschenbrödel was staged in Wien.",
+                        metadata={"tenant_id": tenant})
+
+    data = [(staged(tenant), [("Aschenbrödel", "staged in", "Wien")])
+            for tenant in ("acme", "globex")]
+    with monkeypatch.context() as patched:
+        patched.setattr(opening, "NEW_INDEX_FOLD", "none")
+        GraphRAGIndex.from_triplets(data, uri=milvus_uri, embed_model=embed_model,
+                                    tenant_key="tenant_id").close()
+    with GraphRAGIndex(uri=milvus_uri, embed_model=embed_model) as index:
+        assert index.store.tenant_key == "tenant_id"
+        assert index.upgrade() == 2
+        for tenant in ("acme", "globex"):
+            hits = index.as_naive_retriever(
+                similarity_top_k=5, search="bm25",
+                filters=MetadataFilters(filters=[MetadataFilter(key="tenant_id",
+                                                                value=tenant)]),
+            ).retrieve("aschenbrodel")
+            assert [(h.node.get_content(), h.node.metadata["tenant_id"]) for h in hits] == [
+                (staged(tenant).text, tenant)]

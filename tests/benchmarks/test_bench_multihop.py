@@ -404,10 +404,17 @@ def test_graph_methods_are_rows_each_with_its_fusion(tmp_path: Path,
     assert relation["config"]["entity_top_k"] == passage["config"]["entity_top_k"] == 20
     fusion = report["methods"][5]
     assert fusion["config"]["graph"]["passage_scoring"] == "relation"
+    hybrid_p50 = report["methods"][2]["summary"]["latency_s"]["p50"]
     for entry in report["methods"][1:]:
         summary = entry["summary"]
         assert set(summary["recall@2"]) == {"all", "2hop", "3hop"}
         assert summary["latency_ratio_vs_naive"]["p50"] > 0
+        # every row but the baselines against hybrid search too, side by side in the run
+        if entry["kind"] in ("bm25", "hybrid"):
+            assert "latency_ratio_vs_hybrid" not in summary
+        else:
+            assert summary["latency_ratio_vs_hybrid"]["p50"] == pytest.approx(
+                summary["latency_s"]["p50"] / hybrid_p50)
     for graph in (relation, passage):  # the same pool either way: only the order differs
         assert graph["summary"]["pool_coverage"] == pytest.approx(POOL_COVERAGE)
     assert "pool_coverage" not in fusion["summary"]
@@ -512,10 +519,10 @@ def test_retriever_timings_are_aggregated_per_method(tmp_path: Path,
     assert all("timings" not in row for row in report["per_question"]["naive RAG"])
     for entry in report["methods"]:
         entry["summary"].pop("timings_s", None)
-    assert "| p95 ratio |\n" in render_markdown(report)
+    assert "| p95 ratio | p50 vs hybrid |\n" in render_markdown(report)
     report["methods"][len(BASELINES)]["summary"]["timings_s"] = graph["timings_s"]
     table = render_markdown(report)
-    assert "| p50 ratio | p95 ratio | ppr ms | seeds ms |" in table
+    assert "| p50 ratio | p95 ratio | p50 vs hybrid | ppr ms | seeds ms |" in table
     assert re.search(r"\| naive RAG \|.* \| - \| - \|\n", table)
     # p50 in ms; "seeds" came with one question of two, and says so.
     assert re.search(r"\| graph h1 .*passage_scoring=passage \|.* \| 3\.0 \| 10\.0 \(n=1\) \|\n",

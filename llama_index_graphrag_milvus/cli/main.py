@@ -92,6 +92,10 @@ def parser() -> argparse.ArgumentParser:
     result.add_argument("--explore", action="store_true",
                         help="open the explorer on the index after indexing (the "
                              "[explorer] extra; Ctrl-C stops it)")
+    result.add_argument("--upgrade", action="store_true",
+                        help="bring an index made by an earlier version to this version's "
+                             "layout first (index.upgrade(); no other process may write to "
+                             "it meanwhile)")
     result.add_argument("--host", default="127.0.0.1", help="explorer address")
     result.add_argument("--port", type=int, default=8765, help="explorer port (0: any)")
     return result
@@ -251,6 +255,22 @@ def segmentation_note(index: GraphRAGIndex) -> str | None:
             f"graph's word lists match little of them; {how}.")
 
 
+def upgrade(index: GraphRAGIndex, asked: bool) -> None:
+    """Upgrade an index made by an earlier version when ``asked`` (``--upgrade``), else
+    say that it is one and how to upgrade it."""
+    if not index.store.needs_upgrade():
+        return
+    if not asked:
+        say("Note: this index was made by an earlier version (its BM25 matches accents as "
+            "written, or its entities do not list their passages): pass --upgrade to bring "
+            "it to this version's layout, with no other process writing to it.")
+        return
+    say("Upgrading the index to this version's layout...", end=" ")
+    started = time.perf_counter()
+    written = index.upgrade()
+    say(f"{written} rows written, {time.perf_counter() - started:.1f} s")
+
+
 def answer(index: GraphRAGIndex, question: str, method: str, top_k: int) -> None:
     """Print the baseline a Milvus user would try first (hybrid search on a full-text index,
     else naive RAG) beside the graph method's passages for ``question``."""
@@ -297,6 +317,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         note = segmentation_note(index) if han_or_kana else None
         if note:
             say(note)
+        upgrade(index, args.upgrade)
         with warnings.catch_warnings():  # the note above says it in the command's words
             warnings.simplefilter("ignore", UnsplitTextWarning)
             index_folder(index, folder, kg_extractor, progress, args.batch_size)

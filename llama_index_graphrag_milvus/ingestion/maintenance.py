@@ -338,9 +338,7 @@ class DocumentMaintenance:
         Example::
 
             index = GraphRAGIndex(uri="graph.db", embed_model=embed_model)
-            store = index.store
-            if not store.records_entity_passages or (store.full_text
-                                                     and not store.folds_words):
+            if index.store.needs_upgrade():
                 index.upgrade()
         """
         with self.store.gate.writing():

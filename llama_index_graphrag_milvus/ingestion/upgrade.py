@@ -153,13 +153,10 @@ def reindex_passages(store: MilvusGraphStore) -> bool:
     next call."""
     client = store.client  # raises on a closed store
     collection = store.passage_collection
-    if (store.index_type == "FLAT" or not store.open_if_created()
-            or collection not in client.list_collections()):
-        return False
     with milvus_errors(f"index {collection}"):
-        dense = field_indexes(client, collection).get("embedding")
-        if dense is not None and dense.get("index_type") != "FLAT":
+        if not store.passages_scanned():
             return False
+        dense = field_indexes(client, collection).get("embedding")
         client.release_collection(collection)
         if dense is not None:
             client.drop_index(collection, dense["index_name"])

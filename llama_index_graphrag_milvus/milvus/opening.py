@@ -327,6 +327,36 @@ class StoreOpening:
                                for k, v in (info.get("properties") or {}).items()}
             self._set_folds_words()
 
+    def passages_scanned(self) -> bool:
+        """Whether the passage collection has a ``FLAT`` vector index (what
+        ``MilvusVectorStore`` gave it before 0.2: every search compares the query with every
+        passage) where this store builds another (a server's ``AUTOINDEX``); ``False`` on
+        Milvus Lite (``FLAT`` only) and before the first write."""
+        if (self.index_type == "FLAT" or not self.open_if_created()
+                or self.passage_collection not in self.client.list_collections()):
+            return False
+        dense = field_indexes(self.client, self.passage_collection).get("embedding")
+        return dense is None or dense.get("index_type") == "FLAT"
+
+    def needs_upgrade(self) -> bool:
+        """Whether ``index.upgrade()`` has something to do: entity rows that do not list
+        their passages, BM25 words not folded (on an index with full-text search on its
+        own field), or a scanned passage collection (:meth:`passages_scanned`). Reads the
+        layout again first (another process may have upgraded the index).
+
+        Example::
+
+            if index.store.needs_upgrade():
+                index.upgrade()
+        """
+        if not self.layout_read_again():
+            return False
+        with milvus_errors(f"describe {self.passage_collection}"):
+            return (not self.records_entity_passages
+                    or (self.full_text and self.full_text_field == LEXICAL_FIELD
+                        and not self.folds_words)
+                    or self.passages_scanned())
+
     def _set_folds_words(self) -> None:
         """``folds_words`` from what the index records (:data:`~.fulltext.FOLD_PROPERTY`),
         told to the passage store, which folds the texts of its BM25 queries and writes."""

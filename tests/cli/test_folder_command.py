@@ -20,6 +20,7 @@ from typing import Any, ClassVar
 
 import pytest
 
+import llama_index_graphrag_milvus.milvus.opening as opening
 from examples.bernoulli import DATASET, QUESTION
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.cli.common import columns
@@ -103,6 +104,7 @@ def test_a_folder_is_indexed_then_asked_beside_naive_rag(
     assert code == 0, err
     assert "Read 6 documents (6 passages)" in out and "1 empty files skipped" in out
     assert "do not read as English" not in out
+    assert "made by an earlier version" not in out  # a new index: nothing to upgrade
     assert re.search(r"Indexing 6 documents: 100%.*6/6", err)  # the progress bar
     assert re.search(r"Index: .*notes\.db \(graphrag\), 6 passages, \d+ relations", out)
     first, second = out.split("Question: ")[1:]
@@ -231,6 +233,30 @@ def test_an_index_made_without_full_text_search_is_asked_beside_naive_rag(
     with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
         assert not index.store.full_text
         assert index.store.count(index.store.passage_collection) == 7  # its own and the 6
+
+
+def test_an_index_of_an_earlier_version_is_upgraded_when_asked(
+        folder: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    db = tmp_path / "older.db"
+    with monkeypatch.context() as patched:  # made before BM25 folded accents
+        patched.setattr(opening, "NEW_INDEX_FOLD", "none")
+        GraphRAGIndex.from_triplets(DATASET[:1], uri=str(db),
+                                    embed_model=HashEmbedding(dim=64)).close()
+    command = [str(folder), "--uri", str(db), "--embed-model", EMBED]
+    code, out, err = run(command, capsys)
+    assert code == 0, err
+    assert "made by an earlier version" in out and "pass --upgrade" in out
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        assert index.store.needs_upgrade() and not index.store.folds_words
+    code, out, err = run([*command, "--upgrade"], capsys)
+    assert code == 0, err
+    assert re.search(r"Upgrading the index to this version's layout\.\.\. 7 rows written", out)
+    with GraphRAGIndex(uri=str(db), embed_model=HashEmbedding(dim=64)) as index:
+        assert index.store.folds_words and not index.store.needs_upgrade()
+    code, out, err = run([*command, "--upgrade"], capsys)  # nothing left: nothing said
+    assert code == 0, err
+    assert "earlier version" not in out and "Upgrading" not in out
 
 
 def test_an_index_with_other_identity_keys_stores_the_chunks_and_files_asked(

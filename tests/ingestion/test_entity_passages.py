@@ -191,6 +191,7 @@ def test_upgrade_lists_the_passages_of_an_older_index(milvus_uri: str,
     uri = milvus_uri
     index = old_index(uri, tenant_key)
     assert index.store.tenant_key == tenant_key and not index.store.records_entity_passages
+    assert index.store.needs_upgrade()
     before = answers(index)
     vectors = index.store.get_rows(index.store.entity_collection, [EULER], ["embedding"])
     assert index.upgrade() == 4  # Euler, Basel, Bernoulli, Daniel Bernoulli
@@ -202,6 +203,7 @@ def test_upgrade_lists_the_passages_of_an_older_index(milvus_uri: str,
                                 ["embedding"]) == vectors
     assert answers(index) == before
     assert asyncio.run(index.aupgrade()) == 0  # nothing left to do
+    assert not index.store.needs_upgrade()
     if tenant_key:
         assert index.store.get_rows(index.store.entity_collection, [EULER], ["tenants"])[
             EULER]["tenants"] == ["acme"]
@@ -326,15 +328,17 @@ def test_upgrade_gives_a_flat_passage_collection_the_graphs_index(milvus_uri: st
     index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
     index.insert_triplets([(doc, list(triplets)) for doc, triplets in FAMILY])
     if index.store.is_lite:  # FLAT is Milvus Lite's only index: nothing to change
-        assert passage_index(index) == "FLAT"
+        assert passage_index(index) == "FLAT" and not index.store.needs_upgrade()
         assert index.upgrade() == 0 and passage_index(index) == "FLAT"
         index.close()
         return
     assert passage_index(index) == "AUTOINDEX"  # what this version builds on a server
+    assert not index.store.needs_upgrade()
     flat_passages(index)
+    assert index.store.passages_scanned() and index.store.needs_upgrade()
     before = answers(index)
     assert index.upgrade() == 0  # the entities already list their passages
-    assert passage_index(index) == "AUTOINDEX"
+    assert passage_index(index) == "AUTOINDEX" and not index.store.needs_upgrade()
     assert answers(index) == before
     # stopped after the drop: the next open builds the index again
     client = index.store.client

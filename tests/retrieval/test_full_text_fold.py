@@ -122,7 +122,9 @@ def test_upgrade_folds_the_words_of_an_index_created_before(
         before = stored_passages(index)
         assert all(hits == [] for name, hits in words_found(index, "Aschenbrodel").items()
                    if name != "hybrid")
+        assert index.store.needs_upgrade()
         assert index.upgrade() == len(PASSAGES)  # every text has capitals: all written
+        assert not index.store.needs_upgrade()
         assert index.store.folds_words
         assert index.store.properties[FOLD_PROPERTY] == FOLD_ACCENTS
         assert stored_passages(index) == before  # texts, metadata and vectors as they were

@@ -354,8 +354,9 @@ def fitted(content: str) -> str:
     """``content`` cut to what the BM25 input field holds (:data:`LEXICAL_MAX_BYTES` of
     UTF-8, at a character's end).
 
-    >>> len(fitted("é" * LEXICAL_MAX_BYTES).encode()) == LEXICAL_MAX_BYTES
-    True
+    >>> cut = fitted("é" * LEXICAL_MAX_BYTES)  # two bytes each: cut after the last whole one
+    >>> len(cut.encode()), set(cut), fitted("Euler")
+    (65534, {'é'}, 'Euler')
     """
     encoded = content.encode("utf-8")
     if len(encoded) <= LEXICAL_MAX_BYTES:

@@ -111,8 +111,7 @@ def fold_passage_words(store: MilvusGraphStore, show_progress: bool = False) -> 
     passages folded, which a query of accented words no longer matches; the next call
     folds the rest (a folded text folds to itself)."""
     client = store.client  # raises on a closed store
-    if (not store.open_if_created() or store.folds_words or not store.full_text
-            or store.full_text_field != LEXICAL_FIELD):
+    if not store.open_if_created() or not store.words_unfolded:
         return 0
     collection = store.passage_collection
     with milvus_errors(f"fold the words of {collection}"):

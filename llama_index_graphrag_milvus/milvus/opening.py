@@ -47,6 +47,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     create_collection,
     field_indexes,
     milvus_errors,
+    recorded_properties,
 )
 from llama_index_graphrag_milvus.milvus.served import ENDPOINT_INDEXES
 from llama_index_graphrag_milvus.milvus.tenants import (
@@ -105,7 +106,7 @@ class StoreOpening:
             return None
         with milvus_errors(f"describe {self.relation_collection}"):
             info = self.client.describe_collection(self.relation_collection)
-        self.properties = {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+        self.properties = recorded_properties(info)
         self.tenant_key = self.properties.get(TENANT_KEY_PROPERTY) or None
         names = {f["name"] for f in info["fields"]}
         self.records_kinds = names >= set(KIND_FIELDS)
@@ -171,7 +172,7 @@ class StoreOpening:
             )
         self._passages.use_loop_clients(self.aclient)
         self._set_folds_words()
-        if self.full_text and reads == LEXICAL_FIELD and not self.folds_words:
+        if self.words_unfolded:
             logger.info("%s was written before BM25 folded accents and case: its words are "
                         "matched as written; index.upgrade() folds them",
                         self.passage_collection)
@@ -323,8 +324,7 @@ class StoreOpening:
         if self._passages is not None:  # open: another process may have folded its words
             with milvus_errors(f"describe {self.relation_collection}"):
                 info = self.client.describe_collection(self.relation_collection)
-            self.properties = {str(k): str(v)
-                               for k, v in (info.get("properties") or {}).items()}
+            self.properties = recorded_properties(info)
             self._set_folds_words()
 
     def passages_scanned(self) -> bool:
@@ -352,10 +352,15 @@ class StoreOpening:
         if not self.layout_read_again():
             return False
         with milvus_errors(f"describe {self.passage_collection}"):
-            return (not self.records_entity_passages
-                    or (self.full_text and self.full_text_field == LEXICAL_FIELD
-                        and not self.folds_words)
+            return (not self.records_entity_passages or self.words_unfolded
                     or self.passages_scanned())
+
+    @property
+    def words_unfolded(self) -> bool:
+        """Whether BM25 reads this index's own full-text field with its words as written
+        (an index created before the fold): what ``index.upgrade()`` folds."""
+        return (self.full_text and self.full_text_field == LEXICAL_FIELD
+                and not self.folds_words)
 
     def _set_folds_words(self) -> None:
         """``folds_words`` from what the index records (:data:`~.fulltext.FOLD_PROPERTY`),
@@ -364,17 +369,6 @@ class StoreOpening:
                             and self.properties.get(FOLD_PROPERTY) == FOLD_ACCENTS)
         if isinstance(self._passages, PassageVectorStore):
             self._passages.fold_words(self.folds_words)
-
-    def record_folded_words(self) -> None:
-        """Record that every passage's BM25 text is folded (what
-        :func:`~..ingestion.upgrade.fold_passage_words` does to an older index): from now
-        on queries and writes are folded too, here and, on their next write or
-        ``index.refresh()``, in other processes."""
-        with milvus_errors(f"alter {self.relation_collection}"):
-            self.client.alter_collection_properties(
-                self.relation_collection, properties={FOLD_PROPERTY: FOLD_ACCENTS})
-        self.properties[FOLD_PROPERTY] = FOLD_ACCENTS
-        self._set_folds_words()
 
     def finish_upgrade(self) -> None:
         """Put the entity collection an upgrade built in the old one's place (dropped

@@ -264,6 +264,15 @@ def fresh_connections(client_kwargs: Mapping[str, Any]) -> dict[str, Any]:
     return {**own, **client_kwargs, "grpc_options": options}
 
 
+def recorded_properties(info: Mapping[str, Any]) -> dict[str, str]:
+    """What a described collection records about itself (its properties), as strings.
+
+    >>> recorded_properties({"properties": {"graphrag.dim": 384}}), recorded_properties({})
+    ({'graphrag.dim': '384'}, {})
+    """
+    return {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+
+
 def create_collection(client: MilvusClient, name: str, fields: Sequence[tuple[str, Any, int]],
                       dim: int, index_type: str, consistency_level: str,
                       properties: Mapping[str, str] | None = None,

@@ -12,7 +12,12 @@ from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from llama_index_graphrag_milvus.errors import MilvusStoreError
-from llama_index_graphrag_milvus.milvus.schema import Fields, create_collection, milvus_errors
+from llama_index_graphrag_milvus.milvus.schema import (
+    Fields,
+    create_collection,
+    milvus_errors,
+    recorded_properties,
+)
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
@@ -76,7 +81,7 @@ class SideCollection:
             return {}
         with milvus_errors(f"describe {self.name}"):
             info = self.store.client.describe_collection(self.name)
-        return {str(k): str(v) for k, v in (info.get("properties") or {}).items()}
+        return recorded_properties(info)
 
     def set_properties(self, properties: Mapping[str, str]) -> None:
         """Record ``properties`` on the collection."""

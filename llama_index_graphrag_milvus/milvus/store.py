@@ -34,6 +34,8 @@ from llama_index_graphrag_milvus.milvus.columns import (
     CollectionReads,
 )
 from llama_index_graphrag_milvus.milvus.fulltext import (
+    FOLD_ACCENTS,
+    FOLD_PROPERTY,
     LEXICAL_FIELD,
 )
 from llama_index_graphrag_milvus.milvus.gate import write_gate
@@ -281,6 +283,14 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
             self.client.alter_collection_properties(self.relation_collection,
                                                     properties=dict(properties))
         self.properties.update(properties)
+
+    def record_folded_words(self) -> None:
+        """Record that every passage's BM25 text is folded (what
+        :func:`~..ingestion.upgrade.fold_passage_words` does to an older index): from now
+        on queries and writes are folded too, here and, on their next write or
+        ``index.refresh()``, in other processes."""
+        self.set_properties({FOLD_PROPERTY: FOLD_ACCENTS})
+        self._set_folds_words()
 
     def check_dimension(self, dim: int, source: str, given: bool = False) -> None:
         """Raise :class:`EmbeddingDimensionError` if ``dim`` differs from the stored one

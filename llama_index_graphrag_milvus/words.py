@@ -23,6 +23,9 @@ import unicodedata
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 
+from llama_index_graphrag_milvus.ids import clip_utf8, normalize_name
+from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
+
 
 def _mark_ranges() -> str:
     r"""A regular-expression class body of Unicode's combining marks (categories Mn, Mc,
@@ -155,6 +158,25 @@ def fold(text: str) -> str:
         elif not drop_marks:
             kept.append(c)
     return "".join(kept)
+
+
+def name_key(name: str) -> str:
+    """The key an entity name is matched by whatever its accents, case and width (its
+    :func:`~llama_index_graphrag_milvus.ids.normalize_name` folded, composed again, at most
+    :data:`~llama_index_graphrag_milvus.limits.ENTITY_NAME_MAX_BYTES`): what the entity rows
+    record (``name_key``) and what the entity seeds by name and the explorer's search compare,
+    so that "Aschenbrodel" and "ZURICH" name "Aschenbrödel" and "Zürich".
+
+    >>> name_key("Aschenbrödel") == name_key("ASCHENBRODEL") == "aschenbrodel"
+    True
+    >>> name_key("ベルヌーイ") == "ベルヌーイ", name_key("  Zürich  ") == name_key("zurich")
+    (True, True)
+    >>> name_key("Euler" + chr(0xD800))  # a lone surrogate
+    'euler'
+    """
+    folded = unicodedata.normalize("NFC", fold(normalize_name(name)))
+    text = folded.encode("utf-8", "ignore").decode("utf-8")  # a lone surrogate: no text
+    return clip_utf8(text, ENTITY_NAME_MAX_BYTES)
 
 
 def fold_unspaced(text: str) -> str:

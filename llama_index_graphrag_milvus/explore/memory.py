@@ -19,6 +19,7 @@ from llama_index_graphrag_milvus.explore.view import (
     Degrees,
     Hit,
     degree_histogram,
+    name_fold,
     no_entity,
     rank_hits,
     relation_item,
@@ -40,7 +41,7 @@ class MemoryGraphView:
         self.index = index
         self.where = where
         self._lock = threading.Lock()
-        self._folded: tuple[object, list[str]] | None = None
+        self._folded: tuple[object, object, list[str]] | None = None
         self._visible: tuple[EntityRelationGraph, Visible] | None = None
 
     def scoped(self) -> tuple[EntityRelationGraph, Visible]:
@@ -84,13 +85,14 @@ class MemoryGraphView:
                 for eid, row in zip(entity_ids, rows, strict=True)}
 
     def search(self, text: str, limit: int) -> list[dict[str, Any]]:
-        needle = text.casefold()
+        fold = name_fold(self.index.store)
+        needle = fold(text)
         table = self.index.entity_table
         with self._lock:
-            if self._folded is None or self._folded[0] is not table:
-                self._folded = table, [table.names[row].casefold()
-                                       for row in range(len(table))]
-            folded = self._folded[1]
+            if self._folded is None or self._folded[:2] != (table, fold):
+                self._folded = table, fold, [fold(table.names[row])
+                                             for row in range(len(table))]
+            folded = self._folded[2]
         hits = [row for row, name in enumerate(folded) if needle in name]
         graph, visible = self.scoped()
         ids = table.ids.ids(np.asarray(hits, np.int64)) if hits else []
@@ -102,7 +104,7 @@ class MemoryGraphView:
             graph_rows = graph_rows[shown]
         degrees = np.where(graph_rows >= 0, visible.degrees[np.maximum(graph_rows, 0)], 0)
         return rank_hits([Hit(ids[i], table.names[hits[i]], int(degrees[i]))
-                          for i in range(len(hits))], needle, limit)
+                          for i in range(len(hits))], needle, limit, fold)
 
     def neighbourhood(self, entity_id: str, offset: int, limit: int) -> dict[str, Any]:
         """Relations to the most connected neighbours first (then by relation row)."""

@@ -33,6 +33,7 @@ from llama_index_graphrag_milvus.explore.view import (
     Degrees,
     Hit,
     degree_histogram,
+    name_fold,
     no_entity,
     rank_hits,
     relation_item,
@@ -41,6 +42,7 @@ from llama_index_graphrag_milvus.limits import MILVUS_MAX_TOP_K
 from llama_index_graphrag_milvus.milvus.filters import quote
 from llama_index_graphrag_milvus.milvus.schema import ID_MAX_LENGTH, milvus_errors
 from llama_index_graphrag_milvus.milvus.served import around_filter, count_ends
+from llama_index_graphrag_milvus.words import name_key
 
 if TYPE_CHECKING:
     from llama_index_graphrag_milvus.index import GraphRAGIndex
@@ -270,13 +272,16 @@ class ServedGraphView:
         return {eid: found.get(eid, eid) for eid in entity_ids}
 
     def search(self, text: str, limit: int) -> list[dict[str, Any]]:
-        """Names read by ``like`` in the casings of :func:`casings` (Milvus compares case:
-        a name in another mix of cases is not found), checked case aside in the process;
-        at most :data:`SEARCH_CANDIDATES` names read. A Milvus before 2.4 matches prefixes
-        only: there, names that start with the text (the first refusal is logged)."""
-        needle = text.casefold()
+        """Names read by ``like`` on their keys (``name_key``: accents and case aside, see
+        :func:`~.view.name_fold`), or on an index made before 0.3 on the names in the
+        casings of :func:`casings` (Milvus compares case: a name in another mix of cases
+        is not found), checked in the process; at most :data:`SEARCH_CANDIDATES` names
+        read. A Milvus before 2.4 matches prefixes only: there, names that start with the
+        text (the first refusal is logged)."""
         if not storable_text(text):
             return []  # no name holds it (the in-memory view finds none either)
+        fold = name_fold(self.store)
+        needle = fold(text)
         try:
             rows = self._like(text, self.infix)
         except MilvusStoreError:
@@ -287,15 +292,17 @@ class ServedGraphView:
             self.infix = False
             rows = self._like(text, infix=False)
         names = {row["id"]: row["name"] for row in rows
-                 if needle in (row.get("name") or "").casefold()}
+                 if needle in fold(row.get("name") or "")}
         degrees = self.entity_degrees(list(names))
         return rank_hits([Hit(eid, name, degrees[eid]) for eid, name in names.items()],
-                         needle, limit)
+                         needle, limit, fold)
 
     def _like(self, text: str, infix: bool) -> list[dict[str, Any]]:
         store = self.store
-        pattern = " or ".join(f"name like {quote(like_pattern(cased, infix))}"
-                              for cased in casings(text))
+        pattern = (f"name_key like {quote(like_pattern(name_key(text), infix))}"
+                   if store.records_name_keys else
+                   " or ".join(f"name like {quote(like_pattern(cased, infix))}"
+                               for cased in casings(text)))
         with milvus_errors(f"read {store.entity_collection}"):
             rows: list[dict[str, Any]] = store.client.query(
                 collection_name=store.entity_collection, filter=pattern,

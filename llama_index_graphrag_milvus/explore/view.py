@@ -13,15 +13,19 @@ hits, the not-found error) live here, so that both views answer alike.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import numpy as np
 
 from llama_index_graphrag_milvus.cli.common import shorten
 from llama_index_graphrag_milvus.errors import NotFoundError
 from llama_index_graphrag_milvus.explain.view import predicate
+from llama_index_graphrag_milvus.words import name_key
+
+if TYPE_CHECKING:
+    from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 
 MAX_SHOWN_ID = 80
 """Characters of a requested id an error repeats at most."""
@@ -65,17 +69,26 @@ class Hit:
     degree: int
 
 
-def rank_hits(hits: Sequence[Hit], needle: str, limit: int) -> list[dict[str, Any]]:
-    """The ``limit`` best of ``hits`` for the folded text ``needle``: exact names first, then
-    names that start with it, then the others; the most connected first within each, then
-    by folded name.
+def name_fold(store: MilvusGraphStore) -> Callable[[str], str]:
+    """How the entity search compares a name with the searched text, in both views: by
+    their :func:`~llama_index_graphrag_milvus.words.name_key` (accents, case and width
+    aside: "zurich" finds "Zürich") where the index records the keys, else case aside
+    (an index made before 0.3, until ``index.upgrade()``)."""
+    return name_key if store.records_name_keys else str.casefold
+
+
+def rank_hits(hits: Sequence[Hit], needle: str, limit: int,
+              fold: Callable[[str], str] = str.casefold) -> list[dict[str, Any]]:
+    """The ``limit`` best of ``hits`` for the text ``needle`` (folded by ``fold``): exact
+    names first, then names that start with it, then the others; the most connected first
+    within each, then by folded name.
 
     >>> [h["name"] for h in rank_hits([Hit("b", "Ba", 9), Hit("a", "A", 1), Hit("c", "ax", 1),
     ...                                  Hit("d", "Ay", 2)], "a", 5)]
     ['A', 'Ay', 'ax', 'Ba']
     """
     def key(hit: Hit) -> tuple[bool, bool, int, str]:
-        folded = hit.name.casefold()
+        folded = fold(hit.name)
         return folded != needle, not folded.startswith(needle), -hit.degree, folded
 
     return [{"id": h.id, "name": h.name, "degree": h.degree}

@@ -43,7 +43,7 @@ from llama_index_graphrag_milvus.ingestion.refresh import RefreshPlan, refresh_p
 from llama_index_graphrag_milvus.ingestion.upgrade import (
     fold_passage_words,
     reindex_passages,
-    upgrade_entity_passages,
+    upgrade_entity_rows,
 )
 from llama_index_graphrag_milvus.ingestion.write import (
     IngestionStats,
@@ -324,15 +324,18 @@ class DocumentMaintenance:
     def upgrade(self) -> int:
         """Bring an index written by an earlier version to this version's layout: its
         entity rows get the list of their passages (what the served graph reads to know
-        where an entity leads, see :mod:`~.upgrade`), the text BM25 reads of its passages
-        is folded (accents and case, as a new index's: :func:`~.upgrade.fold_passage_words`),
+        where an entity leads, see :mod:`~.upgrade`) and their names' keys (what the entity
+        seeds by name and the explorer's search compare, accents and case aside), the text
+        BM25 reads of its passages is folded (accents and case, as a new index's:
+        :func:`~.upgrade.fold_passage_words`),
         and on a Milvus server a passage collection with a ``FLAT`` index (a scan of every
         passage per search) gets the graph collections' ``AUTOINDEX``
         (:func:`~.upgrade.reindex_passages`). The number of rows written (entity rows, then
         passage rows); 0 when there is nothing to do. Run it once, with no other writer
         (readers fail while the entity collection is swapped and the passage index built,
         and match fewer accented words while the passages are folded); it reads the
-        relation collection once and, to fold them, the passages once. Interrupted, run it
+        entity rows once, the relation collection once where they do not list their
+        passages and, to fold them, the passages once. Interrupted, run it
         again: it goes on where it stopped.
 
         Example::
@@ -343,7 +346,7 @@ class DocumentMaintenance:
         """
         with self.store.gate.writing():
             try:
-                written = upgrade_entity_passages(self.store, self.show_progress)
+                written = upgrade_entity_rows(self.store, self.show_progress)
                 written += fold_passage_words(self.store, self.show_progress)
                 reindex_passages(self.store)
             finally:

@@ -1,18 +1,20 @@
 """Bringing an index written by an earlier version to this version's layout: entity rows
 that list their passages (:data:`~llama_index_graphrag_milvus.milvus.schema.
-ENTITY_PASSAGE_FIELDS`), passages whose BM25 text is folded (:func:`fold_passage_words`),
+ENTITY_PASSAGE_FIELDS`) and record their names' keys (:data:`~llama_index_graphrag_milvus.
+milvus.schema.ENTITY_KEY_FIELDS`), passages whose BM25 text is folded (:func:`fold_passage_words`),
 and on a server a passage collection indexed like the graph collections
 (:func:`reindex_passages`).
 
-Milvus cannot add a field to a collection, so :func:`upgrade_entity_passages` builds a new
-entity collection and puts it in the old one's place:
+Milvus cannot add a field to a collection, so :func:`upgrade_entity_rows` builds a new entity
+collection and puts it in the old one's place:
 
 1. ``{prefix}_entities_upgrade`` is created with the current fields and the old collection's
    vector index (dropped first when an interrupted run left it: the old collection is then
    still whole);
-2. the relations are read once (their ends and passages: the lists), then the entity rows in
-   primary-key ranges, written to the new collection with their lists (in the order the
-   relations were read: the order of linking is not recorded);
+2. where the entity rows do not list their passages, the relations are read once (their
+   ends and passages: the lists); then the entity rows in primary-key ranges, written to the
+   new collection with their lists (those they have, else in the order the relations were
+   read: the order of linking is not recorded) and their names' keys;
 3. the old entity collection is dropped and the new one renamed in its place.
 
 A run interrupted between the two calls of the last step leaves no entity collection: the
@@ -33,6 +35,8 @@ from llama_index_graphrag_milvus.milvus.columns import pk_ranges
 from llama_index_graphrag_milvus.milvus.fulltext import LEXICAL_FIELD, fitted, folded_words
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
+    ENTITY_KEY_FIELDS,
+    ENTITY_KEY_INDEXES,
     ENTITY_PASSAGE_FIELDS,
     ENTITY_TENANT_FIELDS,
     METRIC,
@@ -42,6 +46,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     milvus_errors,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
+from llama_index_graphrag_milvus.words import name_key
 
 logger = logging.getLogger(__name__)
 
@@ -58,43 +63,51 @@ def vector_index(store: MilvusGraphStore, collection: str) -> tuple[str, dict[st
     return str(info.get("index_type") or store.index_type), params
 
 
-def upgrade_entity_passages(store: MilvusGraphStore, show_progress: bool = False) -> int:
-    """Give every entity row of an index written before entities listed their passages its
-    list (see the module docstring); the number of entity rows written (0 when the index
-    already lists them, or holds nothing yet). Raises :class:`~llama_index_graphrag_milvus.
-    errors.MilvusStoreError` on a closed store."""
+def upgrade_entity_rows(store: MilvusGraphStore, show_progress: bool = False) -> int:
+    """Give every entity row of an index written before entities listed their passages or
+    recorded their names' keys (:data:`~llama_index_graphrag_milvus.milvus.schema.
+    ENTITY_KEY_FIELDS`) what it lacks (see the module docstring); the number of entity rows
+    written (0 when the index records both already, or holds nothing yet). A row's list
+    kept where the collection has one. Raises :class:`~llama_index_graphrag_milvus.errors.
+    MilvusStoreError` on a closed store."""
     client = store.client  # raises on a closed store
-    if not store.open_if_created() or store.records_entity_passages:
+    if not store.open_if_created() or (store.records_entity_passages
+                                       and store.records_name_keys):
         return 0
     old, new = store.entity_collection, store.upgrade_collection
+    listed = store.records_entity_passages  # the lists as they are, in the order linked
     with milvus_errors(f"upgrade {old}"):
         if new in client.list_collections():
             client.drop_collection(new)
         index_type, index_params = vector_index(store, old)
         create_collection(client, new, (
-            *ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
+            *ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS, *ENTITY_KEY_FIELDS,
             *(ENTITY_TENANT_FIELDS if store.tenant_key else ())), int(store.dim or 0),
-            index_type, store.consistency_level, index_params=index_params)
-    lists = passages_of_ends(store.read_all(store.relation_collection,
-                                            ["subject_id", "object_id", "passage_ids"],
-                                            for_write=True))
-    fields = ["name", "embedding", *(("tenants",) if store.tenant_key else ())]
+            index_type, store.consistency_level, index_params=index_params,
+            scalar_indexes=() if store.is_lite else ENTITY_KEY_INDEXES)
+    lists = {} if listed else passages_of_ends(store.read_all(
+        store.relation_collection, ["subject_id", "object_id", "passage_ids"], for_write=True))
+    fields = ["name", "embedding", *(("passage_ids",) if listed else ()),
+              *(("tenants",) if store.tenant_key else ())]
     written = 0
     ranges = pk_ranges(store.count(old), WRITE_BATCH_SIZE)
     with milvus_errors(f"upgrade {old}"):
-        for where in tqdm(ranges, desc="Listing the entities' passages", unit=" ranges",
+        for where in tqdm(ranges, desc="Upgrading the entity rows", unit=" ranges",
                           disable=not show_progress):
             rows = client.query(collection_name=old, filter=where,
                                       output_fields=["id", *fields], **store.write_options)
             if rows:
                 client.upsert(new, [
                     {**row, "embedding": [float(x) for x in row["embedding"]],
-                     "passage_ids": lists.get(row["id"], [])} for row in rows])
+                     "passage_ids": list(row["passage_ids"]) if listed
+                     else lists.get(row["id"], []),
+                     "name_key": name_key(row["name"])} for row in rows])
                 written += len(rows)
         client.flush(new)
         client.drop_collection(old)
     store.finish_upgrade()
-    logger.info("%s upgraded: %d entities list their passages", old, written)
+    logger.info("%s upgraded: %d entities list their passages and their names' keys", old,
+                written)
     return written
 
 

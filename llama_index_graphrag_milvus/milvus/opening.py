@@ -36,6 +36,8 @@ from llama_index_graphrag_milvus.milvus.leftovers import Fits, field_names, sett
 from llama_index_graphrag_milvus.milvus.lite import quiet_lite
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
+    ENTITY_KEY_FIELDS,
+    ENTITY_KEY_INDEXES,
     ENTITY_PASSAGE_FIELDS,
     ENTITY_TENANT_FIELDS,
     KIND_FIELDS,
@@ -78,6 +80,8 @@ class StoreOpening:
     records_kinds: bool
     records_spreads: bool
     records_entity_passages: bool
+    records_name_keys: bool
+    _entities_current: bool
     tenant_key: str | None
     full_text: bool
     full_text_analyzer: dict[str, Any] | None
@@ -125,6 +129,10 @@ class StoreOpening:
             logger.info("%s was written before entities recorded their passages: they are "
                         "read from the relations (slower on a served graph); "
                         "index.upgrade() records them", self.entity_collection)
+        elif not self.records_name_keys:
+            logger.info("%s was written before entities recorded their names without "
+                        "accents: names are matched as written; index.upgrade() records "
+                        "them", self.entity_collection)
         for field in info["fields"]:
             if field["name"] == "embedding":
                 return int(field["params"]["dim"])
@@ -252,7 +260,7 @@ class StoreOpening:
         if self.tenant_key:
             self.properties[TENANT_KEY_PROPERTY] = self.tenant_key
         tenants = self.tenant_key is not None
-        entity_fields = (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
+        entity_fields = (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS, *ENTITY_KEY_FIELDS,
                          *(ENTITY_TENANT_FIELDS if tenants else ()))
         with milvus_errors("list the collections"):
             existing = set(self.client.list_collections())
@@ -267,7 +275,9 @@ class StoreOpening:
                                   lambda info: field_names(info) == {
                                       "id", "embedding", *(f[0] for f in entity_fields)}):
                     made.append(self.entity_collection)
-                    self._create(self.entity_collection, entity_fields, dim, loads=loading)
+                    self._create(self.entity_collection, entity_fields, dim,
+                                 scalar_indexes=() if self.is_lite else ENTITY_KEY_INDEXES,
+                                 loads=loading)
                 if not self._kept(self.passage_collection, dim, existing, self._fits_passages):
                     made.append(self.passage_collection)
                     if self.full_text:  # its BM25 reads words folded (a kept one: as it was)
@@ -282,7 +292,8 @@ class StoreOpening:
                              loads=loading)
                 for name in loading or ():  # waits until each is loaded
                     self.client.load_collection(name)
-            self.records_entity_passages = True
+            self.records_entity_passages = self.records_name_keys = True
+            self._entities_current = True
         except BaseException:
             self.dim = None
             self._passages = None
@@ -312,16 +323,22 @@ class StoreOpening:
 
     def read_layout(self) -> None:
         """Read again whether the entity rows list their passages
-        (``records_entity_passages``) and, once open, whether BM25 reads the words folded
+        (``records_entity_passages``) and record their names' keys (``records_name_keys``)
+        and, once open, whether BM25 reads the words folded
         (``folds_words``): another process's ``index.upgrade()`` may have added the field or
         folded the words since this store opened, and a write without the field is refused
         by Milvus, one of unfolded words would not match a folded query.
-        Called before each write and by ``index.refresh()`` (:meth:`layout_read_again`)."""
-        with milvus_errors(f"describe {self.entity_collection}"):
-            entity_info = self.client.describe_collection(self.entity_collection)
-        self.records_entity_passages = ("passage_ids" in
-                                        {f["name"] for f in entity_info["fields"]})
-        if self._passages is not None:  # open: another process may have folded its words
+        Called before each write and by ``index.refresh()`` (:meth:`layout_read_again`).
+        What is current stays so (an upgrade only adds): an index of this version's layout
+        is described once, not before each write."""
+        if not self._entities_current:
+            with milvus_errors(f"describe {self.entity_collection}"):
+                entity_info = self.client.describe_collection(self.entity_collection)
+            entity_fields = {f["name"] for f in entity_info["fields"]}
+            self.records_entity_passages = "passage_ids" in entity_fields
+            self.records_name_keys = "name_key" in entity_fields
+            self._entities_current = self.records_entity_passages and self.records_name_keys
+        if self._passages is not None and self.words_unfolded:  # another may fold them
             with milvus_errors(f"describe {self.relation_collection}"):
                 info = self.client.describe_collection(self.relation_collection)
             self.properties = recorded_properties(info)
@@ -340,9 +357,10 @@ class StoreOpening:
 
     def needs_upgrade(self) -> bool:
         """Whether ``index.upgrade()`` has something to do: entity rows that do not list
-        their passages, BM25 words not folded (on an index with full-text search on its
-        own field), or a scanned passage collection (:meth:`passages_scanned`). Reads the
-        layout again first (another process may have upgraded the index).
+        their passages or record their names' keys, BM25 words not folded (on an index with
+        full-text search on its own field), or a scanned passage collection
+        (:meth:`passages_scanned`). Reads the layout again first (another process may have
+        upgraded the index).
 
         Example::
 
@@ -352,7 +370,8 @@ class StoreOpening:
         if not self.layout_read_again():
             return False
         with milvus_errors(f"describe {self.passage_collection}"):
-            return (not self.records_entity_passages or self.words_unfolded
+            return (not self.records_entity_passages or not self.records_name_keys
+                    or self.words_unfolded
                     or self.passages_scanned())
 
     @property
@@ -376,7 +395,7 @@ class StoreOpening:
         with milvus_errors(f"rename {self.upgrade_collection}"):
             self.client.rename_collection(self.upgrade_collection, self.entity_collection)
             self.client.load_collection(self.entity_collection)
-        self.records_entity_passages = True
+        self.records_entity_passages = self.records_name_keys = True
 
     def _index_endpoints(self) -> None:
         """On a server, the scalar indexes of the relations' ``subject_id`` and

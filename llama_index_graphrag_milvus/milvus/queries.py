@@ -14,6 +14,7 @@ from typing import Any
 from llama_index.core.schema import BaseNode
 from pymilvus import AsyncMilvusClient, MilvusClient
 
+from llama_index_graphrag_milvus.milvus.filters import in_list
 from llama_index_graphrag_milvus.milvus.fulltext import (
     bm25_score,
     folded_words,
@@ -48,6 +49,7 @@ class QueryPath:
     write_options: dict[str, Any]
     full_text: bool
     folds_words: bool
+    records_name_keys: bool
 
     @property
     def client(self) -> MilvusClient:
@@ -87,24 +89,41 @@ class QueryPath:
                     **request, **self.read_options))
         return hits
 
+    def entity_search(self, vectors: Sequence[Sequence[float]], top_k: int, where: str = "",
+                      among: Sequence[str] | None = None, keys: Sequence[str] | None = None
+                      ) -> dict[str, Any] | None:
+        """The arguments of an entity search (``None`` when it can match nothing): among the
+        rows matching ``where``, and among the entities whose :func:`~llama_index_graphrag_
+        milvus.words.name_key` is one of ``keys`` where the collection records them, else
+        among the ids ``among``, when given."""
+        if keys is not None and self.records_name_keys:
+            if not keys:
+                return None
+            where = in_list("name_key", keys) + (f" and {where}" if where else "")
+            among = None
+        if not vectors or (among is not None and not among):
+            return None
+        return search_kwargs(self.entity_collection, vectors, top_k, ["name"], among, where)
+
     def search_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
                         top_k: int, threshold: float | None, where: str = "",
-                        among: Sequence[str] | None = None) -> list[list[EntityHit]]:
+                        among: Sequence[str] | None = None, keys: Sequence[str] | None = None
+                        ) -> list[list[EntityHit]]:
         """All entity searches of one query in one batched call: hits per searched name
-        (among the entity rows matching ``where``, and among the ids ``among``, when
-        given)."""
-        if not vectors or (among is not None and not among):
+        (among the entities :meth:`entity_search` says)."""
+        kwargs = self.entity_search(vectors, top_k, where, among, keys)
+        if kwargs is None:
             return [[] for _ in vectors]
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], among, where)
         return parse_entity_hits(self.ranked_search(kwargs, top_k), names, threshold)
 
     async def asearch_entities(self, vectors: Sequence[Sequence[float]], names: Sequence[str],
                                top_k: int, threshold: float | None, where: str = "",
-                               among: Sequence[str] | None = None) -> list[list[EntityHit]]:
+                               among: Sequence[str] | None = None,
+                               keys: Sequence[str] | None = None) -> list[list[EntityHit]]:
         """Async twin of :meth:`search_entities`."""
-        if not vectors or (among is not None and not among):
+        kwargs = self.entity_search(vectors, top_k, where, among, keys)
+        if kwargs is None:
             return [[] for _ in vectors]
-        kwargs = search_kwargs(self.entity_collection, vectors, top_k, ["name"], among, where)
         return parse_entity_hits(await self.aranked_search(kwargs, top_k), names, threshold)
 
     def search_relations(self, vector: Sequence[float], top_k: int,

@@ -62,6 +62,14 @@ were linked (the first :data:`MAX_PASSAGES_PER_RELATION` when more), kept by eve
 that where an entity leads is one read by id, whatever its degree. An entity collection
 created before 0.2 lacks it: it is read and written without it (the passages are then read
 from the relations) until ``GraphRAGIndex.upgrade()`` records them."""
+ENTITY_KEY_FIELDS: Fields = (("name_key", DataType.VARCHAR, ENTITY_NAME_MAX_BYTES),)
+"""An entity's name without accents, case or width (:func:`~llama_index_graphrag_milvus.
+words.name_key`), so that the entity seeds by name and the explorer's search find
+"Aschenbrödel" for "Aschenbrodel" on Milvus alike (its ``like`` and ``in`` compare
+characters as written); indexed on a server. An entity collection created before 0.3 lacks
+it: names are then matched as written until ``GraphRAGIndex.upgrade()`` records them."""
+ENTITY_KEY_INDEXES = ("name_key",)
+"""The entity fields a server indexes (the name seeds' ``in`` filter on millions of rows)."""
 KIND_FIELDS = ("subject_kind", "object_kind")
 """The kinds of a relation's subject and object (``"named"``, ``"title"``, ``"date"``,
 ``"concept"``, ``""`` when not recorded), what the bridge choice reads."""

@@ -179,7 +179,7 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         tunes)."""
         self.entity_collection = f"{self.prefix}_entities"
         self.upgrade_collection = f"{self.prefix}_entities_upgrade"
-        """Where :func:`~..ingestion.upgrade.upgrade_entity_passages` builds the entity
+        """Where :func:`~..ingestion.upgrade.upgrade_entity_rows` builds the entity
         collection of this version before putting it in the old one's place."""
         self.relation_collection = f"{self.prefix}_relations"
         self.passage_collection = f"{self.prefix}_passages"
@@ -216,6 +216,11 @@ class MilvusGraphStore(StoreOpening, StoreReads, StoreWrites, QueryPath):
         """Whether the entity collection records each entity's passages
         (:data:`~.schema.ENTITY_PASSAGE_FIELDS`; one created before 0.2 does not: it is read
         and written without them, and an entity's passages are read from its relations)."""
+        self.records_name_keys = True
+        """Whether the entity collection records each entity's name without accents or case
+        (:data:`~.schema.ENTITY_KEY_FIELDS`; one created before 0.3 does not: names are
+        then matched as written, and its rows written without it)."""
+        self._entities_current = False  # both entity fields seen: not described again
         self.tenant_key: str | None = None
         """The metadata key that names a passage's tenant, when the index was created with
         one (see :mod:`~llama_index_graphrag_milvus.milvus.tenants`): recorded at creation,

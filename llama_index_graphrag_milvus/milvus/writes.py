@@ -28,6 +28,7 @@ from llama_index_graphrag_milvus.milvus.schema import (
     milvus_errors,
 )
 from llama_index_graphrag_milvus.milvus.served import around_filter
+from llama_index_graphrag_milvus.words import name_key
 
 IN_USE_WINDOW = 4096
 """Relation ends one query of :meth:`StoreWrites.entities_in_use` reads at most."""
@@ -53,6 +54,7 @@ class StoreWrites:
     records_kinds: bool
     records_spreads: bool
     records_entity_passages: bool
+    records_name_keys: bool
     tenant_key: str | None
     dim: int | None
     is_lite: bool
@@ -96,7 +98,9 @@ class StoreWrites:
         none at all in a collection written before kinds were recorded; likewise where their
         ends lead (:data:`~.schema.SPREAD_FIELDS`, :data:`~.schema.UNKNOWN_SPREAD` where a
         row has none: read from the entity rows until a write records it); entity rows lose
-        their ``passage_ids`` in a collection written before they were recorded."""
+        their ``passage_ids`` in a collection written before they were recorded, and get
+        their ``name_key`` from their name where the collection records it (none where it
+        does not)."""
         if collection == self.relation_collection:
             rows = [{**dict.fromkeys(KIND_FIELDS, ""), **row} if self.records_kinds
                     else {k: v for k, v in row.items() if k not in KIND_FIELDS} for row in rows]
@@ -104,8 +108,12 @@ class StoreWrites:
                     if self.records_spreads
                     else {k: v for k, v in row.items() if k not in SPREAD_FIELDS}
                     for row in rows]
-        if collection == self.entity_collection and not self.records_entity_passages:
-            rows = [{k: v for k, v in row.items() if k != "passage_ids"} for row in rows]
+        if collection == self.entity_collection:
+            dropped = {*(() if self.records_entity_passages else ("passage_ids",)),
+                       *(() if self.records_name_keys else ("name_key",))}
+            rows = [{**{k: v for k, v in row.items() if k not in dropped},
+                     **({"name_key": name_key(row["name"])} if self.records_name_keys else {})}
+                    for row in rows]
         if not self.tenant_key:  # an index without a tenant key has no tenant fields
             rows = [{k: v for k, v in row.items() if k not in TENANT_FIELDS} for row in rows]
         with milvus_errors(f"upsert into {collection}"):

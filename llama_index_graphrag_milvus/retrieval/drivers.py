@@ -319,13 +319,13 @@ MODEL_HANDLERS: Handlers = dict([
 
 def _search_entities(context: DriverContext, r: SearchEntities) -> list[list[EntityHit]]:
     return context.store.search_entities(r.vectors, r.names, r.top_k, r.threshold, r.where,
-                                         r.among)
+                                         r.among, r.keys)
 
 
 async def _asearch_entities(context: DriverContext, r: SearchEntities
                             ) -> list[list[EntityHit]]:
     return await context.store.asearch_entities(r.vectors, r.names, r.top_k, r.threshold,
-                                                r.where, r.among)
+                                                r.where, r.among, r.keys)
 
 
 def _search_relations(context: DriverContext, r: SearchRelations) -> list[RelationHit]:

@@ -114,13 +114,16 @@ class RelationSeeds(Request[list[RelationHit]]):
 class EntitySeeds(Request[list[list[EntityHit]]]):
     """One batched entity search: per searched name (one vector each), the ``top_k`` most
     similar entities (among the stored ones of ``among`` when given: which of those entities
-    exist, with their similarities)."""
+    exist, with their similarities; among those whose name's key is one of ``keys`` instead,
+    where the index records the keys, see :func:`~llama_index_graphrag_milvus.words.
+    name_key`)."""
 
     vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
     top_k: int
     threshold: float | None = None
     among: tuple[str, ...] | None = None
+    keys: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)
@@ -311,8 +314,8 @@ class EmbedQueries(Request[list[list[float]]]):
 @dataclass(frozen=True)
 class SearchEntities(Request[list[list[EntityHit]]]):
     """One batched search of the entity collection: hits per searched name (among the rows
-    matching ``where``, a filter on entity rows, and among the ids ``among``, when
-    given)."""
+    matching ``where``, a filter on entity rows, and among the ids ``among`` or the name
+    keys ``keys``, when given: see :class:`EntitySeeds`)."""
 
     vectors: Sequence[Sequence[float]]
     names: tuple[str, ...]
@@ -320,6 +323,7 @@ class SearchEntities(Request[list[list[EntityHit]]]):
     threshold: float | None
     where: str = ""
     among: tuple[str, ...] | None = None
+    keys: tuple[str, ...] | None = None
 
 
 @dataclass(frozen=True)

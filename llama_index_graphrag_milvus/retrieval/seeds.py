@@ -22,7 +22,11 @@ from llama_index_graphrag_milvus.retrieval.requests import (
     Request,
     Together,
 )
-from llama_index_graphrag_milvus.words import name_spans
+from llama_index_graphrag_milvus.words import name_key, name_spans
+
+NAMED_PER_KEY = 4
+"""Entities a span may name at most: names that differ only by accents or case ("Zürich"
+and "Zurich" written by two extractors) share a key."""
 
 
 @dataclass(frozen=True)
@@ -48,29 +52,35 @@ def named_seeds(query: QueryContext, config: SeedConfig, names: Sequence[str]
                 ) -> tuple[list[str], Request[list[list[EntityHit]]]]:
     """The spans of the query that may be whole entity names (none when an LLM named the
     entities, or with ``config.entity_names`` off), and the request of the stored entities
-    among them, scored by their similarity to the query."""
+    they name (whatever their accents and case where the index records the names' keys,
+    see :func:`~llama_index_graphrag_milvus.words.name_key`), scored by their similarity to
+    the query."""
     spans = name_spans(query.text) if config.entity_names and not names else []
     among = tuple(dict.fromkeys(map(entity_id, spans)))
     if not among:
         return [], Known([[]])
-    return spans, EntitySeeds((query.vector,), (query.text,), len(among), None, among)
+    keys = tuple(dict.fromkeys(map(name_key, spans)))
+    return spans, EntitySeeds((query.vector,), (query.text,), NAMED_PER_KEY * len(keys),
+                              None, among, keys)
 
 
 def whole_names(spans: Sequence[str], found: Sequence[EntityHit]) -> list[EntityHit]:
-    """The entities of ``found`` a span names, longest span first, each hit's ``searched``
-    the span; a span inside a longer one already taken is skipped ("Kim Jong-il" named,
-    "Kim" not).
+    """The entities of ``found`` a span names (the same :func:`~llama_index_graphrag_milvus.
+    words.name_key`), longest span first, each hit's ``searched`` the span; a span inside a
+    longer one already taken is skipped ("Kim Jong-il" named, "Kim" not).
 
-    >>> hits = [EntityHit(entity_id(n), n, 0.5, "q") for n in ("Kim", "Kim Jong-il")]
-    >>> [(h.name, h.searched) for h in whole_names(["Kim JONG-IL", "Kim"], hits)]
-    [('Kim Jong-il', 'Kim JONG-IL')]
+    >>> hits = [EntityHit(entity_id(n), n, 0.5, "q") for n in ("Kim", "Kim Jong-il", "Zürich")]
+    >>> [(h.name, h.searched) for h in whole_names(["Kim JONG-IL", "Kim", "Zurich"], hits)]
+    [('Kim Jong-il', 'Kim JONG-IL'), ('Zürich', 'Zurich')]
     """
-    by_id = {h.id: h for h in found}
+    by_key: dict[str, list[EntityHit]] = {}
+    for hit in found:
+        by_key.setdefault(name_key(hit.name), []).append(hit)
     taken: list[EntityHit] = []
     for span in spans:  # longest first
-        hit = by_id.pop(entity_id(span), None)
-        if hit is not None and not any(span in h.searched for h in taken):
-            taken.append(replace(hit, searched=span))
+        hits = by_key.pop(name_key(span), [])
+        if not any(span in h.searched for h in taken):
+            taken.extend(replace(hit, searched=span) for hit in hits)
     return taken
 
 

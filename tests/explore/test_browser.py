@@ -267,3 +267,39 @@ def build_and_save(tmp_path: Path, page: Path) -> None:
         index.as_retriever(similarity_top_k=5).explain(QUESTION).save_html(page)
     finally:
         index.close()
+
+
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_a_name_typed_without_its_accents_is_found(driver: Any, tmp_path: Path,
+                                                   graph: str) -> None:
+    """"zurich" finds "Zürich" and "komzak" "Karel Komzák", in memory and on a served
+    graph, and the hit opens the entity."""
+    from selenium.webdriver.common.by import By
+
+    from llama_index_graphrag_milvus import GraphRAGIndex
+    from llama_index_graphrag_milvus.explore import serve
+    from tests.retrieval.test_name_keys import OPERETTA
+    from tests.support.fakes import HashEmbedding
+
+    index = GraphRAGIndex.from_triplets(OPERETTA, uri=str(tmp_path / "operetta.db"),
+                                        embed_model=HashEmbedding(dim=64), graph=graph)
+    try:
+        with serve(index, port=0) as server:
+            open_explorer(driver, server.url)
+            driver.find_element(By.CSS_SELECTOR, "[data-tab=entities]").click()
+            hits = "#entity-hits button"
+            for typed, name in (("zurich", "Zürich"), ("KOMZAK", "Karel Komzák")):
+                box = driver.find_element(By.ID, "entity-query")
+                box.clear()
+                box.send_keys(typed)
+                driver.find_element(By.CSS_SELECTOR, "#entity-form button").click()
+                wait(driver, lambda d, name=name: name in js(
+                    d, f"var b = document.querySelector('{hits}'); "
+                       "return b ? b.textContent : '';"), f"the hit {name}")
+            driver.find_element(By.CSS_SELECTOR, hits).click()
+            neighbourhood = "document.getElementById('neighbourhood').graphragCy"
+            wait(driver, lambda d: js(d, f"var cy = {neighbourhood}; return !!cy && "
+                                         "cy.nodes().length === 4"),
+                 "Karel Komzák's three neighbours")
+    finally:
+        index.close()

@@ -109,8 +109,10 @@ def _entity_seeds(context: DriverContext, r: EntitySeeds) -> Plan[list[list[Enti
         graph = yield from LoadGraph()
         if context.searches.in_memory(place, graph.num_entities, graph.vectors.shape[1]):
             table = yield from LoadEntities()
-            return table.search(r.vectors, r.names, r.top_k, r.threshold, r.among)
-    return (yield from SearchEntities(r.vectors, r.names, r.top_k, r.threshold, among=r.among))
+            keys = r.keys if context.store.records_name_keys else None  # as Milvus matches
+            return table.search(r.vectors, r.names, r.top_k, r.threshold, r.among, keys)
+    return (yield from SearchEntities(r.vectors, r.names, r.top_k, r.threshold, among=r.among,
+                                      keys=r.keys))
 
 
 def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:

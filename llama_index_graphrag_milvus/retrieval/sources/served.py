@@ -89,7 +89,7 @@ def _relation_seeds(context: DriverContext, r: RelationSeeds) -> Plan[list[Relat
 
 def _entity_seeds(context: DriverContext, r: EntitySeeds) -> Plan[list[list[EntityHit]]]:
     return (yield from SearchEntities(r.vectors, r.names, r.top_k, r.threshold,
-                                      tenants_where(context), r.among))
+                                      tenants_where(context), r.among, r.keys))
 
 
 def _rank_passages(context: DriverContext, r: RankPassages) -> Plan[list[list[PassageHit]]]:

@@ -158,3 +158,21 @@ def test_an_index_of_0_2_matches_names_as_written_until_upgraded(
     finally:
         served.close()
         index.close()
+
+
+@pytest.mark.parametrize("graph", ["memory", "milvus"])
+def test_names_with_quotes_and_backslashes_are_matched_literally(tmp_path: Path,
+                                                                 graph: str) -> None:
+    """The keys go into a Milvus filter (and the explorer's ``like``) as text: quotes and
+    backslashes are matched as written, and nothing fails."""
+    index = GraphRAGIndex.from_triplets(
+        [*OPERETTA, ('Ó\'Brien "Bank" \\ Zürich lends money.',
+                     [('Ó\'Brien "Bank" \\ Zürich', "lends", "money")])],
+        uri=str(tmp_path / "hostile.db"), embed_model=HashEmbedding(dim=64), graph=graph)
+    try:
+        named = {name for name, _ in seeds(index, 'Who founded O\'Brien "Bank" \\ Zurich?')}
+        assert 'Ó\'Brien "Bank" \\ Zürich' in named
+        assert len(index.as_retriever(method="passage").retrieve('What is "\\" in Prague?')) > 0
+        assert found(index, '"bank" \\ zurich') == ['Ó\'Brien "Bank" \\ Zürich']
+    finally:
+        index.close()

@@ -14,16 +14,12 @@ from llama_index_graphrag_milvus import GraphRAGIndex, MilvusStoreError
 from llama_index_graphrag_milvus.ingestion import entity_rows
 from llama_index_graphrag_milvus.milvus.schema import (
     ENTITY_FIELDS,
-    ENTITY_TENANT_FIELDS,
-    RELATION_FIELDS,
-    RELATION_TENANT_FIELDS,
-    create_collection,
 )
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.milvus.tenants import TENANT_KEY_PROPERTY
 from llama_index_graphrag_milvus.records import Triplet
 from tests.support.fakes import HashEmbedding
 from tests.support.indexes import field_indexes
+from tests.support.layouts import create_older_layout
 from tests.support.markers import LITE_ONLY
 
 pytestmark = pytest.mark.milvus  # every test here opens Milvus (Lite, or the test server)
@@ -106,17 +102,7 @@ FAMILY = [
 def old_index(uri: str, tenant_key: str | None = None) -> GraphRAGIndex:
     """An index whose entity collection was created before entities listed their
     passages, with the family passages (of tenant "acme" with a ``tenant_key``)."""
-    store = MilvusGraphStore(uri)
-    tenants = tenant_key is not None
-    for name, fields, properties in (
-            (store.entity_collection,
-             (*ENTITY_FIELDS, *(ENTITY_TENANT_FIELDS if tenants else ())), None),
-            (store.relation_collection,
-             (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
-             {TENANT_KEY_PROPERTY: tenant_key} if tenants else None)):
-        create_collection(store.client, name, fields, 64, store.index_type,
-                          store.consistency_level, properties)
-    store.close()
+    create_older_layout(uri, ENTITY_FIELDS, tenant_key)
     index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding())
     index.insert_triplets([(Document(text=doc.text, id_=doc.doc_id,
                                      metadata={tenant_key: "acme"} if tenant_key else {}),

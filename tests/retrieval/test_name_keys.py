@@ -15,19 +15,11 @@ from llama_index.core.schema import Document
 from llama_index_graphrag_milvus import GraphRAGIndex
 from llama_index_graphrag_milvus.explore import ExplorerData
 from llama_index_graphrag_milvus.ids import entity_id
-from llama_index_graphrag_milvus.milvus.schema import (
-    ENTITY_FIELDS,
-    ENTITY_PASSAGE_FIELDS,
-    ENTITY_TENANT_FIELDS,
-    RELATION_FIELDS,
-    RELATION_TENANT_FIELDS,
-    create_collection,
-)
-from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
-from llama_index_graphrag_milvus.milvus.tenants import TENANT_KEY_PROPERTY
+from llama_index_graphrag_milvus.milvus.schema import ENTITY_FIELDS, ENTITY_PASSAGE_FIELDS
 from llama_index_graphrag_milvus.words import name_key
 from tests.support.fakes import HashEmbedding
 from tests.support.indexes import field_indexes
+from tests.support.layouts import create_older_layout
 
 pytestmark = pytest.mark.milvus
 
@@ -91,17 +83,8 @@ def test_names_sharing_a_key_are_all_seeded(tmp_path: Path) -> None:
 def index_of_0_2(uri: str, tenant_key: str | None = None) -> GraphRAGIndex:
     """An index whose entity rows list their passages but record no name keys (as 0.2
     created them), with the operetta passages (of tenant "acme" with a ``tenant_key``)."""
-    store = MilvusGraphStore(uri)
+    create_older_layout(uri, (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS), tenant_key)
     tenants = tenant_key is not None
-    for name, fields, properties in (
-            (store.entity_collection, (*ENTITY_FIELDS, *ENTITY_PASSAGE_FIELDS,
-                                       *(ENTITY_TENANT_FIELDS if tenants else ())), None),
-            (store.relation_collection,
-             (*RELATION_FIELDS, *(RELATION_TENANT_FIELDS if tenants else ())),
-             {TENANT_KEY_PROPERTY: tenant_key} if tenants else None)):
-        create_collection(store.client, name, fields, 64, store.index_type,
-                          store.consistency_level, properties)
-    store.close()
     index = GraphRAGIndex(uri=uri, embed_model=HashEmbedding(dim=64))
     index.insert_triplets([(Document(text=text, metadata={tenant_key: "acme"} if tenants
                                      else {}), triplets) for text, triplets in OPERETTA])

@@ -166,11 +166,11 @@ def reindex_passages(store: MilvusGraphStore) -> bool:
     client = store.client  # raises on a closed store
     collection = store.passage_collection
     with milvus_errors(f"index {collection}"):
-        if not store.passages_scanned():
+        dense = store.scanned_passage_index()
+        if dense is None:
             return False
-        dense = field_indexes(client, collection).get("embedding")
         client.release_collection(collection)
-        if dense is not None:
+        if dense:
             client.drop_index(collection, dense["index_name"])
         params = client.prepare_index_params()
         params.add_index("embedding", index_type=store.index_type, metric_type=METRIC,

@@ -349,11 +349,19 @@ class StoreOpening:
         ``MilvusVectorStore`` gave it before 0.2: every search compares the query with every
         passage) where this store builds another (a server's ``AUTOINDEX``); ``False`` on
         Milvus Lite (``FLAT`` only) and before the first write."""
+        return self.scanned_passage_index() is not None
+
+    def scanned_passage_index(self) -> dict[str, Any] | None:
+        """The passage collection's vector index as Milvus describes it (``{}`` when it has
+        none) where :meth:`passages_scanned` holds, else ``None``: what
+        ``index.upgrade()`` drops, read in one request."""
         if (self.index_type == "FLAT" or not self.open_if_created()
                 or self.passage_collection not in self.client.list_collections()):
-            return False
+            return None
         dense = field_indexes(self.client, self.passage_collection).get("embedding")
-        return dense is None or dense.get("index_type") == "FLAT"
+        if dense is None:
+            return {}
+        return dense if dense.get("index_type") == "FLAT" else None
 
     def needs_upgrade(self) -> bool:
         """Whether ``index.upgrade()`` has something to do: entity rows that do not list

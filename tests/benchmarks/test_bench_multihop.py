@@ -210,6 +210,12 @@ def test_benchmark_end_to_end(tmp_path: Path, embed_model: HashEmbedding) -> Non
     table = render_markdown(report)
     assert "| naive RAG | 58.3 | 100.0 |" in table and "pool cov." in table
     assert "| fusion h1 e20 r20 pool100 |" in table and "**best fusion**" in table
+    # each graph row's lead over the strongest baseline, with its bootstrap interval
+    graph_rows = [m["name"] for m in report["methods"] if m["kind"] == "graph"]
+    assert graph_rows and list(report["leads"]) == graph_rows
+    lead = report["leads"][graph_rows[0]]["recall@5"]
+    assert lead["low"] <= lead["value"] <= lead["high"]
+    assert "Lead over the strongest simple baseline" in table
 
 
 def _rrf(lists: list[list[str]], merge: bool) -> list[str]:

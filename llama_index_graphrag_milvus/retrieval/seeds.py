@@ -25,8 +25,10 @@ from llama_index_graphrag_milvus.retrieval.requests import (
 from llama_index_graphrag_milvus.words import name_key, name_spans
 
 NAMED_PER_KEY = 4
-"""Entities a span may name at most: names that differ only by accents or case ("Zürich"
-and "Zurich" written by two extractors) share a key."""
+"""Entities the named search returns per distinct key among a query's spans (the search asks
+for ``4 x keys`` in all, so one key may take more than 4 when another takes fewer): names
+that differ only by accents or case ("Zürich" and "Zurich" written by two extractors) share
+a key."""
 
 
 @dataclass(frozen=True)

@@ -168,7 +168,9 @@ def prepare(args: argparse.Namespace) -> tuple[Folder, Any, Any]:
             + (", ..." if len(folder.unread) > MAX_LISTED else "") + unread_hint(folder.unread))
     languages = folder.languages
     if not args.llm and languages.mostly_not_english:
-        say(f"Note: {languages.not_english} of {languages.told} passages do not read as "
+        tell = (f" long enough to tell (of {languages.passages})"
+                if languages.told < languages.passages else "")
+        say(f"Note: {languages.not_english} of {languages.told} passages{tell} do not read as "
             "English, and spaCy's English model extracts poor triplets from other languages "
             "(names run into words; none from Chinese or Japanese): pass --llm "
             "MODULE:CALLABLE to extract them with an LLM.")

@@ -39,6 +39,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (OSError, json.JSONDecodeError) as exc:
         parser.error(f"cannot read a report: {exc}")
     for path, report in zip(args.reports, reports, strict=True):
+        if not (isinstance(report, dict) and report.get("benchmark") == "multihop"
+                and {"config", "methods", "per_question"} <= set(report)):
+            parser.error(f"{path} is not a report of python -m benchmarks.multihop (its "
+                         "multihop_<dataset>_<tag>.json)")
+    for path, report in zip(args.reports, reports, strict=True):
         print(f"{path}:")
         print("\n".join(leads_table(report)) or "(no baseline or no graph row)")
     if len(reports) == 2:

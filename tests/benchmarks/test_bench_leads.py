@@ -20,6 +20,7 @@ def _report(rows: dict[str, tuple[str, list[list[str]]]], gold: list[list[str]],
     questions whose gold passages are ``gold``."""
     ids = ids or [f"q{i}" for i in range(len(gold))]
     return {
+        "benchmark": "multihop",
         "config": {"ks": [1, 2]},
         "methods": [{"name": name, "kind": kind} for name, (kind, _) in rows.items()],
         "per_question": {name: [{"question_id": qid, "expected": g, "retrieved": r}
@@ -115,3 +116,7 @@ def test_compare_prints_the_leads_and_the_share(tmp_path: Path,
         main([str(tmp_path / "broken.json")])
     assert exit_info.value.code == 2
     assert "cannot read a report" in capsys.readouterr().err
+    (tmp_path / "served.json").write_text(json.dumps({"config": {}, "results": []}))
+    with pytest.raises(SystemExit):
+        main([str(tmp_path / "served.json")])
+    assert "is not a report of python -m benchmarks.multihop" in capsys.readouterr().err

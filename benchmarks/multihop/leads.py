@@ -81,8 +81,11 @@ def strongest_baseline(report: Mapping[str, Any], k: int) -> str | None:
 def leads(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
     """Each graph method's Recall@k lead over :func:`strongest_baseline` for every k of the
     run, with its paired bootstrap interval: ``{method: {"recall@5": {"baseline", "value",
-    "low", "high"}, ...}}`` (points). Empty when the run has no baseline."""
+    "low", "high", "held_out"}, ...}}`` (points). ``held_out`` is the same lead on the
+    questions after the run's ``--validation`` half (``{"value", "low", "high"}``; ``None``
+    without a validation half). Empty when the run has no baseline."""
     found: dict[str, dict[str, Any]] = {}
+    validation = int(report["config"].get("validation") or 0)
     for k in report["config"]["ks"]:
         baseline = strongest_baseline(report, k)
         if baseline is None:
@@ -91,23 +94,36 @@ def leads(report: Mapping[str, Any]) -> dict[str, dict[str, Any]]:
         for method in report["methods"]:
             if method["kind"] != GRAPH:
                 continue
-            lead = bootstrap(_recalls(report, method["name"], k) - base)
+            differences = _recalls(report, method["name"], k) - base
+            held_out = differences[validation:] if 0 < validation < len(differences) else None
             found.setdefault(method["name"], {})[f"recall@{k}"] = {
-                "baseline": baseline, **asdict(lead)}
+                "baseline": baseline, **asdict(bootstrap(differences)),
+                "held_out": None if held_out is None else asdict(bootstrap(held_out))}
     return found
 
 
+def _interval(entry: Mapping[str, Any] | None) -> str:
+    return "-" if entry is None else str(
+        Interval(entry["value"], entry["low"], entry["high"]))
+
+
 def leads_table(report: Mapping[str, Any]) -> list[str]:
-    """The Markdown rows of :func:`leads` (from the report's ``leads`` when it has them)."""
+    """The Markdown rows of :func:`leads` (from the report's ``leads`` when it has them),
+    with the held-out questions' columns when the run has a validation half."""
     found = report.get("leads") or leads(report)
     if not found:
         return []
     ks = report["config"]["ks"]
-    lines = ["| method | " + " | ".join(f"R@{k} lead (95% interval)" for k in ks) + " |",
-             "|---|" + "---|" * len(ks)]
+    split = any(by_k[f"recall@{k}"].get("held_out") for by_k in found.values() for k in ks)
+    header = ["method", *[f"R@{k} lead (95% interval)" for k in ks], "over",
+              *([f"R@{k} held-out" for k in ks] if split else [])]
+    lines = ["| " + " | ".join(header) + " |", "|---|" + "---|" * (len(header) - 1)]
     for name, by_k in found.items():
-        cells = [str(Interval(**{f: by_k[f"recall@{k}"][f] for f in ("value", "low", "high")}))
-                 + f" over {by_k[f'recall@{k}']['baseline']}" for k in ks]
+        baselines = dict.fromkeys(by_k[f"recall@{k}"]["baseline"] for k in ks)
+        cells = [_interval(by_k[f"recall@{k}"]) for k in ks]
+        cells.append(" / ".join(baselines))
+        if split:
+            cells += [_interval(by_k[f"recall@{k}"].get("held_out")) for k in ks]
         lines.append(f"| {name} | " + " | ".join(cells) + " |")
     return lines
 

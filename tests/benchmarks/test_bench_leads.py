@@ -46,9 +46,15 @@ def test_the_baseline_is_the_strongest_at_each_k_and_the_lead_is_paired() -> Non
     assert at1["baseline"] == "BM25" and at1["value"] == pytest.approx(12.5)
     assert at2["baseline"] == "naive RAG" and at2["value"] == pytest.approx(37.5)
     assert at1["low"] <= at1["value"] <= at1["high"]
+    assert at1["held_out"] is None  # no validation half
     table = leads_table(report)
-    assert table[2].startswith("| graph | +12.5 [") and "over BM25" in table[2]
-    assert "over naive RAG" in table[2]
+    assert table[0] == "| method | R@1 lead (95% interval) | R@2 lead (95% interval) | over |"
+    assert table[2].startswith("| graph | +12.5 [") and table[2].endswith("| BM25 / naive RAG |")
+
+    report["config"]["validation"] = 2  # the last two questions are held out
+    held = leads(report)["graph"]["recall@2"]["held_out"]
+    assert held["value"] == pytest.approx(100 * ((0.5 - 0.5) + (0.5 - 0.0)) / 2)
+    assert leads_table(report)[0].endswith("| R@1 held-out | R@2 held-out |")
 
 
 def test_a_run_without_a_baseline_has_no_leads() -> None:

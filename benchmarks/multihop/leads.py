@@ -21,14 +21,13 @@ from typing import Any
 
 import numpy as np
 
-from benchmarks.multihop.methods import BM25, GRAPH, HYBRID, NAIVE
+from benchmarks.multihop.methods import BASELINE_KINDS, GRAPH
 from benchmarks.multihop.metrics import recall_at_k
 
 RESAMPLES = 10_000
 LEVEL = 0.95
 SEED = 0
 """The bootstrap's draws are seeded: the same report always gives the same intervals."""
-BASELINE_KINDS = (NAIVE, BM25, HYBRID)
 
 
 @dataclass(frozen=True)
@@ -56,11 +55,20 @@ def bootstrap(differences: Sequence[float] | np.ndarray, resamples: int = RESAMP
     values = np.asarray(differences, dtype=np.float64)
     if values.ndim != 1 or len(values) == 0:
         raise ValueError("bootstrap needs one difference per question, and at least one")
-    draws = np.random.default_rng(seed).integers(0, len(values), (resamples, len(values)))
-    means = values[draws].mean(axis=1)
+    means = values[_draws(len(values), resamples, seed)].mean(axis=1)
+    return _interval_of(float(values.mean()), means, level)
+
+
+def _draws(questions: int, resamples: int, seed: int) -> np.ndarray:
+    """``resamples`` draws of ``questions`` question indexes with replacement (seeded)."""
+    return np.random.default_rng(seed).integers(0, questions, (resamples, questions))
+
+
+def _interval_of(value: float, samples: np.ndarray, level: float) -> Interval:
+    """``value`` and the central ``level`` percentile interval of ``samples``, x100."""
     tail = 100 * (1 - level) / 2
-    low, high = np.percentile(means, [tail, 100 - tail])
-    return Interval(100 * float(values.mean()), 100 * float(low), 100 * float(high))
+    low, high = np.percentile(samples, [tail, 100 - tail])
+    return Interval(100 * value, 100 * float(low), 100 * float(high))
 
 
 def _recalls(report: Mapping[str, Any], name: str, k: int) -> np.ndarray:
@@ -153,10 +161,8 @@ def share(first: Mapping[str, Any], second: Mapping[str, Any], method: str, k: i
     if a.mean() <= 0:
         raise ValueError(f"the first report's lead of {method!r} is {100 * a.mean():.1f}: "
                          "no share of it can be taken")
-    draws = np.random.default_rng(seed).integers(0, len(a), (resamples, len(a)))
+    draws = _draws(len(a), resamples, seed)
     first_means, second_means = a[draws].mean(axis=1), b[draws].mean(axis=1)
     kept = first_means > 0
-    ratios = second_means[kept] / first_means[kept]
-    tail = 100 * (1 - level) / 2
-    low, high = np.percentile(ratios, [tail, 100 - tail])
-    return Interval(100 * float(b.mean() / a.mean()), 100 * float(low), 100 * float(high))
+    return _interval_of(float(b.mean() / a.mean()), second_means[kept] / first_means[kept],
+                        level)

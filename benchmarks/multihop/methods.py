@@ -37,6 +37,8 @@ BM25 = "bm25"
 """Kind of Milvus's BM25 full-text search alone (``as_naive_retriever(search="bm25")``)."""
 HYBRID = "hybrid"
 """Kind of Milvus's hybrid search, dense + BM25 (``as_naive_retriever(search="hybrid")``)."""
+BASELINE_KINDS = (NAIVE, BM25, HYBRID)
+"""The simple baselines a Milvus user tries first: dense, BM25 and hybrid search."""
 GRAPH = "graph"
 GRAPH_RERANK = "graph+rerank"
 FUSION = "fusion"

@@ -25,7 +25,7 @@ from benchmarks.multihop.build import (
 )
 from benchmarks.multihop.data import Dataset
 from benchmarks.multihop.leads import leads, leads_table
-from benchmarks.multihop.methods import BM25, HYBRID, NAIVE, Method
+from benchmarks.multihop.methods import BASELINE_KINDS, HYBRID, Method
 from benchmarks.multihop.metrics import HELD_OUT, VALIDATION, mean, summarize
 
 if TYPE_CHECKING:
@@ -161,7 +161,6 @@ OWN_RATIO = "latency_without_second_queries_ratio_vs_naive"
 HYBRID_RATIO = "latency_ratio_vs_hybrid"
 """A method's latency against hybrid search's (dense + BM25), side by side in the run: what
 a Milvus user would try first; set for every row but the three baselines."""
-BASELINE_KINDS = (NAIVE, BM25, HYBRID)
 
 
 def _own_ratios(summary: dict[str, Any]) -> str:

@@ -72,7 +72,7 @@ def test_the_interval_is_seeded_and_as_wide_as_the_questions_noise() -> None:
     standard_error = 100 * differences.std() / np.sqrt(len(differences))
     # a normal 95% interval is about 2 x 1.96 standard errors wide
     assert (first.high - first.low) == pytest.approx(2 * 1.96 * standard_error, rel=0.15)
-    assert bootstrap([0.25] * 50) .low == bootstrap([0.25] * 50).high == pytest.approx(25.0)
+    assert bootstrap([0.25] * 50).low == bootstrap([0.25] * 50).high == pytest.approx(25.0)
     with pytest.raises(ValueError, match="one difference per question"):
         bootstrap([])
 

@@ -24,7 +24,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(
         prog="python -m benchmarks.multihop.compare",
         description="Each graph method's lead over the strongest simple baseline of a "
-                    "saved multihop report, with a 95%% paired bootstrap interval; given two "
+                    "saved multihop report, with a 95% paired bootstrap interval; given two "
                     "reports of the same questions, the share of the first's lead the "
                     "second keeps.")
     parser.add_argument("reports", nargs="+", type=Path, help="report JSON files (1 or 2)")

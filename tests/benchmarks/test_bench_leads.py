@@ -110,6 +110,9 @@ def test_compare_prints_the_leads_and_the_share(tmp_path: Path,
     a, b = tmp_path / "a.json", tmp_path / "b.json"
     a.write_text(json.dumps(first))
     b.write_text(json.dumps(second))
+    with pytest.raises(SystemExit):
+        main(["--help"])
+    assert "with a 95% paired bootstrap interval" in capsys.readouterr().out
     assert main([str(a), str(b)]) == 0
     out = capsys.readouterr().out
     assert "| graph | +37.5 [" in out  # R@1: 37.5 against naive RAG's 0

@@ -134,8 +134,8 @@ def compose(dataset: Dataset, count: int, seed: int = 0,
     :func:`chains`: one chain per pair of passages, at most ``per_passage`` questions per
     first passage and per bridge passage, none whose text holds its bridge or its answer.
 
-    >>> compose(load_dataset("folder"), 400)  # doctest: +SKIP
-    [{'id': '2hop_composed__0', 'question': '... something that ... what?', ...}, ...]
+    Each record: ``id`` (``2hop_composed__<n>``), ``question``, ``answer`` (Z),
+    ``supporting_ids`` ([A, B]), ``supporting_titles`` and ``composed_from`` (both triplets).
     """
     rng = random.Random(seed)
     by_pair: dict[tuple[str, str], list[Chain]] = defaultdict(list)

@@ -83,6 +83,23 @@ def infer_kind(name: str) -> str:
         else "concept"
 
 
+def recorded_or_inferred(recorded: str, name: str) -> str:
+    """The kind of an entity as a relation records it (``recorded``), else inferred from its
+    name (:func:`infer_kind`). A recorded ``"named"`` whose name is only a date is a date:
+    the spaCy extractor of 0.2 and earlier recorded a month the parser took for a proper
+    noun ("December", "7 December" of "7 December 1988") as named, which made it a bridge.
+
+    >>> [recorded_or_inferred(k, n) for k, n in (("named", "7 December"), ("", "July 1967"),
+    ...                                          ("title", "1984"), ("named", "Ada Kovar"))]
+    ['date', 'date', 'title', 'named']
+    """
+    if not recorded:
+        return infer_kind(name)
+    if recorded == "named" and _is_date(clean_text(name)):
+        return "date"
+    return recorded
+
+
 def _capitalized_or_caseless(word: str) -> bool:
     """Whether a word has a capital letter, or no cased letter at all (a script without
     capitals: Chinese, Japanese, Korean, Arabic, Hebrew, Devanagari... whose names cannot be

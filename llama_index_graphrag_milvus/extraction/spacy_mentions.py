@@ -241,8 +241,9 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
     noun: "the Bernoulli principle" is one name), proper-noun chunks, common-noun chunks
     (named when a proper noun modifies their head, else concepts), then dates and
     descriptive entities ("British") that no chunk holds: "a 1952 British crime film" is one
-    concept, not a date and a nationality. A mention that overlaps one already taken is
-    dropped.
+    concept, not a date and a nationality. A proper-noun chunk inside a date ("December",
+    "7 December" of "7 December 1988") is not a name: the recognizer's date is taken whole.
+    A mention that overlaps one already taken is dropped.
     """
     titles = [*_title_spans(doc, title, rules), *_quoted_titles(doc, rules)]
     named: list[Mention] = []
@@ -263,6 +264,10 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
     if "noun_chunks" in rules.entity_kinds and doc.has_annotation("DEP"):
         for chunk in doc.noun_chunks:
             if chunk.root.pos_ == "PRON":
+                continue
+            if _is_proper(chunk.root) and chunk.root.ent_type_ in _DATE_LABELS:
+                # "December", "7 December" (of "7 December 1988"): a month is a proper noun
+                # but names a date, which the recognizer's date mention holds whole
                 continue
             if _is_proper(chunk.root):
                 end = chunk.end if chunk.root.ent_type_ == "PERSON" else _with_of_phrase(

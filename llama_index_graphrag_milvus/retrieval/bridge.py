@@ -31,7 +31,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 
 from llama_index.core.schema import BaseNode, NodeWithScore
 
-from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS, infer_kind
+from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS, recorded_or_inferred
 from llama_index_graphrag_milvus.ids import entity_id, normalize_name
 from llama_index_graphrag_milvus.metadata import FOUND_BY_KEY, TIMINGS_KEY
 from llama_index_graphrag_milvus.records import CandidateRelation, PassageHit, RelationHit
@@ -129,9 +129,11 @@ def _unnamed_ends(names: tuple[str, str], question_words: Words) -> list[bool]:
 
 def endpoint_kinds(hit: RelationHit, names: tuple[str, str]) -> tuple[str, str]:
     """The kinds of a relation's subject and object: as recorded with the relation (by the
-    spaCy extractor), else inferred from the names (:func:`~llama_index_graphrag_milvus.
-    records.infer_kind`)."""
-    return (hit.subject_kind or infer_kind(names[0]), hit.object_kind or infer_kind(names[1]))
+    spaCy extractor), else inferred from the names (see :func:`~llama_index_graphrag_milvus.
+    extraction.kinds.recorded_or_inferred`: a date recorded as named by an earlier extractor
+    is a date)."""
+    return (recorded_or_inferred(hit.subject_kind, names[0]),
+            recorded_or_inferred(hit.object_kind, names[1]))
 
 
 def candidate_bridges(question: str, hits: Sequence[RelationHit], fallback: bool = False

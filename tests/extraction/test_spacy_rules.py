@@ -57,6 +57,21 @@ def test_quoted_titles_stay_whole_and_he_is_the_last_person_named(
     assert kinds["1965"] == "date"
 
 
+def test_a_month_the_parser_takes_for_a_proper_noun_is_a_date_kept_whole(
+        extractor: SpacyTripletExtractor) -> None:
+    # the parser's noun chunk "7 December" is a proper noun; the recognizer's date is
+    # "7 December 1988": a date, never a named entity (a bridge) nor cut from its year
+    triplets, kinds = extract(
+        extractor, "Novair International Airways was formed on 7 December 1988. It flew "
+        "charters in December. The festival ran from 23 to 25 July.",
+        title="Novair International Airways")
+    assert ("Novair International Airways", "was formed on", "7 December 1988") in triplets
+    assert kinds["7 December 1988"] == "date"
+    dated = {o for _, _, o in triplets if "December" in o or "July" in o}
+    assert dated and all(kinds[o] == "date" for o in dated)
+    assert "7 December" not in kinds
+
+
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(
         extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "

@@ -166,6 +166,19 @@ def test_concepts_are_a_last_resort_and_dates_never_bridges() -> None:
     assert [b.kind for b in choose_bridges(question, [recorded], 3)] == ["concept"]
 
 
+def test_a_date_recorded_as_named_is_never_a_bridge() -> None:
+    # the spaCy extractor of 0.2 recorded a month the parser took for a proper noun as
+    # named: "December" was a bridge, whose second query finds passages about Decembers
+    question = "When did the company Novair International Airways is part of dissolve?"
+    hits = []
+    for obj, kind in (("7 December", "named"), ("December", "named"),
+                      ("Rank Organisation", "named")):
+        t = Triplet("Novair International Airways", "was formed on", obj)
+        hits.append(RelationHit(t.id, t.text, 0.9, t.subject_id, t.object_id, "title", kind))
+    assert [(b.name, b.kind) for b in choose_bridges(question, hits, 3)] == [
+        ("Rank Organisation", "named")]
+
+
 def test_bridges_of_the_named_entities_relations_come_after_the_hits() -> None:
     question = "What district is LaHave of the place of birth of David Morse located?"
     hits = [hit("David Morse", "born on", "October 31, 1954"),

@@ -265,11 +265,11 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
         for chunk in doc.noun_chunks:
             if chunk.root.pos_ == "PRON":
                 continue
-            if _is_proper(chunk.root) and chunk.root.ent_type_ in _DATE_LABELS:
-                # "December", "7 December" (of "7 December 1988"): a month is a proper noun
-                # but names a date, which the recognizer's date mention holds whole
-                continue
             if _is_proper(chunk.root):
+                if chunk.root.ent_type_ in _DATE_LABELS:
+                    # "December", "7 December" (of "7 December 1988"): a month is a proper
+                    # noun but names a date, which the recognizer's date mention holds whole
+                    continue
                 end = chunk.end if chunk.root.ent_type_ == "PERSON" else _with_of_phrase(
                     doc, chunk)
                 mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named", "",

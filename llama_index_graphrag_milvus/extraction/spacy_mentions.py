@@ -145,11 +145,17 @@ def _segment_of_root(doc: Doc, start: int, end: int, root: int) -> tuple[int, in
     return start, end
 
 
+_ABBREVIATION = re.compile(r"[^\W\d_]{1,3}\.")
+"""A word of at most three letters and a period ("Jr.", "c.", "b.", "Inc."): alone, what a
+parse leaves of "Lon Chaney, Jr." or "(c. 1555 – 1633)", never a name."""
+
+
 def _make_mention(doc: Doc, start: int, end: int, root: int, kind: EntityKind, label: str,
                   rules: Rules) -> Mention | None:
     """The mention of tokens ``[start, end)``, trimmed (leading articles, edge tokens with no
     letter or digit), or ``None`` when it is not an entity: only function words, numbers or
-    punctuation (a date may be a number), too many words, or too long to store."""
+    punctuation (a date may be a number), an abbreviation alone ("Jr.", "c."), too many
+    words, or too long to store."""
     named = kind != "concept"
     while start < end and (_strippable(doc[start], named) or not _has_alnum(doc[start])):
         start += 1
@@ -165,7 +171,8 @@ def _make_mention(doc: Doc, start: int, end: int, root: int, kind: EntityKind, l
     else:
         wanted = (any(c.isalpha() for c in name)
                   and not all(t.pos_ in _FUNCTION_POS or t.is_punct for t in tokens))
-    if not wanted or len(name.encode()) > ENTITY_NAME_MAX_BYTES:
+    if not wanted or len(name.encode()) > ENTITY_NAME_MAX_BYTES or (
+            kind != "title" and end - start == 1 and _ABBREVIATION.fullmatch(name)):
         return None
     return Mention(name, normalize_name(name), kind, start, end, label)
 
@@ -233,6 +240,12 @@ def _modifies_noun(ent: Span) -> bool:
             and not ent.start <= root.head.i < ent.end)
 
 
+def _inside_a_longer(mention: Mention, names: Sequence[Mention]) -> bool:
+    """Whether a mention lies inside a longer one of ``names``."""
+    return any(n.start <= mention.start and mention.end <= n.end
+               and n.end - n.start > mention.end - mention.start for n in names)
+
+
 def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Mention]:
     """Every entity mention of a parsed doc, in text order, overlapping mentions resolved.
 
@@ -243,7 +256,10 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
     descriptive entities ("British") that no chunk holds: "a 1952 British crime film" is one
     concept, not a date and a nationality. A proper-noun chunk inside a date ("December",
     "7 December" of "7 December 1988") is not a name: the recognizer's date is taken whole.
-    A mention that overlaps one already taken is dropped.
+    A proper name with "of" inside a longer recognized name yields to it: "the Society for
+    the Exploration of Psychotherapy Integration" is one name, not "Society" and
+    "Exploration of Psychotherapy Integration". A mention that overlaps one already taken is
+    dropped.
     """
     titles = [*_title_spans(doc, title, rules), *_quoted_titles(doc, rules)]
     named: list[Mention] = []
@@ -259,6 +275,7 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
             mention = _make_mention(doc, ent.start, end, ent.root.i, kind, ent.label_, rules)
             if mention is not None:
                 (named if kind == "named" else described).append(mention)
+    with_of: list[Mention] = []
     proper: list[Mention] = []
     common: list[Mention] = []
     if "noun_chunks" in rules.entity_kinds and doc.has_annotation("DEP"):
@@ -275,7 +292,7 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
                 mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named", "",
                                         rules)
                 if mention is not None:  # "University of Copenhagen" before "Copenhagen"
-                    (titles if end > chunk.end else proper).append(mention)
+                    (with_of if end > chunk.end else proper).append(mention)
             elif chunk.root.ent_type_ not in _DATE_LABELS:
                 modified = any(c.dep_ == "compound" and _is_proper(c)
                                for c in chunk.root.children)
@@ -285,7 +302,9 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
                     common.append(mention)
     taken: list[Mention] = []
     covered: set[int] = set()
-    for mention in (*titles, *named, *proper, *common, *described):
+    inside = [m for m in with_of if _inside_a_longer(m, named)]
+    outside = [m for m in with_of if m not in inside]
+    for mention in (*titles, *outside, *named, *inside, *proper, *common, *described):
         tokens = range(mention.start, mention.end)
         if any(i in covered for i in tokens):
             continue

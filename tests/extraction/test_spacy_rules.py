@@ -72,6 +72,38 @@ def test_a_month_the_parser_takes_for_a_proper_noun_is_a_date_kept_whole(
     assert "7 December" not in kinds
 
 
+def test_a_name_with_of_inside_a_longer_recognized_name_yields_to_it(
+        extractor: SpacyTripletExtractor) -> None:
+    # the parser's chunks "the Society" and "the Exploration" (+ "of Psychotherapy
+    # Integration") would make two names of one; the recognizer's name is kept whole, and a
+    # name with "of" the recognizer only holds part of still wins ("University of Copenhagen")
+    triplets, kinds = extract(
+        extractor, "The Journal of Psychotherapy Integration is an academic journal published "
+        "by the American Psychological Association on behalf of the Society for the "
+        "Exploration of Psychotherapy Integration. The Court of Justice of the European Union "
+        "ruled on it. Its editor studied at the University of Copenhagen.",
+        title="Journal of Psychotherapy Integration")
+    society = "Society for the Exploration of Psychotherapy Integration"
+    assert ("Journal of Psychotherapy Integration", "published on behalf of", society) in triplets
+    assert kinds[society] == "named"
+    assert "Court of Justice of the European Union" in kinds
+    assert "University of Copenhagen" in kinds
+    for fragment in ("Society", "Exploration of Psychotherapy Integration", "Court of Justice"):
+        assert fragment not in kinds
+
+
+def test_an_abbreviation_alone_is_never_a_name(extractor: SpacyTripletExtractor) -> None:
+    # what a parse leaves of "Lon Chaney, Jr." or "(c. 1555": a named "Jr." or "c." would link
+    # every passage that writes one; "U.S." and "D.C." are names
+    _, kinds = extract(
+        extractor, "Edward Stourton (c. 1555 – 1633) was an English peer. Ken Markow (b. 1960) "
+        "painted him. The film stars Lon Chaney, Jr. as Bruno. Huntington Bancshares, Inc. "
+        "moved to the U.S. and to Washington, D.C. in 1990.", title="Edward Stourton")
+    assert "Lon Chaney" in kinds and "U.S." in kinds and "D.C." in kinds
+    for fragment in ("c.", "b.", "Jr.", "Inc."):
+        assert fragment not in kinds
+
+
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(
         extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "

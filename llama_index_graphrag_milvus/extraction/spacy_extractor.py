@@ -25,6 +25,7 @@ from llama_index.core.utils import get_tqdm_iterable
 
 from llama_index_graphrag_milvus.errors import InvalidInputError, MissingDependencyError
 from llama_index_graphrag_milvus.extraction.spacy_rules import Extraction, Rules, extract
+from llama_index_graphrag_milvus.extraction.spacy_text import end_blocks, title_line
 from llama_index_graphrag_milvus.extraction.triplets import store_triplets
 from llama_index_graphrag_milvus.ids import clean_text
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
@@ -309,11 +310,14 @@ class SpacyTripletExtractor(TransformComponent):
         """The extraction of each text (its title, when given, is its main entity), in
         order, lazily, ``batch_size`` texts at a time."""
         rules = self._rules()
-        cut = (truncate_text(text, self.max_chars) for text in texts)
-        titles_ = iter(titles) if titles is not None else None
-        for doc in self.nlp.pipe(cut, batch_size=self.batch_size):
+        given = iter(titles) if titles is not None else iter(())
+        # without a title, a first line that names the passage's subject is its title
+        read = [title_line(truncate_text(text, self.max_chars), next(given, None))
+                for text in texts]
+        for doc, (title, _) in zip(self.nlp.pipe((end_blocks(body) for _, body in read),
+                                                 batch_size=self.batch_size), read,
+                                   strict=True):
             self._warn_if_unannotated(doc)
-            title = next(titles_, None) if titles_ is not None else None
             yield extract(doc, rules, self.max_triplets_per_passage, title)
 
     def _title(self, node: BaseNode) -> str | None:

@@ -351,9 +351,12 @@ def _copula_types(doc: Doc, subject_tokens: set[int], rules: Rules) -> set[str]:
 
 
 def _first_sentence(doc: Doc) -> Span:
-    if doc.has_annotation("SENT_START"):
-        return next(iter(doc.sents))
-    return doc[:]
+    """The first sentence that has a subject (a title or a heading before it has none), else
+    the first sentence."""
+    if not doc.has_annotation("SENT_START"):
+        return doc[:]
+    sentences = list(doc.sents)
+    return next((s for s in sentences if any(t.dep_ in SUBJECT_DEPS for t in s)), sentences[0])
 
 
 def _life_dates(doc: Doc, mention: Mention) -> bool:
@@ -438,9 +441,13 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
                        ) -> list[Mention]:
     """The mentions with the topic's name over its other names, and over the pronouns and
     definite descriptions that refer to it ("he", "its", "the film"); "he" and "she" refer to
-    the last person named before them when the topic is not a person."""
+    the last person named before them when the topic is not known to be a person, or to the
+    topic when nothing else specific was named before ("Theresa Connelly is an American film
+    director. She was born in Philadelphia": a person the recognizer missed or took for an
+    organization)."""
     resolved: list[Mention] = []
     last_person: Mention | None = None
+    only_topic = True  # nothing specific but the topic named so far
     by_start = {m.start: m for m in mentions}
     position = 0
     while position < len(doc):
@@ -452,6 +459,8 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
             resolved.append(mention)
             if mention.label == "PERSON":
                 last_person = mention
+            only_topic = only_topic and (not mention.specific or (
+                topic is not None and mention.key == topic.mention.key))
             position = mention.end
             continue
         token = doc[position]
@@ -459,7 +468,8 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
         if token.pos_ == "PRON" or token.tag_ in ("PRP", "PRP$"):
             target: Mention | None = None
             if word in _PERSON_PRONOUNS:
-                target = topic.mention if topic is not None and topic.person else last_person
+                target = (topic.mention if topic is not None and (topic.person or only_topic)
+                          else last_person)
             elif word in _THING_PRONOUNS and topic is not None and not topic.person:
                 target = topic.mention
             if target is not None:

@@ -104,6 +104,49 @@ def test_an_abbreviation_alone_is_never_a_name(extractor: SpacyTripletExtractor)
         assert fragment not in kinds
 
 
+@pytest.mark.parametrize("text", [
+    "Theresa Connelly\n\nTheresa Connelly is an American film director. She was born in "
+    "Philadelphia.",
+    "# Theresa Connelly\nTheresa Connelly is an American film director.\n\n## Early life\n\n"
+    "She was born in Philadelphia.",
+    "Directors  \n\nTheresa Connelly is an American film director. She was born in "
+    "Philadelphia.",
+])
+def test_a_title_line_or_a_heading_is_its_own_sentence(
+        extractor: SpacyTripletExtractor, text: str) -> None:
+    # a file read from a folder has no title metadata: its first line, a Markdown heading or
+    # a paragraph without a period must not run into the next sentence; "she" is the topic,
+    # whom the recognizer does not label, when no one else was named before
+    triplets, kinds = extract(extractor, text)
+    assert ("Theresa Connelly", "is an", "American film director") in triplets
+    assert ("Theresa Connelly", "was born in", "Philadelphia") in triplets
+    assert kinds["Theresa Connelly"] == "title"
+    assert "Directors" not in kinds and "Early life" not in kinds
+
+
+def test_a_first_line_that_names_the_subject_is_the_title(
+        extractor: SpacyTripletExtractor) -> None:
+    # as title metadata would be: the page's name, the first sentence's subject its alias;
+    # a heading that does not name the subject is not a title
+    triplets, kinds = extract(
+        extractor, "Chuck Rowland\n\nCharlie Leland Rowland (July 23, 1899 – January 21, "
+        "1992) was an American football coach. He was born in Warrenton.")
+    assert ("Chuck Rowland", "also known as", "Charlie Leland Rowland") in triplets
+    assert ("Chuck Rowland", "was born in", "Warrenton") in triplets
+    assert kinds["Chuck Rowland"] == "title"
+    triplets, kinds = extract(extractor, "# Films\n\nPolish Wedding is a 1998 film by Theresa "
+                              "Connelly. It stars Lena Olin.")
+    assert ("Polish Wedding", "star", "Lena Olin") in triplets
+    assert kinds["Polish Wedding"] == "title" and "Films" not in kinds
+
+
+def test_she_is_not_the_topic_when_someone_else_was_named_before(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(extractor, "Polish Wedding is a 1998 film by Theresa Connelly. She "
+                          "was born in Philadelphia. The Acme Corporation is a company.")
+    assert not any(s == "Polish Wedding" and o == "Philadelphia" for s, _, o in triplets)
+
+
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(
         extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "

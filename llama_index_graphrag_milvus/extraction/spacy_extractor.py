@@ -312,11 +312,10 @@ class SpacyTripletExtractor(TransformComponent):
         rules = self._rules()
         given = iter(titles) if titles is not None else iter(())
         # without a title, a first line that names the passage's subject is its title
-        read = [title_line(truncate_text(text, self.max_chars), next(given, None))
-                for text in texts]
-        for doc, (title, _) in zip(self.nlp.pipe((end_blocks(body) for _, body in read),
-                                                 batch_size=self.batch_size), read,
-                                   strict=True):
+        read = (title_line(truncate_text(text, self.max_chars), next(given, None))
+                for text in texts)
+        for doc, title in self.nlp.pipe(((end_blocks(body), title) for title, body in read),
+                                        as_tuples=True, batch_size=self.batch_size):
             self._warn_if_unannotated(doc)
             yield extract(doc, rules, self.max_triplets_per_passage, title)
 

@@ -26,6 +26,12 @@ _HEADING_MARKS = re.compile(r"^[ \t]{0,3}#{1,6}[ \t]+")
 _SENTENCE_ENDS = frozenset(".!?…:;,。！？")
 
 
+def _unmarked(line: str) -> tuple[bool, str]:
+    """Whether a line is a Markdown heading, and the line without the heading's marks."""
+    heading = _HEADING_MARKS.match(line)
+    return (True, line[heading.end():]) if heading else (False, line)
+
+
 def end_blocks(text: str) -> str:
     r"""``text`` with a period at the end of each line that ends a block without one: a line
     followed by a blank line (a paragraph, a title, a list item) or a Markdown heading
@@ -42,8 +48,8 @@ def end_blocks(text: str) -> str:
         return text
     lines = text.split("\n")
     for i, line in enumerate(lines[:-1]):
-        heading = _HEADING_MARKS.match(line)
-        content = (line[heading.end():] if heading else line).rstrip()
+        heading, content = _unmarked(line)
+        content = content.rstrip()
         blank_next = not lines[i + 1].strip()
         if content and (heading or blank_next) and content[-1] not in _SENTENCE_ENDS:
             content += "."
@@ -71,8 +77,7 @@ def title_line(text: str, title: str | None = None) -> tuple[str | None, str]:
     if title is not None or "\n" not in text:
         return title, text
     first, body = text.split("\n", 1)
-    heading = _HEADING_MARKS.match(first)
-    line = (first[heading.end():] if heading else first).strip()
+    line = _unmarked(first)[1].strip()
     body = body.strip()
     if (not line or not body or line[-1] in _SENTENCE_ENDS
             or len(_WORD.findall(line)) > MAX_TITLE_WORDS):

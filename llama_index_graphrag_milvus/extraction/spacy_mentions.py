@@ -199,20 +199,57 @@ def _quoted_titles(doc: Doc, rules: Rules) -> Iterator[Mention]:
             opened = token.i
 
 
-def _with_of_phrase(doc: Doc, span: Span) -> int:
-    """The end of a proper name continued by "of (the) <proper name>" (University of
-    Copenhagen, West of the River), else the span's own end."""
+def _with_of_phrase(doc: Doc, span: Span, max_words: int) -> int:
+    """The end of a proper name continued by "of (the) <proper name>", as many times as the
+    text chains them within ``max_words`` words (University of Copenhagen, West of the
+    River, Officer of the Order of Canada), else the span's own end."""
     end = span.end
-    if end + 1 >= len(doc) or doc[end].lower_ != "of" or not _is_proper(doc[end - 1]):
+    while end + 1 < len(doc) and doc[end].lower_ == "of" and _is_proper(doc[end - 1]):
+        position = end + 1
+        if doc[position].lower_ == "the" and position + 1 < len(doc):
+            position += 1
+        if not _is_proper(doc[position]):
+            break
+        while position < len(doc) and _is_proper(doc[position]):
+            position += 1
+        if end > span.end and position - span.start > max_words:
+            break  # the chain's last link would make it too long: keep it shorter
+        end = position
+    return end
+
+
+_NUMBER = re.compile(r"\d+(?:\.\d+)?|[A-Z][a-z]+")
+"""A number that may end a name: digits ("Route 52", "Wave 104.1") or a capitalized number
+word ("Formula One"), not "275,000" (a table's figure)."""
+_YEAR = re.compile(r"1\d{3}|20\d{2}")
+_AFTER_NUMBER_STOP = frozenset({"-", "--", "–", "—", "]", "°", "%"})
+"""What follows a number that is a score ("England 6 -- 1 Panama"), a footnote, a coordinate
+or a share rather than the end of a name."""
+
+
+def _with_number(doc: Doc, end: int, label: str) -> int:
+    """The end of a name continued by its number ("U.S. Route 52", "BWV 564", "Big Hero 6",
+    "Formula One"), else ``end``: the number modifies the name's last word, which is
+    capitalized, and it is not a year, a score, a footnote, a day of a date or the figure
+    after a place ("California 90210", "France 4 -- 3")."""
+    if end >= len(doc) or label in ("GPE", "NORP") or not doc[end - 1].text[:1].isupper():
         return end
-    position = end + 1
-    if doc[position].lower_ == "the" and position + 1 < len(doc):
-        position += 1
-    if not _is_proper(doc[position]):
+    number = doc[end]
+    if (number.pos_ != "NUM" or number.dep_ != "nummod" or number.head.i != end - 1
+            or not _NUMBER.fullmatch(number.text) or _YEAR.fullmatch(number.text)):
         return end
-    while position < len(doc) and _is_proper(doc[position]):
-        position += 1
-    return position
+    if end + 1 < len(doc):
+        after = doc[end + 1]
+        if (after.text in _AFTER_NUMBER_STOP or after.like_num
+                or after.ent_type_ in _DATE_LABELS):
+            return end
+    return end + 1
+
+
+def _name_end(doc: Doc, span: Span, label: str, rules: Rules) -> tuple[int, int]:
+    """Where a proper name ends with its "of" phrases, and with its number after them."""
+    of_end = _with_of_phrase(doc, span, rules.max_entity_words)
+    return of_end, _with_number(doc, of_end, label)
 
 
 def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]:
@@ -250,16 +287,18 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
     """Every entity mention of a parsed doc, in text order, overlapping mentions resolved.
 
     Priority: the passage's ``title`` where the text writes it, quoted titles, proper names
-    with "of" ("University of Copenhagen"), named entities (not those that only modify a
-    noun: "the Bernoulli principle" is one name), proper-noun chunks, common-noun chunks
-    (named when a proper noun modifies their head, else concepts), then dates and
-    descriptive entities ("British") that no chunk holds: "a 1952 British crime film" is one
-    concept, not a date and a nationality. A proper-noun chunk inside a date ("December",
-    "7 December" of "7 December 1988") is not a name: the recognizer's date is taken whole.
+    with "of" ("University of Copenhagen", "Officer of the Order of Canada"), named entities
+    (not those that only modify a noun: "the Bernoulli principle" is one name), proper-noun
+    chunks, common-noun chunks (named when a proper noun modifies their head, else
+    concepts), then dates and descriptive entities ("British") that no chunk holds: "a 1952
+    British crime film" is one concept, not a date and a nationality. A proper-noun chunk
+    inside a date ("December", "7 December" of "7 December 1988") is not a name: the
+    recognizer's date is taken whole.
     A proper name with "of" inside a longer recognized name yields to it: "the Society for
     the Exploration of Psychotherapy Integration" is one name, not "Society" and
-    "Exploration of Psychotherapy Integration". A mention that overlaps one already taken is
-    dropped.
+    "Exploration of Psychotherapy Integration". A name keeps the number that ends it ("U.S.
+    Route 52", "BWV 564"): every route is not "U.S. Route". A mention that overlaps one
+    already taken is dropped.
     """
     titles = [*_title_spans(doc, title, rules), *_quoted_titles(doc, rules)]
     named: list[Mention] = []
@@ -270,8 +309,8 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
                 continue
             kind: EntityKind = ("date" if ent.label_ in _DATE_LABELS
                                 else "concept" if ent.label_ in _CONCEPT_LABELS else "named")
-            end = (_with_of_phrase(doc, ent) if kind == "named" and ent.label_ != "PERSON"
-                   else ent.end)
+            end = (_name_end(doc, ent, ent.label_, rules)[1]
+                   if kind == "named" and ent.label_ != "PERSON" else ent.end)
             mention = _make_mention(doc, ent.start, end, ent.root.i, kind, ent.label_, rules)
             if mention is not None:
                 (named if kind == "named" else described).append(mention)
@@ -287,12 +326,12 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
                     # "December", "7 December" (of "7 December 1988"): a month is a proper
                     # noun but names a date, which the recognizer's date mention holds whole
                     continue
-                end = chunk.end if chunk.root.ent_type_ == "PERSON" else _with_of_phrase(
-                    doc, chunk)
+                of_end, end = ((chunk.end, chunk.end) if chunk.root.ent_type_ == "PERSON"
+                               else _name_end(doc, chunk, chunk.root.ent_type_, rules))
                 mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named", "",
                                         rules)
                 if mention is not None:  # "University of Copenhagen" before "Copenhagen"
-                    (with_of if end > chunk.end else proper).append(mention)
+                    (with_of if of_end > chunk.end else proper).append(mention)
             elif chunk.root.ent_type_ not in _DATE_LABELS:
                 modified = any(c.dep_ == "compound" and _is_proper(c)
                                for c in chunk.root.children)

@@ -203,6 +203,24 @@ def test_names_with_of_and_possessives(extractor: SpacyTripletExtractor) -> None
     assert "Michael Allred" in names and "Michael Allred's" not in names
 
 
+def test_a_name_keeps_its_number_and_its_chain_of_of_phrases(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, kinds = extract(
+        extractor, "Johnnycake is an unincorporated community in McDowell County. It is "
+        "located on U.S. Route 52 north of Iaeger.", title="Johnnycake, West Virginia")
+    assert ("Johnnycake, West Virginia", "is located on", "U.S. Route 52") in triplets
+    assert "U.S. Route" not in kinds  # one entity per route, not one shared by every route
+    triplets, kinds = extract(extractor, "Anne Murray was made an Officer of the Order of "
+                              "Canada in 1975. The toccata BWV 564 was written by Bach.")
+    assert ("Anne Murray", "was made", "Officer of the Order of Canada") in triplets
+    assert ("BWV 564", "was written by", "Bach") in triplets
+    assert "Officer of the Order" not in kinds and "BWV" not in kinds
+    # a score, a year and a place's figure are not a name's number
+    _, kinds = extract(extractor, "In the final, West Germany defeated Argentina 1 -- 0 in "
+                       "Rome.")
+    assert "Argentina" in kinds and not any(k.startswith("Argentina ") for k in kinds)
+
+
 def test_generic_nouns_are_never_linked_to_each_other(
         extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(extractor, "The director met the son at the station in 1990.")

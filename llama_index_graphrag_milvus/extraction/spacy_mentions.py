@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS
@@ -254,11 +254,24 @@ def _name_end(doc: Doc, span: Span, label: str, rules: Rules) -> tuple[int, int]
 
 def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]:
     """The places where the text writes the passage's title (case-insensitively, whole
-    tokens): "G-Men from Hell" is one name, whatever the recognizer makes of it."""
+    tokens): "G-Men from Hell" is one name, whatever the recognizer makes of it. A title
+    with a comma that the text never writes whole is written by its head, as the title
+    writes it: "Johnnycake" names the passage "Johnnycake, West Virginia"."""
     if not title:
         return
-    text = doc.text.casefold()
-    wanted = title.casefold()
+    spans = list(_written(doc, title, rules, casefold=True))
+    head = title.split(",")[0].strip()
+    if not spans and head != title.strip() and any(c.isalpha() for c in head):
+        key = normalize_name(title)
+        spans = [replace(m, name=title, key=key)
+                 for m in _written(doc, head, rules, casefold=False)]
+    yield from spans
+
+
+def _written(doc: Doc, name: str, rules: Rules, casefold: bool) -> Iterator[Mention]:
+    """Title mentions where the text writes ``name`` (whole tokens)."""
+    text = doc.text.casefold() if casefold else doc.text
+    wanted = name.casefold() if casefold else name
     start = text.find(wanted)
     while start >= 0:
         span = doc.char_span(start, start + len(wanted))
@@ -435,7 +448,9 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
 
     The topic also goes by the last words of its name (a person by the first name too) and,
     when the first sentence does not name it, by that sentence's subject if the passage
-    starts with it ("Marcus Ulpius Traianus was born ..." in the passage "Trajan"). Its
+    starts with it ("Marcus Ulpius Traianus was born ..." in the passage "Trajan"), and by
+    the head of a title with a comma where the text writes only that ("Johnnycake" in the
+    passage "Johnnycake, West Virginia"). Its
     nouns are its disambiguation's words, the lowercase words of its name and the head nouns
     of "<topic> is a <noun>" sentences.
     """
@@ -458,6 +473,10 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
                 and not any(doc[i].is_alpha for i in range(subject.start))):
             alias = subject
             label = label or subject.label
+        head = name.split(",")[0].strip()
+        if alias is None and head != name and any(
+                clean_text(doc[m.start:m.end].text) == head for m in in_text):
+            alias = Mention(head, normalize_name(head), "named", -1, -1)  # "Johnnycake"
     elif subject is not None:
         name, key, label = subject.name, subject.key, subject.label
     else:

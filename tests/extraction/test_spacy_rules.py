@@ -221,6 +221,26 @@ def test_a_name_keeps_its_number_and_its_chain_of_of_phrases(
     assert "Argentina" in kinds and not any(k.startswith("Argentina ") for k in kinds)
 
 
+def test_the_head_of_a_title_with_a_comma_names_the_topic(
+        extractor: SpacyTripletExtractor) -> None:
+    title = "Johnnycake, West Virginia"
+    triplets, kinds = extract(
+        extractor, "Johnnycake is an unincorporated community in McDowell County, West "
+        "Virginia. Johnnycake is located on U.S. Route 52 north of Iaeger.", title=title)
+    assert (title, "is an unincorporated community in", "McDowell County") in triplets
+    assert (title, "is located on", "U.S. Route 52") in triplets
+    # the head stays a name of its own, linked to the title, so that "born in Johnnycake"
+    # elsewhere reaches this passage
+    assert (title, "also known as", "Johnnycake") in triplets
+    assert kinds[title] == "title"
+    # a text that writes the whole title keeps another person of the same head apart
+    triplets, _ = extract(
+        extractor, "Edward Stafford, 4th Baron Stafford (1572 - 1625) was the son of Edward "
+        "Stafford, 3rd Baron Stafford.", title="Edward Stafford, 4th Baron Stafford")
+    assert ("Edward Stafford, 4th Baron Stafford", "was the son of", "Edward Stafford"
+            ) in triplets
+
+
 def test_generic_nouns_are_never_linked_to_each_other(
         extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(extractor, "The director met the son at the station in 1990.")

@@ -290,6 +290,14 @@ def _modifies_noun(ent: Span) -> bool:
             and not ent.start <= root.head.i < ent.end)
 
 
+def _describes(ent: Span) -> bool:
+    """Whether a named entity describes rather than names: a nationality or a religion
+    ("British", "Catholic"), or a language's name as an adjective ("an English footballer",
+    which the recognizer labels a language)."""
+    return ent.label_ in _CONCEPT_LABELS or (ent.label_ == "LANGUAGE"
+                                             and ent.root.pos_ == "ADJ")
+
+
 def _inside_a_longer(mention: Mention, names: Sequence[Mention]) -> bool:
     """Whether a mention lies inside a longer one of ``names``."""
     return any(n.start <= mention.start and mention.end <= n.end
@@ -321,7 +329,7 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
             if ent.label_ in rules.excluded_entity_labels or _modifies_noun(ent):
                 continue
             kind: EntityKind = ("date" if ent.label_ in _DATE_LABELS
-                                else "concept" if ent.label_ in _CONCEPT_LABELS else "named")
+                                else "concept" if _describes(ent) else "named")
             end = (_name_end(doc, ent, ent.label_, rules)[1]
                    if kind == "named" and ent.label_ != "PERSON" else ent.end)
             mention = _make_mention(doc, ent.start, end, ent.root.i, kind, ent.label_, rules)
@@ -411,16 +419,20 @@ def _first_sentence(doc: Doc) -> Span:
     return next((s for s in sentences if any(t.dep_ in SUBJECT_DEPS for t in s)), sentences[0])
 
 
+_LIFE_SPAN = re.compile(r"\d{3,4}\s*[-–—]\s*\d{2,4}")
+"""Years of birth and death written as one token: "1890–1960"."""
+
+
 def _life_dates(doc: Doc, mention: Mention) -> bool:
     """Whether a mention is followed by a person's dates: "(born 5 May 1980)", "(6 October
-    1919 – 26 March 1989)"."""
+    1919 – 26 March 1989)", "(1890–1960)"."""
     if mention.end >= len(doc) or doc[mention.end].text != "(":
         return False
     for token in doc[mention.end + 1:mention.end + 16]:
         if token.text == ")":
             return False
-        if token.lower_ in ("born", "b.") or (token.ent_type_ in _DATE_LABELS
-                                              and token.like_num and len(token.text) == 4):
+        if token.lower_ in ("born", "b.") or _LIFE_SPAN.fullmatch(token.text) or (
+                token.ent_type_ in _DATE_LABELS and token.like_num and len(token.text) == 4):
             return True
     return False
 

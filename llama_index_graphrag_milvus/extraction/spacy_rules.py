@@ -69,12 +69,28 @@ def _with_conjuncts(token: Token) -> list[Token]:
     return [token, *token.conjuncts]
 
 
+def _and_named(nouns: list[Token]) -> list[Token]:
+    """The nouns, each followed by the name it is followed by when it has one (see
+    :func:`_named`): "married to the politician Jules Ferrand" is married to both."""
+    return list(dict.fromkeys(t for noun in nouns for t in (noun, _named(noun))))
+
+
+def _named(noun: Token) -> Token:
+    """The name a common noun is followed by ("the politician Jules Ferrand": Jules
+    Ferrand), else the noun."""
+    if noun.pos_ == "NOUN":
+        for child in noun.children:
+            if child.dep_ == "appos" and child.pos_ == "PROPN" and child.i > noun.i:
+                return child
+    return noun
+
+
 def _copula_subjects(noun: Token, rules: Rules) -> list[Token]:
     """The subjects of the copula a noun is the attribute of ("X is a film ..."), the name an
     apposition describes ("X, a film ..."), else the noun itself."""
     if noun.dep_ == "attr" and lemma(noun.head, rules) == "be":
         found = [s for c in noun.head.children if c.dep_ in SUBJECT_DEPS
-                 for s in _with_conjuncts(c)]
+                 for s in _with_conjuncts(c)] or _bare_subject(noun.head)
         if found:
             return found
     if noun.dep_ == "appos":
@@ -94,11 +110,32 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
         if found or head.dep_ != "conj":
             break
         head = head.head
-    if head.dep_ == "relcl":
-        found = [head.head if s.tag_ in _RELATIVE_PRONOUN_TAGS else s for s in found]
-    if not found and head.dep_ == "acl" and head.tag_ in ("VBN", "VBG"):
-        found = _copula_subjects(head.head, rules)
+    if head.dep_ == "relcl":  # "X is a footballer who played for Y": X played for Y
+        antecedent = head.head
+        meant = (_copula_subjects(antecedent, rules) if antecedent.dep_ == "attr"
+                 else [antecedent])
+        found = [t for s in found
+                 for t in (meant if s.tag_ in _RELATIVE_PRONOUN_TAGS else [s])]
+    if not found and head.tag_ in ("VBN", "VBG"):
+        if head.dep_ == "acl":
+            found = _copula_subjects(head.head, rules)
+        elif head.dep_ == "advcl" and head.head.pos_ in ("VERB", "AUX"):
+            # "Born in Brno, he studied ...": the participle's subject is the clause's
+            found = [s for c in head.head.children if c.dep_ in SUBJECT_DEPS
+                     for s in _with_conjuncts(c)]
+    if not found and lemma(head, rules) == "be":
+        found = _bare_subject(head)
     return found
+
+
+def _bare_subject(copula: Token) -> list[Token]:
+    """The subject the parse missed before a copula: the last word before it when nothing
+    but names and punctuation precede it in the sentence ("\"Hello Again\" is a song",
+    which the parser reads as an interjection)."""
+    before = [t for t in copula.doc[copula.sent.start:copula.i] if not t.is_punct]
+    if not before or any(t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before):
+        return []
+    return [before[-1]]
 
 
 def _copula_word(verb: Token) -> str:
@@ -112,9 +149,9 @@ def _verb_phrase(verb: Token, rules: Rules) -> tuple[str, list[Token]]:
     children = list(verb.children)
     auxpass = [c.lower_ for c in children if c.dep_ == "auxpass"]
     negated = ["not"] if any(c.dep_ == "neg" for c in children) else []
-    if auxpass or (verb.dep_ in ("acl", "conj") and verb.tag_ == "VBN"):
+    if auxpass or (verb.dep_ in ("acl", "advcl", "conj") and verb.tag_ == "VBN"):
         words = [*auxpass, *negated, verb.lower_]
-    elif verb.dep_ in ("acl", "conj") and verb.tag_ == "VBG":
+    elif verb.dep_ in ("acl", "advcl", "conj") and verb.tag_ == "VBG":
         words = [*negated, verb.lower_]
     elif lemma(verb, rules) == "be":
         words = [_copula_word(verb), *negated]
@@ -139,13 +176,13 @@ def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[s
         if prep.dep_ in _PREPOSITION_DEPS:
             for pobj in prep.children:
                 if pobj.dep_ == "pobj":
-                    for obj in _with_conjuncts(pobj):
-                        inner = [target for word, target in _prepositional_objects(obj, False)
-                                 if word == "of"] if nested and obj.pos_ == "NOUN" else []
-                        if not inner:
+                    for obj in _and_named(_with_conjuncts(pobj)):
+                        inner = list(_prepositional_objects(obj, False)) if (
+                            nested and obj.pos_ == "NOUN") else []
+                        if not any(word == "of" for word, _ in inner):
                             yield prep.lower_, obj
-                        for target in inner:
-                            yield f"{prep.lower_} {_attribute_words(obj)} of", target
+                        for word, target in inner:  # "in the city of", "as a defender for"
+                            yield f"{prep.lower_} {_attribute_words(obj)} {word}", target
 
 
 def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
@@ -173,6 +210,8 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
         if child.dep_ in _OBJECT_DEPS:
             for obj in _with_conjuncts(child):
                 yield (f"{base} {_determiner(obj)}".strip() if copula else base), obj
+                if _named(obj) is not obj:  # "was the violinist Jan Dvorsky"
+                    yield f"{base} {_attribute_words(obj)}", _named(obj)
             if child.pos_ != "NOUN":
                 continue
             noun = _attribute_words(child) if copula else lemma(child, rules)
@@ -208,18 +247,36 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules
     for verb in doc:
         if verb.pos_ not in ("VERB", "AUX"):
             continue
-        subjects = [m for m in (by_token.get(s.i) for s in _subjects(verb, rules))
-                     if m is not None]
+        subjects = [found for found in (_subject_mention(s, by_token)
+                                        for s in _subjects(verb, rules)) if found is not None]
         if not subjects:
             continue
         for predicate, obj in _objects(verb, rules):
             target = by_token.get(obj.i)
             if target is not None:
-                yield from ((source, predicate, target) for source in subjects)
+                yield from ((source, f"{prefix}{predicate}", target)
+                            for source, prefix in subjects)
     for subject, predicate, obj in _appositions(doc):
         named, described = by_token.get(subject.i), by_token.get(obj.i)
         if named is not None and described is not None:
             yield named, predicate, described
+
+
+def _subject_mention(subject: Token, by_token: dict[int, Mention]
+                     ) -> tuple[Mention, str] | None:
+    """The mention a subject token stands for, and the words its predicates start with: a
+    common noun that a specific entity owns is that entity's ("His father was Jan Dvorsky":
+    Karel Dvorsky, "father was"; "Euler's teacher was ...")."""
+    mention = by_token.get(subject.i)
+    if subject.pos_ == "NOUN" and (mention is None or not mention.specific):
+        for child in subject.children:
+            owner = by_token.get(child.i) if child.dep_ == "poss" else None
+            if owner is not None and owner.specific:
+                words = [t.lower_ for t in subject.subtree
+                         if child.i < t.i <= subject.i and not t.is_punct
+                         and t.dep_ not in ("det", "case")]
+                return owner, " ".join(words) + " "
+    return None if mention is None else (mention, "")
 
 
 def _sentence_groups(doc: Doc, mentions: list[Mention]) -> Iterator[list[Mention]]:

@@ -241,6 +241,39 @@ def test_the_head_of_a_title_with_a_comma_names_the_topic(
             ) in triplets
 
 
+def test_the_facts_of_a_persons_page(extractor: SpacyTripletExtractor) -> None:
+    """The first paragraph of a biography, as multi-hop questions ask it: where born, whose
+    son, married to whom, played for what."""
+    triplets, _ = extract(
+        extractor, "Karel Dvorsky (1890–1960) was a Czech composer. Born in Brno, he studied "
+        "at the Prague Conservatory. His father was the violinist Jan Dvorsky.",
+        title="Karel Dvorsky")
+    assert ("Karel Dvorsky", "born in", "Brno") in triplets  # a fronted participle
+    # "(1890–1960)" says a person: "he" is the topic, though Brno was named before it
+    assert ("Karel Dvorsky", "study at", "Prague Conservatory") in triplets
+    # what the topic owns ("his father") is the topic's relation, to the name, not the noun
+    assert any(s == "Karel Dvorsky" and p.startswith("father") and o == "Jan Dvorsky"
+               for s, p, o in triplets)
+    triplets, kinds = extract(
+        extractor, "Mark Ellison (born 12 March 1950) is an English former footballer who "
+        "played as a defender for Leeds United.", title="Mark Ellison (footballer)")
+    assert ("Mark Ellison", "play as a defender for", "Leeds United") in triplets
+    assert kinds["English former footballer"] == "concept"  # not the language "English"
+    triplets, _ = extract(extractor, "Marie Ferrand was a French novelist. She was married "
+                          "to the politician Jules Ferrand.", title="Marie Ferrand")
+    assert ("Marie Ferrand", "was married to", "Jules Ferrand") in triplets
+
+
+def test_a_quoted_title_the_parser_misreads_is_still_the_subject(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(
+        extractor, '"Hello Again" is a song performed by American singer Neil Diamond, '
+        "released in 1981 by Capitol Records.", title="Hello Again (song)")
+    assert ("Hello Again", "performed by", "Neil Diamond") in triplets
+    assert ("Hello Again", "released by", "Capitol Records") in triplets
+    assert not any(s == "song" for s, _, _ in triplets)
+
+
 def test_generic_nouns_are_never_linked_to_each_other(
         extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(extractor, "The director met the son at the station in 1990.")

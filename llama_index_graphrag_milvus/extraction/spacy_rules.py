@@ -11,6 +11,10 @@ What an LLM extractor gets right and a naive parse does not, and the rule here f
   by Ada Kovar and starring Tom Reyes." The participles modify "film", whose copula's subject
   is Night Harbour: (Night Harbour, directed by, Ada Kovar), (Night Harbour, starring, Tom
   Reyes), and the type (Night Harbour, is a, 1952 British crime film).
+- **A biography's clauses.** "Born in Brno, he studied ...": the fronted participle has the
+  clause's subject; "X is a footballer who played for Y": the relative clause of the
+  attribute is X's; "His father was Jan Dvorsky": (X, father was, Jan Dvorsky); "married
+  to the politician Jules Ferrand": the name after the noun is the object too.
 - **Pronouns and definite descriptions.** "He", "she" resolve to the passage's main entity
   when it is a person, else to the last person named before them; "it", "its" to a main
   entity that is not a person; "the film", "the song", "the journal" to the main entity when
@@ -76,11 +80,13 @@ def _and_named(nouns: list[Token]) -> list[Token]:
 
 
 def _named(noun: Token) -> Token:
-    """The name a common noun is followed by ("the politician Jules Ferrand": Jules
-    Ferrand), else the noun."""
+    """The name that directly follows a common noun ("the politician Jules Ferrand": Jules
+    Ferrand), else the noun; not a name after a comma ("Ratnagiri district, Konkan,
+    Maharashtra state, India" is a list of places, not the district's name)."""
     if noun.pos_ == "NOUN":
         for child in noun.children:
-            if child.dep_ == "appos" and child.pos_ == "PROPN" and child.i > noun.i:
+            if (child.dep_ == "appos" and child.pos_ == "PROPN"
+                    and child.left_edge.i == noun.i + 1):
                 return child
     return noun
 

@@ -262,6 +262,11 @@ def test_the_facts_of_a_persons_page(extractor: SpacyTripletExtractor) -> None:
     triplets, _ = extract(extractor, "Marie Ferrand was a French novelist. She was married "
                           "to the politician Jules Ferrand.", title="Marie Ferrand")
     assert ("Marie Ferrand", "was married to", "Jules Ferrand") in triplets
+    # a name after a comma is the next item of a list, not the noun's name
+    triplets, _ = extract(extractor, "Shringarpur is a small village in Ratnagiri district, "
+                          "Konkan, Maharashtra state, India.", title="Shringarpur")
+    assert ("Shringarpur", "is a small village in", "Ratnagiri district") in triplets
+    assert ("Shringarpur", "is a small village in", "India") not in triplets
 
 
 def test_a_quoted_title_the_parser_misreads_is_still_the_subject(

@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 _OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
 _PREPOSITION_DEPS = frozenset({"prep", "agent", "dative"})
 _RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
+_MAX_BARE_SUBJECT = 12
 
 
 @dataclass(frozen=True)
@@ -135,11 +136,13 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
 
 
 def _bare_subject(copula: Token) -> list[Token]:
-    """The subject the parse missed before a copula: the last word before it when nothing
-    but names and punctuation precede it in the sentence ("\"Hello Again\" is a song",
-    which the parser reads as an interjection)."""
-    before = [t for t in copula.doc[copula.sent.start:copula.i] if not t.is_punct]
-    if not before or any(t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before):
+    """The subject the parse missed before a copula: the last word before it when the
+    sentence starts with a few words, quoted or not, and nothing else ("\"Hello Again\" is
+    a song", which the parser reads as an interjection); not after a parenthesis or a comma
+    ("Pliers (born ..., Kingston, Jamaica), is ...": Kingston is not the subject)."""
+    before = [t for t in copula.doc[copula.sent.start:copula.i] if not t.is_quote]
+    if not before or len(before) > _MAX_BARE_SUBJECT or any(
+            t.is_punct or t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before):
         return []
     return [before[-1]]
 

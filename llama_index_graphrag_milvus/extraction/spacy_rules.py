@@ -219,8 +219,9 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
         if child.dep_ in _OBJECT_DEPS:
             for obj in _with_conjuncts(child):
                 yield (f"{base} {_determiner(obj)}".strip() if copula else base), obj
-                if _named(obj) is not obj:  # "was the violinist Jan Dvorsky"
-                    yield f"{base} {_attribute_words(obj)}", _named(obj)
+                name = _named(obj)
+                if name is not obj:  # "was the violinist Jan Dvorsky"
+                    yield f"{base} {_attribute_words(obj)}", name
             if child.pos_ != "NOUN":
                 continue
             noun = _attribute_words(child) if copula else lemma(child, rules)

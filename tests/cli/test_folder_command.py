@@ -29,7 +29,7 @@ from llama_index_graphrag_milvus.cli.main import main
 from llama_index_graphrag_milvus.errors import UnsplitTextWarning
 from llama_index_graphrag_milvus.milvus.store import MilvusGraphStore
 from tests.explore.test_server import tree
-from tests.support.commands import get_json
+from tests.support.commands import ctrl_c_as_in_a_terminal, get_json
 from tests.support.fakes import HashEmbedding, ScriptedLLM
 
 pytestmark = pytest.mark.milvus
@@ -454,7 +454,8 @@ def command(*arguments: str) -> subprocess.Popen[str]:
         [str(ROOT), os.environ.get("PYTHONPATH", "")])}
     return subprocess.Popen([sys.executable, "-m", "llama_index_graphrag_milvus.cli",
                              *arguments], cwd=ROOT, env=env, text=True,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            preexec_fn=ctrl_c_as_in_a_terminal)
 
 
 def read_line_with(stream: Any, needle: str, timeout: float = 120) -> str:

@@ -16,6 +16,13 @@ from typing import Any
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def ctrl_c_as_in_a_terminal() -> None:
+    """For ``Popen(preexec_fn=...)``: the child takes Ctrl-C (SIGINT) as in a terminal even
+    when the tests run in the background (``nohup ... &``), where a shell starts commands
+    with SIGINT ignored and every child inherits that."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def get_json(url: str) -> Any:
     import urllib.request
 
@@ -33,7 +40,7 @@ def explorer_command(uri: Path, *arguments: str) -> Iterator[str]:
     process = subprocess.Popen(
         [sys.executable, "-m", "llama_index_graphrag_milvus.explore", "--uri", str(uri),
          "--port", "0", *arguments], cwd=ROOT, env=env, text=True,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=ctrl_c_as_in_a_terminal)
     try:
         with selectors.DefaultSelector() as selector:
             selector.register(process.stdout, selectors.EVENT_READ)  # type: ignore[arg-type]

@@ -260,12 +260,19 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
     if not title:
         return
     spans = list(_written(doc, title, rules, casefold=True))
-    head = title.split(",")[0].strip()
-    if not spans and head != title.strip() and any(c.isalpha() for c in head):
+    head = _comma_head(title)
+    if not spans and head is not None:
         key = normalize_name(title)
         spans = [replace(m, name=title, key=key)
                  for m in _written(doc, head, rules, casefold=False)]
     yield from spans
+
+
+def _comma_head(title: str) -> str | None:
+    """What a title with a comma starts with ("Johnnycake" of "Johnnycake, West
+    Virginia"), or ``None`` for a title without a comma or a head without a letter."""
+    head = title.split(",")[0].strip()
+    return head if head != title.strip() and any(c.isalpha() for c in head) else None
 
 
 def _written(doc: Doc, name: str, rules: Rules, casefold: bool) -> Iterator[Mention]:
@@ -485,8 +492,8 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
                 and not any(doc[i].is_alpha for i in range(subject.start))):
             alias = subject
             label = label or subject.label
-        head = name.split(",")[0].strip()
-        if alias is None and head != name and any(
+        head = _comma_head(name)
+        if alias is None and head is not None and any(
                 clean_text(doc[m.start:m.end].text) == head for m in in_text):
             alias = Mention(head, normalize_name(head), "named", -1, -1)  # "Johnnycake"
     elif subject is not None:

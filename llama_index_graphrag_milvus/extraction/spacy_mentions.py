@@ -13,6 +13,14 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
 from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS
+from llama_index_graphrag_milvus.extraction.spacy_names import (
+    ARTICLES,
+    DATE_LABELS,
+    SUBJECT_DEPS,
+    is_proper,
+    name_end,
+    written_words,
+)
 from llama_index_graphrag_milvus.ids import clean_text, normalize_name
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 
@@ -24,11 +32,8 @@ EntityKind = Literal["named", "title", "date", "concept"]
 ``"title"`` (the passage's main entity, or a quoted title), ``"date"`` (a date or a time),
 ``"concept"`` (a common-noun phrase: a type or an attribute of a specific entity)."""
 
-SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
-ARTICLES = frozenset({"the", "a", "an"})
 _FUNCTION_POS = frozenset({"PRON", "DET", "PUNCT", "SYM", "SPACE", "NUM", "PART", "ADP",
                            "CCONJ", "SCONJ", "AUX"})
-_DATE_LABELS = frozenset({"DATE", "TIME"})
 _CONCEPT_LABELS = frozenset({"NORP"})
 """Named-entity labels of words that describe rather than name ("British", "Catholic")."""
 _PERSON_PRONOUNS = frozenset({"he", "she", "him", "his", "her", "hers", "himself", "herself"})
@@ -120,10 +125,6 @@ def _has_alnum(token: Token) -> bool:
     return any(c.isalnum() for c in token.text)
 
 
-def _is_proper(token: Token) -> bool:
-    return token.pos_ == "PROPN"
-
-
 def _strippable(token: Token, named: bool) -> bool:
     """A leading word a name loses: articles; for common-noun chunks also other determiners
     and possessive pronouns ("this", "his")."""
@@ -162,7 +163,7 @@ def _make_mention(doc: Doc, start: int, end: int, root: int, kind: EntityKind, l
     while end > start and (not _has_alnum(doc[end - 1]) or doc[end - 1].tag_ == "POS"):
         end -= 1
     start, end = _segment_of_root(doc, start, end, root)
-    if start == end or end - start > rules.max_entity_words:
+    if start == end or written_words(doc, start, end) > rules.max_entity_words:
         return None
     tokens = doc[start:end]
     name = clean_text(tokens.text)
@@ -197,59 +198,6 @@ def _quoted_titles(doc: Doc, rules: Rules) -> Iterator[Mention]:
             continue
         if opened is None and text in _OPENING_QUOTES:
             opened = token.i
-
-
-def _with_of_phrase(doc: Doc, span: Span, max_words: int) -> int:
-    """The end of a proper name continued by "of (the) <proper name>", as many times as the
-    text chains them within ``max_words`` words (University of Copenhagen, West of the
-    River, Officer of the Order of Canada), else the span's own end."""
-    end = span.end
-    while end + 1 < len(doc) and doc[end].lower_ == "of" and _is_proper(doc[end - 1]):
-        position = end + 1
-        if doc[position].lower_ == "the" and position + 1 < len(doc):
-            position += 1
-        if not _is_proper(doc[position]):
-            break
-        while position < len(doc) and _is_proper(doc[position]):
-            position += 1
-        if end > span.end and position - span.start > max_words:
-            break  # the chain's last link would make it too long: keep it shorter
-        end = position
-    return end
-
-
-_NUMBER = re.compile(r"\d+(?:\.\d+)?|[A-Z][a-z]+")
-"""A number that may end a name: digits ("Route 52", "Wave 104.1") or a capitalized number
-word ("Formula One"), not "275,000" (a table's figure)."""
-_YEAR = re.compile(r"1\d{3}|20\d{2}")
-_AFTER_NUMBER_STOP = frozenset({"-", "--", "–", "—", "]", "°", "%"})
-"""What follows a number that is a score ("England 6 -- 1 Panama"), a footnote, a coordinate
-or a share rather than the end of a name."""
-
-
-def _with_number(doc: Doc, end: int, label: str) -> int:
-    """The end of a name continued by its number ("U.S. Route 52", "BWV 564", "Big Hero 6",
-    "Formula One"), else ``end``: the number modifies the name's last word, which is
-    capitalized, and it is not a year, a score, a footnote, a day of a date or the figure
-    after a place ("California 90210", "France 4 -- 3")."""
-    if end >= len(doc) or label in ("GPE", "NORP") or not doc[end - 1].text[:1].isupper():
-        return end
-    number = doc[end]
-    if (number.pos_ != "NUM" or number.dep_ != "nummod" or number.head.i != end - 1
-            or not _NUMBER.fullmatch(number.text) or _YEAR.fullmatch(number.text)):
-        return end
-    if end + 1 < len(doc):
-        after = doc[end + 1]
-        if (after.text in _AFTER_NUMBER_STOP or after.like_num
-                or after.ent_type_ in _DATE_LABELS):
-            return end
-    return end + 1
-
-
-def _name_end(doc: Doc, span: Span, label: str, rules: Rules) -> tuple[int, int]:
-    """Where a proper name ends with its "of" phrases, and with its number after them."""
-    of_end = _with_of_phrase(doc, span, rules.max_entity_words)
-    return of_end, _with_number(doc, of_end, label)
 
 
 def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]:
@@ -335,10 +283,10 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
         for ent in doc.ents:
             if ent.label_ in rules.excluded_entity_labels or _modifies_noun(ent):
                 continue
-            kind: EntityKind = ("date" if ent.label_ in _DATE_LABELS
+            kind: EntityKind = ("date" if ent.label_ in DATE_LABELS
                                 else "concept" if _describes(ent) else "named")
-            end = (_name_end(doc, ent, ent.label_, rules)[1]
-                   if kind == "named" and ent.label_ != "PERSON" else ent.end)
+            end = (name_end(doc, ent, ent.label_, rules.max_entity_words)[1]
+                   if kind == "named" else ent.end)
             mention = _make_mention(doc, ent.start, end, ent.root.i, kind, ent.label_, rules)
             if mention is not None:
                 (named if kind == "named" else described).append(mention)
@@ -349,19 +297,19 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
         for chunk in doc.noun_chunks:
             if chunk.root.pos_ == "PRON":
                 continue
-            if _is_proper(chunk.root):
-                if chunk.root.ent_type_ in _DATE_LABELS:
+            if is_proper(chunk.root):
+                if chunk.root.ent_type_ in DATE_LABELS:
                     # "December", "7 December" (of "7 December 1988"): a month is a proper
                     # noun but names a date, which the recognizer's date mention holds whole
                     continue
-                of_end, end = ((chunk.end, chunk.end) if chunk.root.ent_type_ == "PERSON"
-                               else _name_end(doc, chunk, chunk.root.ent_type_, rules))
-                mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named", "",
-                                        rules)
+                of_end, end = name_end(doc, chunk, chunk.root.ent_type_,
+                                       rules.max_entity_words)
+                mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named",
+                                        chunk.root.ent_type_, rules)
                 if mention is not None:  # "University of Copenhagen" before "Copenhagen"
                     (with_of if of_end > chunk.end else proper).append(mention)
-            elif chunk.root.ent_type_ not in _DATE_LABELS:
-                modified = any(c.dep_ == "compound" and _is_proper(c)
+            elif chunk.root.ent_type_ not in DATE_LABELS:
+                modified = any(c.dep_ == "compound" and is_proper(c)
                                for c in chunk.root.children)
                 mention = _make_mention(doc, chunk.start, chunk.end, chunk.root.i,
                                         "named" if modified else "concept", "", rules)
@@ -370,8 +318,11 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
     taken: list[Mention] = []
     covered: set[int] = set()
     inside = [m for m in with_of if _inside_a_longer(m, named)]
-    outside = [m for m in with_of if m not in inside]
-    for mention in (*titles, *outside, *named, *inside, *proper, *common, *described):
+    around = [m for m in with_of if m not in inside
+              and any(m.start < t.start and t.end <= m.end for t in titles)]
+    outside = [m for m in with_of if m not in inside and m not in around]
+    for mention in (*around, *titles, *outside, *named, *inside, *proper, *common,
+                    *described):
         tokens = range(mention.start, mention.end)
         if any(i in covered for i in tokens):
             continue
@@ -439,7 +390,7 @@ def _life_dates(doc: Doc, mention: Mention) -> bool:
         if token.text == ")":
             return False
         if token.lower_ in ("born", "b.") or _LIFE_SPAN.fullmatch(token.text) or (
-                token.ent_type_ in _DATE_LABELS and token.like_num and len(token.text) == 4):
+                token.ent_type_ in DATE_LABELS and token.like_num and len(token.text) == 4):
             return True
     return False
 

@@ -257,19 +257,43 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules
     for verb in doc:
         if verb.pos_ not in ("VERB", "AUX"):
             continue
-        subjects = [found for found in (_subject_mention(s, by_token)
-                                        for s in _subjects(verb, rules)) if found is not None]
+        subjects = [found for found in (_subject_mention(s, by_token) for s in
+                                        _with_name_conjuncts(_subjects(verb, rules), by_token))
+                    if found is not None]
         if not subjects:
             continue
         for predicate, obj in _objects(verb, rules):
-            target = by_token.get(obj.i)
-            if target is not None:
+            for target in _mentions_of(_with_name_conjuncts([obj], by_token), by_token):
                 yield from ((source, f"{prefix}{predicate}", target)
                             for source, prefix in subjects)
     for subject, predicate, obj in _appositions(doc):
-        named, described = by_token.get(subject.i), by_token.get(obj.i)
-        if named is not None and described is not None:
-            yield named, predicate, described
+        named = by_token.get(subject.i)
+        if named is not None:
+            for described in _mentions_of(_with_name_conjuncts([obj], by_token), by_token):
+                yield named, predicate, described
+
+
+def _mentions_of(tokens: list[Token], by_token: dict[int, Mention]) -> Iterator[Mention]:
+    return (by_token[t.i] for t in tokens if t.i in by_token)
+
+
+def _with_name_conjuncts(tokens: list[Token], by_token: dict[int, Mention]) -> list[Token]:
+    """The tokens, each followed by the nouns coordinated with a word inside its mention.
+    The parse hangs "and Ferdinand II of Aragon" on "Castile" in "the daughter of Isabella
+    I of Castile and Ferdinand II of Aragon", where "Isabella I of Castile" is one name:
+    both are her parents."""
+    found: list[Token] = []
+    for token in tokens:
+        found.append(token)
+        mention = by_token.get(token.i)
+        if mention is None or mention.start < 0:
+            continue
+        for inner in token.doc[mention.start:mention.end]:
+            if inner.i != token.i:  # the token's own conjuncts are in the list already
+                found.extend(t for child in inner.children if child.dep_ == "conj"
+                             and not mention.start <= child.i < mention.end
+                             for t in _and_named(_with_conjuncts(child)))
+    return list(dict.fromkeys(found))
 
 
 def _subject_mention(subject: Token, by_token: dict[int, Mention]

@@ -19,6 +19,7 @@ from llama_index_graphrag_milvus.extraction.spacy_names import (
     SUBJECT_DEPS,
     is_proper,
     name_end,
+    with_comma_title,
     written_words,
 )
 from llama_index_graphrag_milvus.ids import clean_text, normalize_name
@@ -204,7 +205,9 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
     """The places where the text writes the passage's title (case-insensitively, whole
     tokens): "G-Men from Hell" is one name, whatever the recognizer makes of it. A title
     with a comma that the text never writes whole is written by its head, as the title
-    writes it: "Johnnycake" names the passage "Johnnycake, West Virginia"."""
+    writes it: "Johnnycake" names the passage "Johnnycake, West Virginia". A noble's title
+    after it is the topic's too ("Margaret Vane, Countess of Ardmore" in "Margaret
+    Vane")."""
     if not title:
         return
     spans = list(_written(doc, title, rules, casefold=True))
@@ -213,7 +216,9 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
         key = normalize_name(title)
         spans = [replace(m, name=title, key=key)
                  for m in _written(doc, head, rules, casefold=False)]
-    yield from spans
+    for mention in spans:  # "Margaret Vane, Countess of Ardmore (1702–1761)": the title
+        yield replace(mention, end=with_comma_title(doc, mention.start, mention.end,
+                                                    rules.max_entity_words))
 
 
 def _comma_head(title: str) -> str | None:
@@ -484,6 +489,10 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
             if topic is not None and (topic.named_by(mention)
                                       or _describes_topic(doc, mention, topic)):
                 mention = topic.mention.over(mention.start, mention.end)
+            elif topic is not None and _owned_by_topic(doc, mention, topic):
+                # "the film's music": the film is the topic, the music its own (see
+                # spacy_rules._subject_mention), as in "its music"
+                mention = topic.mention.over(mention.start, mention.start + 1)
             resolved.append(mention)
             if mention.label == "PERSON":
                 last_person = mention
@@ -509,10 +518,20 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
 def _describes_topic(doc: Doc, mention: Mention, topic: Topic) -> bool:
     """A definite description of the topic: "the film", "this journal" (a determiner and a
     noun of the topic's, nothing else)."""
-    if mention.kind != "concept" or mention.end - mention.start != 1 or mention.start == 0:
-        return False
-    head = doc[mention.start]
-    return (doc[mention.start - 1].lower_ in _DEMONSTRATIVES
+    return (mention.kind == "concept" and mention.end - mention.start == 1
+            and _topic_noun(doc, mention.start, topic))
+
+
+def _owned_by_topic(doc: Doc, mention: Mention, topic: Topic) -> bool:
+    """A phrase whose owner is a definite description of the topic: "the film's music"."""
+    return (mention.kind == "concept" and doc[mention.start].dep_ == "poss"
+            and _topic_noun(doc, mention.start, topic))
+
+
+def _topic_noun(doc: Doc, position: int, topic: Topic) -> bool:
+    """Whether a determiner and a noun of the topic's are written at ``position``."""
+    head = doc[position]
+    return (position > 0 and doc[position - 1].lower_ in _DEMONSTRATIVES
             and head.lower_ in topic.nouns and head.pos_ == "NOUN")
 
 

@@ -101,7 +101,7 @@ def _one_name(doc: Doc, start: int, end: int) -> bool:
             and doc[end + 1].lower_ != "the")
 
 
-def _with_comma_title(doc: Doc, start: int, end: int, max_words: int) -> int:
+def with_comma_title(doc: Doc, start: int, end: int, max_words: int) -> int:
     """The end of a name continued by ", <title> of <place>" or ", <ordinal> <title>
     <place>", the way encyclopedias name nobles ("Albert VII, Duke of Mecklenburg", "Charles
     Howard, 11th Duke of Norfolk", "Henry Nevill, 6th Baron Bergavenny"), within
@@ -155,11 +155,11 @@ def _with_number(doc: Doc, end: int, label: str) -> int:
 def name_end(doc: Doc, span: Span, label: str, max_words: int) -> tuple[int, int]:
     """Where a proper name ends with its regnal number and its "of" phrases, and with its
     number after them; a noble's with the title after a comma (see
-    :func:`_with_comma_title`). A person's name takes an "of" phrase only when it is one
+    :func:`with_comma_title`). A person's name takes an "of" phrase only when it is one
     word (see :func:`_one_name`)."""
     end = _with_regnal_number(doc, span.end)
     titled = (end if label in _PLACE_LABELS
-              else _with_comma_title(doc, span.start, end, max_words))
+              else with_comma_title(doc, span.start, end, max_words))
     if titled > end:
         return titled, titled
     if label == "PERSON" and not _one_name(doc, span.start, end):

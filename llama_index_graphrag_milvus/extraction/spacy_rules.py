@@ -263,14 +263,14 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules
         if not subjects:
             continue
         for predicate, obj in _objects(verb, rules):
-            for target in _mentions_of(_with_name_conjuncts([obj], by_token), by_token):
-                yield from ((source, f"{prefix}{predicate}", target)
+            for target, suffix in _object_mentions(obj, by_token):
+                yield from ((source, f"{prefix}{predicate}{suffix}", target)
                             for source, prefix in subjects)
     for subject, predicate, obj in _appositions(doc):
         named = by_token.get(subject.i)
         if named is not None:
-            for described in _mentions_of(_with_name_conjuncts([obj], by_token), by_token):
-                yield named, predicate, described
+            for described, suffix in _object_mentions(obj, by_token):
+                yield named, f"{predicate}{suffix}", described
 
 
 def _mentions_of(tokens: list[Token], by_token: dict[int, Mention]) -> Iterator[Mention]:
@@ -302,15 +302,42 @@ def _subject_mention(subject: Token, by_token: dict[int, Mention]
     common noun that a specific entity owns is that entity's ("His father was Jan Dvorsky":
     Karel Dvorsky, "father was"; "Euler's teacher was ...")."""
     mention = by_token.get(subject.i)
-    if subject.pos_ == "NOUN" and (mention is None or not mention.specific):
-        for child in subject.children:
-            owner = by_token.get(child.i) if child.dep_ == "poss" else None
-            if owner is not None and owner.specific:
-                words = [t.lower_ for t in subject.subtree
-                         if child.i < t.i <= subject.i and not t.is_punct
-                         and t.dep_ not in ("det", "case")]
-                return owner, " ".join(words) + " "
+    owned = _owner(subject, mention, by_token, pronouns=True)
+    if owned is not None:
+        return owned[0], owned[1] + " "
     return None if mention is None else (mention, "")
+
+
+def _object_mentions(obj: Token, by_token: dict[int, Mention]
+                     ) -> list[tuple[Mention, str]]:
+    """The mentions an object token stands for, with the words its predicate ends with: its
+    own and those of the names coordinated inside it (see :func:`_with_name_conjuncts`); a
+    common noun that a specific entity written as a name or a description owns is the
+    owner's ("acted as the film's technical advisor": "act as technical advisor of" the
+    film). Not one a pronoun owns: "his", "its", "their" in an object are too often
+    another's than the subject's."""
+    owned = _owner(obj, by_token.get(obj.i), by_token, pronouns=False)
+    if owned is not None:
+        return [(owned[0], f" {owned[1]} of")]
+    return [(m, "") for m in _mentions_of(_with_name_conjuncts([obj], by_token), by_token)]
+
+
+def _owner(noun: Token, mention: Mention | None, by_token: dict[int, Mention],
+           pronouns: bool) -> tuple[Mention, str] | None:
+    """The specific entity that owns a common noun without a specific mention of its own
+    ("his father" when ``pronouns``, "the film's music"), and the noun's words ("father",
+    "music")."""
+    if noun.pos_ != "NOUN" or (mention is not None and mention.specific):
+        return None
+    for child in noun.children:
+        owner = (by_token.get(child.i) if child.dep_ == "poss"
+                 and (pronouns or child.pos_ != "PRON") else None)
+        if owner is not None and owner.specific:
+            words = [t.lower_ for t in noun.subtree
+                     if child.i < t.i <= noun.i and not t.is_punct
+                     and t.dep_ not in ("det", "case")]
+            return owner, " ".join(words)
+    return None
 
 
 def _sentence_groups(doc: Doc, mentions: list[Mention]) -> Iterator[list[Mention]]:

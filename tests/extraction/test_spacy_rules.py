@@ -283,6 +283,38 @@ def test_nobles_keep_their_number_their_place_and_their_title(
     assert "Michael Kirby" in kinds and not any(k.startswith("Michael Kirby,") for k in kinds)
 
 
+def test_a_nobles_title_after_the_topics_name_is_the_topics(
+        extractor: SpacyTripletExtractor) -> None:
+    """"Margaret Vane, Countess of Ardmore (1702–1761)": the dates follow the title, so the
+    topic is a person and "she" is hers."""
+    triplets, kinds = extract(
+        extractor, "Margaret Vane, Countess of Ardmore (1702–1761), was an English courtier. "
+        "She was the wife of Thomas Vane, 2nd Earl of Ardmore.", title="Margaret Vane")
+    assert ("Margaret Vane", "was the wife of", "Thomas Vane, 2nd Earl of Ardmore") in triplets
+    assert "Countess of Ardmore" not in kinds
+
+
+def test_what_a_description_of_the_topic_or_a_name_owns(
+        extractor: SpacyTripletExtractor) -> None:
+    """"The film's music was composed by X" is the film's fact, as "its music" is; an object
+    that a name or the topic owns is a relation to the owner ("the state's largest city");
+    not one a pronoun owns, which is too often someone else's."""
+    triplets, _ = extract(
+        extractor, "Night Song is a 1955 Mexican musical film. The film's music was composed "
+        "by Luis Hernández. Jerry Druckerman acted as the film's technical advisor.",
+        title="Night Song (1955 film)")
+    assert ("Night Song", "music was composed by", "Luis Hernández") in triplets
+    assert ("Jerry Druckerman", "act as technical advisor of", "Night Song") in triplets
+    triplets, _ = extract(
+        extractor, "Tennessee is a state in the United States. Memphis is the state's largest "
+        "city. The Godfather Part II is based on Mario Puzo's 1969 novel.", title="Tennessee")
+    assert ("Memphis", "is largest city of", "Tennessee") in triplets
+    assert ("Godfather Part II", "is based on 1969 novel of", "Mario Puzo") in triplets
+    triplets, _ = extract(extractor, "Cliff Burton played with Metallica until his death in "
+                          "1986.", title="Metallica")
+    assert not any(p.endswith("death of") for _, p, _ in triplets)
+
+
 def test_a_name_around_the_title_and_a_long_hyphenated_name(
         extractor: SpacyTripletExtractor) -> None:
     """A name that holds the passage's title after its "of" is another entity, not lost

@@ -148,8 +148,9 @@ class SpacyTripletExtractor(TransformComponent):
       ``max_entity_words`` words are not entities.
     - **The main entity** of a passage is its title (``metadata[title_key]``, without a
       trailing disambiguation such as "(song)"), else the first sentence's subject. With
-      ``resolve_references``, "he"/"she" refer to it when it is a person (else to the last
-      person named), "it"/"its" when it is not, and "the film" when it is a film.
+      ``resolve_references``, "he"/"she" refer to it when it is a person or no other person
+      (nor a name after "by") was named before them, else to the last person named;
+      "it"/"its" when it is not, and "the film" when it is a film.
     - **Triplets of the parse**: subject, verb and object or prepositional object
       (("Leonhard Euler", "study under", "Johann Bernoulli"), ("Leonhard Euler", "was born
       in", "Basel")); copular sentences give the type and the attribute's relations to the

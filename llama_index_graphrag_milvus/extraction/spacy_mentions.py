@@ -37,6 +37,7 @@ _FUNCTION_POS = frozenset({"PRON", "DET", "PUNCT", "SYM", "SPACE", "NUM", "PART"
                            "CCONJ", "SCONJ", "AUX"})
 _CONCEPT_LABELS = frozenset({"NORP"})
 """Named-entity labels of words that describe rather than name ("British", "Catholic")."""
+_NOT_AUTHOR_LABELS = frozenset({"GPE", "LOC", "FAC", "DATE", "TIME", "EVENT"})
 _PERSON_PRONOUNS = frozenset({"he", "she", "him", "his", "her", "hers", "himself", "herself"})
 _THING_PRONOUNS = frozenset({"it", "its", "itself"})
 _DEMONSTRATIVES = frozenset({"the", "this", "that"})
@@ -473,11 +474,14 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
 def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | None
                        ) -> list[Mention]:
     """The mentions with the topic's name over its other names, and over the pronouns and
-    definite descriptions that refer to it ("he", "its", "the film"); "he" and "she" refer to
-    the last person named before them when the topic is not known to be a person, or to the
-    topic when nothing else specific was named before ("Theresa Connelly is an American film
-    director. She was born in Philadelphia": a person the recognizer missed or took for an
-    organization)."""
+    definite descriptions that refer to it ("he", "its", "the film"). "he" and "she" refer to
+    the topic when it is a person, or when nothing else specific was named before them
+    ("Theresa Connelly is an American film director. She was born in Philadelphia": a
+    person the recognizer missed or took for an organization), or when no person was named
+    before them ("Sunil Kumar is an Indian actor who works in Kannada films. He is the son
+    of ..."); else to the last person named before them. A name after "by" counts as a
+    person whatever the recognizer took it for ("a 1998 film by Theresa Connelly. She
+    ...": her, not the film)."""
     resolved: list[Mention] = []
     last_person: Mention | None = None
     only_topic = True  # nothing specific but the topic named so far
@@ -494,7 +498,7 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
                 # spacy_rules._subject_mention), as in "its music"
                 mention = topic.mention.over(mention.start, mention.start + 1)
             resolved.append(mention)
-            if mention.label == "PERSON":
+            if mention.label == "PERSON" or _an_author(doc, mention):
                 last_person = mention
             only_topic = only_topic and (not mention.specific or (
                 topic is not None and mention.key == topic.mention.key))
@@ -505,14 +509,23 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
         if token.pos_ == "PRON" or token.tag_ in ("PRP", "PRP$"):
             target: Mention | None = None
             if word in _PERSON_PRONOUNS:
-                target = (topic.mention if topic is not None and (topic.person or only_topic)
-                          else last_person)
+                target = (topic.mention if topic is not None and (
+                    topic.person or only_topic or last_person is None) else last_person)
             elif word in _THING_PRONOUNS and topic is not None and not topic.person:
                 target = topic.mention
             if target is not None:
                 resolved.append(target.over(position, position + 1))
         position += 1
     return resolved
+
+
+def _an_author(doc: Doc, mention: Mention) -> bool:
+    """Whether a named mention is what follows "by" ("directed by X", "a film by X"), not a
+    place or a date."""
+    if not mention.specific or mention.label in _NOT_AUTHOR_LABELS or mention.start < 0:
+        return False
+    root = doc[mention.start:mention.end].root
+    return root.head.lower_ == "by" and root.head.i < mention.start
 
 
 def _describes_topic(doc: Doc, mention: Mention, topic: Topic) -> bool:

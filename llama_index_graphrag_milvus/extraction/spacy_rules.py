@@ -214,7 +214,10 @@ def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
 
 def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                  ) -> Iterator[tuple[str, Token]]:
-    """(predicate, object token) of a verb's own children (see :func:`_objects`)."""
+    """(predicate, object token) of a verb's own children (see :func:`_objects`). An agent
+    the parse hangs on the verb beside its object is the object's: "had musical score by"
+    Ilaiyaraaja, not "have by"."""
+    object_noun = ""
     for child in verb.children:
         if child.dep_ in _OBJECT_DEPS:
             for obj in _with_conjuncts(child):
@@ -222,16 +225,18 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                 name = _named(obj)
                 if name is not obj:  # "was the violinist Jan Dvorsky"
                     yield f"{base} {_attribute_words(obj)}", name
-            if child.pos_ != "NOUN":
-                continue
-            noun = _attribute_words(child) if copula else lemma(child, rules)
-            for prep, obj in _prepositional_objects(child):
-                yield f"{base} {noun} {prep}", obj
+                if obj.pos_ != "NOUN":
+                    continue
+                # "the son of A and the grandson of B": each noun's own "of"
+                noun = _attribute_words(obj) if copula else lemma(obj, rules)
+                object_noun = object_noun or f" {_attribute_words(obj)}"
+                for prep, target in _prepositional_objects(obj):
+                    yield f"{base} {noun} {prep}", target
         elif child.dep_ == "acomp":
             for prep, obj in _prepositional_objects(child):
                 yield f"{base} {child.lower_} {prep}", obj
     for prep, obj in _prepositional_objects(verb):
-        yield f"{base} {prep}", obj
+        yield f"{base}{object_noun if prep == 'by' else ''} {prep}", obj
 
 
 def _determiner(noun: Token) -> str:
@@ -251,13 +256,16 @@ def _appositions(doc: Doc) -> Iterator[tuple[Token, str, Token]]:
 # ---------------------------------------------------------------------------- triplets
 
 
-def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules
-                    ) -> Iterator[tuple[Mention, str, Mention]]:
-    """Subject-predicate-object triplets of the parse whose two ends are mentions."""
+def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
+                    facets_of: Mention | None = None) -> Iterator[tuple[Mention, str, Mention]]:
+    """Subject-predicate-object triplets of the parse whose two ends are mentions; the parts
+    of ``facets_of`` (the topic, when not a person) where a passive names their author (see
+    :func:`_facet`)."""
     for verb in doc:
         if verb.pos_ not in ("VERB", "AUX"):
             continue
-        subjects = [found for found in (_subject_mention(s, by_token) for s in
+        owner = facets_of if _passive_with_agent(verb) else None
+        subjects = [found for found in (_subject_mention(s, by_token, owner) for s in
                                         _with_name_conjuncts(_subjects(verb, rules), by_token))
                     if found is not None]
         if not subjects:
@@ -296,16 +304,41 @@ def _with_name_conjuncts(tokens: list[Token], by_token: dict[int, Mention]) -> l
     return list(dict.fromkeys(found))
 
 
-def _subject_mention(subject: Token, by_token: dict[int, Mention]
-                     ) -> tuple[Mention, str] | None:
+def _subject_mention(subject: Token, by_token: dict[int, Mention],
+                     facets_of: Mention | None = None) -> tuple[Mention, str] | None:
     """The mention a subject token stands for, and the words its predicates start with: a
     common noun that a specific entity owns is that entity's ("His father was Jan Dvorsky":
-    Karel Dvorsky, "father was"; "Euler's teacher was ...")."""
+    Karel Dvorsky, "father was"; "Euler's teacher was ..."); a part of ``facets_of`` is its
+    (see :func:`_facet`)."""
     mention = by_token.get(subject.i)
     owned = _owner(subject, mention, by_token, pronouns=True)
     if owned is not None:
         return owned[0], owned[1] + " "
+    if facets_of is not None and _facet(subject, mention):
+        return facets_of, _noun_words(subject, _first_word(subject)) + " "
     return None if mention is None else (mention, "")
+
+
+def _passive_with_agent(verb: Token) -> bool:
+    """"was composed by", "were designed by": a passive that names who did it."""
+    children = [c.dep_ for c in verb.children]
+    return "auxpass" in children and "agent" in children
+
+
+def _facet(subject: Token, mention: Mention | None) -> bool:
+    """Whether a subject names a part of the passage's topic rather than an entity: a common
+    noun, definite or bare, that nothing owns and no specific mention holds ("The music was
+    composed by", "Music was composed by", "The screenplay was written by" in a film's
+    passage); not "a song", "this house", "his music"."""
+    determiners = [c.lower_ for c in subject.children if c.dep_ in ("det", "poss")]
+    return (subject.pos_ == "NOUN" and (mention is None or not mention.specific)
+            and determiners in ([], ["the"]))
+
+
+def _first_word(noun: Token) -> int:
+    """Where a noun phrase's words start after its determiner."""
+    return max((c.i for c in noun.children if c.dep_ in ("det", "poss", "case")),
+               default=noun.left_edge.i - 1)
 
 
 def _object_mentions(obj: Token, by_token: dict[int, Mention]
@@ -333,11 +366,16 @@ def _owner(noun: Token, mention: Mention | None, by_token: dict[int, Mention],
         owner = (by_token.get(child.i) if child.dep_ == "poss"
                  and (pronouns or child.pos_ != "PRON") else None)
         if owner is not None and owner.specific:
-            words = [t.lower_ for t in noun.subtree
-                     if child.i < t.i <= noun.i and not t.is_punct
-                     and t.dep_ not in ("det", "case")]
-            return owner, " ".join(words)
+            return owner, _noun_words(noun, child.i)
     return None
+
+
+def _noun_words(noun: Token, after: int) -> str:
+    """A noun phrase's words after token ``after`` up to the noun, lowercased, without
+    punctuation, determiners or possessive endings."""
+    return " ".join(t.lower_ for t in noun.subtree
+                    if after < t.i <= noun.i and not t.is_punct
+                    and t.dep_ not in ("det", "case"))
 
 
 def _sentence_groups(doc: Doc, mentions: list[Mention]) -> Iterator[list[Mention]]:
@@ -408,7 +446,8 @@ def extract(doc: Doc, rules: Rules, limit: int, title: str | None = None) -> Ext
     if topic is not None and topic.alias_name is not None:
         add(topic.mention, "also known as",
             Mention(topic.alias_name, normalize_name(topic.alias_name), "named", -1, -1))
-    for source, predicate, target in _parse_triplets(doc, by_token, rules):
+    facets_of = topic.mention if topic is not None and not topic.person else None
+    for source, predicate, target in _parse_triplets(doc, by_token, rules, facets_of):
         add(source, predicate, target)
     if rules.max_cooccurrences_per_sentence:
         for group in _sentence_groups(doc, mentions):

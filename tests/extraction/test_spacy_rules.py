@@ -145,6 +145,20 @@ def test_she_is_not_the_topic_when_someone_else_was_named_before(
     triplets, _ = extract(extractor, "Polish Wedding is a 1998 film by Theresa Connelly. She "
                           "was born in Philadelphia. The Acme Corporation is a company.")
     assert not any(s == "Polish Wedding" and o == "Philadelphia" for s, _, o in triplets)
+    # the name after "by" is a person, whatever the recognizer took it for (an organization)
+    assert ("Theresa Connelly", "was born in", "Philadelphia") in triplets
+
+
+def test_he_is_the_topic_when_no_person_was_named_before(
+        extractor: SpacyTripletExtractor) -> None:
+    """No dates say that the topic is a person, and a name that is not a person comes
+    before "he": "he" is still the topic; each attribute keeps its own "of"."""
+    triplets, _ = extract(
+        extractor, "Sunil Kumar is an Indian actor who works in Kannada films. He is the son "
+        "of actor Rajesh Kumar and the grandson of director B. R. Panthulu.",
+        title="Sunil Kumar (actor)")
+    assert ("Sunil Kumar", "is the son of", "Rajesh Kumar") in triplets
+    assert ("Sunil Kumar", "is the grandson of", "B. R. Panthulu") in triplets
 
 
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
@@ -313,6 +327,25 @@ def test_what_a_description_of_the_topic_or_a_name_owns(
     triplets, _ = extract(extractor, "Cliff Burton played with Metallica until his death in "
                           "1986.", title="Metallica")
     assert not any(p.endswith("death of") for _, p, _ in triplets)
+
+
+def test_a_works_parts_named_by_a_passive_are_the_works(
+        extractor: SpacyTripletExtractor) -> None:
+    """"The music was composed by X" in a film's passage: the film's music, as an LLM
+    would write it; the agent the parse hangs on the verb beside its object is the
+    object's ("had musical score by"). In a person's passage "the film" is not the person."""
+    triplets, _ = extract(
+        extractor, "Oru Pennin Kadha is a 1971 Indian Malayalam film. The music was composed "
+        "by G. Devarajan. Music was arranged by K. Raghavan. The film had musical score by "
+        "Ilaiyaraaja.", title="Oru Pennin Kadha")
+    assert ("Oru Pennin Kadha", "music was composed by", "G. Devarajan") in triplets
+    assert ("Oru Pennin Kadha", "music was arranged by", "K. Raghavan") in triplets
+    assert ("Oru Pennin Kadha", "have musical score by", "Ilaiyaraaja") in triplets
+    assert not any(p == "have by" for _, p, _ in triplets)
+    triplets, _ = extract(
+        extractor, "Ellen Marsh (1890 – 1975) was an American actress. She starred in Night "
+        "Song. The film was directed by Ramón Ibarra.", title="Ellen Marsh")
+    assert not any(s == "Ellen Marsh" and o == "Ramón Ibarra" for s, _, o in triplets)
 
 
 def test_a_name_around_the_title_and_a_long_hyphenated_name(

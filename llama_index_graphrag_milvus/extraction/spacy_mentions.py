@@ -16,6 +16,7 @@ from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS
 from llama_index_graphrag_milvus.extraction.spacy_names import (
     ARTICLES,
     DATE_LABELS,
+    PLACE_LABELS,
     SUBJECT_DEPS,
     is_proper,
     name_end,
@@ -37,7 +38,7 @@ _FUNCTION_POS = frozenset({"PRON", "DET", "PUNCT", "SYM", "SPACE", "NUM", "PART"
                            "CCONJ", "SCONJ", "AUX"})
 _CONCEPT_LABELS = frozenset({"NORP"})
 """Named-entity labels of words that describe rather than name ("British", "Catholic")."""
-_NOT_AUTHOR_LABELS = frozenset({"GPE", "LOC", "FAC", "DATE", "TIME", "EVENT"})
+_NOT_AUTHOR_LABELS = PLACE_LABELS | DATE_LABELS | {"EVENT"}
 _PERSON_PRONOUNS = frozenset({"he", "she", "him", "his", "her", "hers", "himself", "herself"})
 _THING_PRONOUNS = frozenset({"it", "its", "itself"})
 _DEMONSTRATIVES = frozenset({"the", "this", "that"})
@@ -475,16 +476,14 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
                        ) -> list[Mention]:
     """The mentions with the topic's name over its other names, and over the pronouns and
     definite descriptions that refer to it ("he", "its", "the film"). "he" and "she" refer to
-    the topic when it is a person, or when nothing else specific was named before them
-    ("Theresa Connelly is an American film director. She was born in Philadelphia": a
-    person the recognizer missed or took for an organization), or when no person was named
-    before them ("Sunil Kumar is an Indian actor who works in Kannada films. He is the son
-    of ..."); else to the last person named before them. A name after "by" counts as a
-    person whatever the recognizer took it for ("a 1998 film by Theresa Connelly. She
-    ...": her, not the film)."""
+    the topic when it is a person or when no other person was named before them ("Theresa
+    Connelly is an American film director. She was born in Philadelphia": a person the
+    recognizer missed or took for an organization; "Sunil Kumar is an Indian actor who
+    works in Kannada films. He is the son of ..."), else to the last person named before
+    them. A name after "by" counts as a person whatever the recognizer took it for ("a
+    1998 film by Theresa Connelly. She ...": her, not the film)."""
     resolved: list[Mention] = []
     last_person: Mention | None = None
-    only_topic = True  # nothing specific but the topic named so far
     by_start = {m.start: m for m in mentions}
     position = 0
     while position < len(doc):
@@ -500,8 +499,6 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
             resolved.append(mention)
             if mention.label == "PERSON" or _an_author(doc, mention):
                 last_person = mention
-            only_topic = only_topic and (not mention.specific or (
-                topic is not None and mention.key == topic.mention.key))
             position = mention.end
             continue
         token = doc[position]
@@ -510,7 +507,7 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
             target: Mention | None = None
             if word in _PERSON_PRONOUNS:
                 target = (topic.mention if topic is not None and (
-                    topic.person or only_topic or last_person is None) else last_person)
+                    topic.person or last_person is None) else last_person)
             elif word in _THING_PRONOUNS and topic is not None and not topic.person:
                 target = topic.mention
             if target is not None:

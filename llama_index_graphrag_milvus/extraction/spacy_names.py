@@ -17,7 +17,7 @@ if TYPE_CHECKING:
 SUBJECT_DEPS = frozenset({"nsubj", "nsubjpass"})
 ARTICLES = frozenset({"the", "a", "an"})
 DATE_LABELS = frozenset({"DATE", "TIME"})
-_PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
+PLACE_LABELS = frozenset({"GPE", "LOC", "FAC"})
 _REGNAL = re.compile(r"[IVX]{1,4}")
 """A regnal number ("Henry VIII", "Isabella I")."""
 _TITLES = frozenset({
@@ -158,7 +158,7 @@ def name_end(doc: Doc, span: Span, label: str, max_words: int) -> tuple[int, int
     :func:`with_comma_title`). A person's name takes an "of" phrase only when it is one
     word (see :func:`_one_name`)."""
     end = _with_regnal_number(doc, span.end)
-    titled = (end if label in _PLACE_LABELS
+    titled = (end if label in PLACE_LABELS
               else with_comma_title(doc, span.start, end, max_words))
     if titled > end:
         return titled, titled

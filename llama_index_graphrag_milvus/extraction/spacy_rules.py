@@ -70,8 +70,24 @@ class Extraction:
 
 
 def _with_conjuncts(token: Token) -> list[Token]:
-    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva")."""
-    return [token, *token.conjuncts]
+    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"). A noun the
+    parse coordinates with a preposition's object but that has the same preposition itself
+    is coordinated with the phrase instead: in "with music by Ron Goodwin and cinematography
+    by Geoffrey Faithfull" the parse hangs "cinematography" on Goodwin; it goes with "music"."""
+    own = [token, *(c for c in token.conjuncts if not _parallel(c, token))]
+    if token.pos_ != "NOUN":
+        return own
+    return own + [c for prep in token.children if prep.dep_ in _PREPOSITION_DEPS
+                  for pobj in prep.children if pobj.dep_ == "pobj"
+                  for c in pobj.conjuncts if _parallel(c, pobj)]
+
+
+def _parallel(conj: Token, pobj: Token) -> bool:
+    """Whether ``conj``, coordinated with the object of a noun's preposition, is a common noun
+    with that same preposition of its own (see :func:`_with_conjuncts`)."""
+    return (conj.pos_ == "NOUN" and pobj.dep_ == "pobj" and pobj.head.head.pos_ == "NOUN"
+            and any(c.dep_ in _PREPOSITION_DEPS and c.lower_ == pobj.head.lower_
+                    for c in conj.children))
 
 
 def _and_named(nouns: list[Token]) -> list[Token]:

@@ -161,6 +161,22 @@ def test_he_is_the_topic_when_no_person_was_named_before(
     assert ("Sunil Kumar", "is the grandson of", "B. R. Panthulu") in triplets
 
 
+def test_nouns_coordinated_each_with_its_own_preposition(
+        extractor: SpacyTripletExtractor) -> None:
+    """The parse hangs "and cinematography" on the composer; the noun has its own "by", so
+    it is a part of the film's, as "music" is."""
+    triplets, _ = extract(
+        extractor, "Night Ride is a 1961 British crime film directed by Ann Sheldon, with "
+        "music by Ron Goodwin and cinematography by Geoffrey Faithfull and Tom Ellery.",
+        title="Night Ride (film)")
+    music = [p for s, p, o in triplets if s == "Night Ride" and o == "Ron Goodwin"]
+    camera = {o: p for s, p, o in triplets if s == "Night Ride" and p.endswith(
+        "cinematography by")}
+    assert music and all(p.endswith("with music by") for p in music)
+    assert set(camera) == {"Geoffrey Faithfull", "Tom Ellery"}
+    assert not any(o == "cinematography" and "music" in p for _, p, o in triplets)
+
+
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(
         extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "

@@ -287,6 +287,8 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
         if not subjects:
             continue
         for predicate, obj in _objects(verb, rules):
+            if _splits_a_name(obj, by_token):
+                continue
             for target, suffix in _object_mentions(obj, by_token):
                 yield from ((source, f"{prefix}{predicate}{suffix}", target)
                             for source, prefix in subjects)
@@ -305,7 +307,9 @@ def _with_name_conjuncts(tokens: list[Token], by_token: dict[int, Mention]) -> l
     """The tokens, each followed by the nouns coordinated with a word inside its mention.
     The parse hangs "and Ferdinand II of Aragon" on "Castile" in "the daughter of Isabella
     I of Castile and Ferdinand II of Aragon", where "Isabella I of Castile" is one name:
-    both are her parents."""
+    both are her parents. The other way round too: in "educated at Eton College and Trinity
+    College" the parse makes "Eton College" a modifier of the second "College", with
+    "Trinity" its conjunct: Eton College is coordinated with the name "Trinity" starts."""
     found: list[Token] = []
     for token in tokens:
         found.append(token)
@@ -317,7 +321,26 @@ def _with_name_conjuncts(tokens: list[Token], by_token: dict[int, Mention]) -> l
                 found.extend(t for child in inner.children if child.dep_ == "conj"
                              and not mention.start <= child.i < mention.end
                              for t in _and_named(_with_conjuncts(child)))
+            head = inner.head
+            if (inner.dep_ == "conj" and token.left_edge.i <= head.i < mention.start
+                    and head.i in by_token):
+                found.append(head)
     return list(dict.fromkeys(found))
+
+
+def _splits_a_name(obj: Token, by_token: dict[int, Mention]) -> bool:
+    """Whether an object token is the end of a name whose first words the parse put in
+    another phrase: "the eldest son of John Ashby, 1st Baron Ashby" is read as "son of John
+    Ashby" and a second attribute "1st Baron Ashby", which is not what the subject is; nor
+    is what the parse coordinates with it ("and his wife Lady Mary Grey")."""
+    while True:
+        mention = by_token.get(obj.i)
+        if (mention is not None and 0 <= mention.start < obj.left_edge.i
+                and not obj.doc[mention.start].is_ancestor(obj)):  # not "between 1991 and"
+            return True
+        if obj.dep_ != "conj":
+            return False
+        obj = obj.head
 
 
 def _subject_mention(subject: Token, by_token: dict[int, Mention],

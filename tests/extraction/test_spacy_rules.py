@@ -295,6 +295,25 @@ def test_both_parents_of_a_noble_by_their_whole_names(
     assert parents <= found
 
 
+def test_a_name_the_parse_splits_is_not_what_the_subject_is(
+        extractor: SpacyTripletExtractor) -> None:
+    """The parse reads "the eldest son of John Ashby, 1st Baron Ashby and his wife ..." as
+    "son of John Ashby" and a second attribute "1st Baron Ashby and his wife": he is not his
+    father, nor his mother. In "at Eton College and Trinity College" it makes the first
+    college a modifier of the second: he was educated at both."""
+    title = "Henry Ashby, 2nd Baron Ashby"
+    triplets, _ = extract(
+        extractor, f"{title} (1702 – 4 May 1760) was a British peer. He was the eldest son "
+        "of John Ashby, 1st Baron Ashby and his wife Lady Mary Grey. He was educated at Eton "
+        "College and Trinity College, Cambridge.", title=title)
+    parents = {o for s, p, o in triplets if s == title and p == "was the eldest son of"}
+    assert {"John Ashby, 1st Baron Ashby", "Lady Mary Grey"} <= parents
+    assert not any(p in ("was", "was the") and o in ("John Ashby, 1st Baron Ashby", "wife")
+                   for _, p, o in triplets)
+    assert {o for s, p, o in triplets if p == "was educated at"} == {
+        "Eton College", "Trinity College"}
+
+
 def test_nobles_keep_their_title_and_others_their_of(
         extractor: SpacyTripletExtractor) -> None:
     title = "Ulrich, Duke of Mecklenburg"

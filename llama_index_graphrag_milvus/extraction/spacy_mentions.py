@@ -41,6 +41,9 @@ _CONCEPT_LABELS = frozenset({"NORP"})
 _NOT_AUTHOR_LABELS = PLACE_LABELS | DATE_LABELS | {"EVENT"}
 _PERSON_PRONOUNS = frozenset({"he", "she", "him", "his", "her", "hers", "himself", "herself"})
 _THING_PRONOUNS = frozenset({"it", "its", "itself"})
+_KIN = frozenset({"son", "daughter", "child", "children", "sons", "daughters", "grandson",
+                  "granddaughter", "grandchildren", "twins"})
+"""Nouns whose "their" on a person's page is the person and a spouse ("Their son ...")."""
 _DEMONSTRATIVES = frozenset({"the", "this", "that"})
 _OPENING_QUOTES = frozenset({'"', "``", "“", "‘‘"})
 _CLOSING_QUOTES = frozenset({'"', "''", "”", "’’"})
@@ -481,7 +484,8 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
     recognizer missed or took for an organization; "Sunil Kumar is an Indian actor who
     works in Kannada films. He is the son of ..."), else to the last person named before
     them. A name after "by" counts as a person whatever the recognizer took it for ("a
-    1998 film by Theresa Connelly. She ...": her, not the film)."""
+    1998 film by Theresa Connelly. She ...": her, not the film). On a person's page "their"
+    before a child ("Their son, Peter Stone, ...") is the person's, with a spouse's."""
     resolved: list[Mention] = []
     last_person: Mention | None = None
     by_start = {m.start: m for m in mentions}
@@ -509,6 +513,9 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
                 target = (topic.mention if topic is not None and (
                     topic.person or last_person is None) else last_person)
             elif word in _THING_PRONOUNS and topic is not None and not topic.person:
+                target = topic.mention
+            elif (word == "their" and topic is not None and topic.person
+                  and token.head.lower_ in _KIN):
                 target = topic.mention
             if target is not None:
                 resolved.append(target.over(position, position + 1))

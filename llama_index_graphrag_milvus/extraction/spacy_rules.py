@@ -292,6 +292,7 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
             for target, suffix in _object_mentions(obj, by_token):
                 yield from ((source, f"{prefix}{predicate}{suffix}", target)
                             for source, prefix in subjects)
+    yield from _named_relatives(doc, by_token)
     for subject, predicate, obj in _appositions(doc):
         named = by_token.get(subject.i)
         if named is not None:
@@ -352,10 +353,36 @@ def _subject_mention(subject: Token, by_token: dict[int, Mention],
     mention = by_token.get(subject.i)
     owned = _owner(subject, mention, by_token, pronouns=True)
     if owned is not None:
-        return owned[0], owned[1] + " "
+        name = _name_of(subject, by_token)  # "His son Paul Stone is a painter": Paul Stone is
+        return (name, "") if name is not None else (owned[0], owned[1] + " ")
     if facets_of is not None and _facet(subject, mention):
         return facets_of, _noun_words(subject, subject.left_edge.i - 1) + " "
     return None if mention is None else (mention, "")
+
+
+def _name_of(noun: Token, by_token: dict[int, Mention]) -> Mention | None:
+    """The name an apposition gives a common noun, with commas or without ("His son Paul
+    Stone", "Their son, Peter Stone,"); read only on a noun something owns ("Apink (Korean:
+    ...)" is not named "Korean")."""
+    if noun.pos_ != "NOUN":
+        return None
+    for child in noun.children:
+        named = by_token.get(child.i) if child.dep_ == "appos" and child.pos_ == "PROPN" else None
+        if named is not None and named.specific:
+            return named
+    return None
+
+
+def _named_relatives(doc: Doc, by_token: dict[int, Mention]
+                     ) -> Iterator[tuple[Mention, str, Mention]]:
+    """(owner, noun, name) of a subject that names what its owner's noun is: "His son Paul
+    Stone is a painter" gives (the page's person, "son", Paul Stone)."""
+    for token in doc:
+        name = _name_of(token, by_token) if token.dep_ in SUBJECT_DEPS else None
+        owned = None if name is None else _owner(token, by_token.get(token.i), by_token,
+                                                 pronouns=True)
+        if name is not None and owned is not None:
+            yield owned[0], owned[1], name
 
 
 def _passive_with_agent(verb: Token) -> bool:

@@ -314,6 +314,25 @@ def test_a_name_the_parse_splits_is_not_what_the_subject_is(
         "Eton College", "Trinity College"}
 
 
+def test_a_relative_named_by_an_apposition_is_the_subject(
+        extractor: SpacyTripletExtractor) -> None:
+    """"His son Paul Stone is a painter": Paul Stone is the painter and the page's person's
+    son; "Their son, Peter Stone, ..." on a person's page is the person's son too. A name in
+    brackets after a subject that nothing owns is not the subject's name."""
+    triplets, _ = extract(
+        extractor, "Amelia Stone (1890–1962) was an English novelist. She married the publisher "
+        "George Stone in 1915. Their son, Peter Stone, became an actor. His son Paul Stone is "
+        "a painter.", title="Amelia Stone")
+    assert ("Amelia Stone", "son", "Peter Stone") in triplets
+    assert ("Amelia Stone", "son", "Paul Stone") in triplets
+    assert ("Paul Stone", "is a", "painter") in triplets
+    assert ("Peter Stone", "become", "actor") in triplets
+    assert not any(s == "Amelia Stone" and o == "painter" for s, _, o in triplets)
+    triplets, _ = extract(extractor, "Apink (Korean: Eipingkeu) is a South Korean girl group.",
+                          title="Apink")
+    assert ("Apink", "is a", "South Korean girl group") in triplets
+
+
 def test_nobles_keep_their_title_and_others_their_of(
         extractor: SpacyTripletExtractor) -> None:
     title = "Ulrich, Duke of Mecklenburg"

@@ -70,16 +70,28 @@ class Extraction:
 
 
 def _with_conjuncts(token: Token) -> list[Token]:
-    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"). A noun the
+    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"), not those
+    deeper in brackets than it is (see :func:`_in_brackets`). A noun the
     parse coordinates with a preposition's object but that has the same preposition itself
     is coordinated with the phrase instead: in "with music by Ron Goodwin and cinematography
     by Geoffrey Faithfull" the parse hangs "cinematography" on Goodwin; it goes with "music"."""
-    own = [token, *(c for c in token.conjuncts if not _parallel(c, token))]
+    own = [token, *(c for c in token.conjuncts if not _parallel(c, token)
+                    and _in_brackets(c) <= _in_brackets(token))]
     if token.pos_ != "NOUN":
         return own
     return own + [c for prep in token.children if prep.dep_ in _PREPOSITION_DEPS
                   for pobj in prep.children if pobj.dep_ == "pobj"
                   for c in pobj.conjuncts if _parallel(c, pobj)]
+
+
+def _in_brackets(token: Token) -> int:
+    """How many brackets of its sentence are open at a token: a conjunct inside brackets is
+    not one of a name outside them ("Ali Şen (1918 in Adana, Adana Vilayet, Ottoman Empire
+    – 1989) was a Turkish actor": the places are not actors)."""
+    depth = 0
+    for t in token.doc[token.sent.start:token.i]:
+        depth += (t.text == "(") - (t.text == ")")
+    return max(depth, 0)
 
 
 def _parallel(conj: Token, pobj: Token) -> bool:
@@ -99,10 +111,11 @@ def _and_named(nouns: list[Token]) -> list[Token]:
 def _named(noun: Token) -> Token:
     """The name that directly follows a common noun ("the politician Jules Ferrand": Jules
     Ferrand), else the noun; not a name after a comma ("Ratnagiri district, Konkan,
-    Maharashtra state, India" is a list of places, not the district's name)."""
+    Maharashtra state, India" is a list of places, not the district's name). The parse
+    sometimes makes the name the noun's object ("and actress Anne Cole")."""
     if noun.pos_ == "NOUN":
         for child in noun.children:
-            if (child.dep_ == "appos" and child.pos_ == "PROPN"
+            if (child.dep_ in ("appos", "dobj") and child.pos_ == "PROPN"
                     and child.left_edge.i == noun.i + 1):
                 return child
     return noun
@@ -236,7 +249,10 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
     object_noun = ""
     for child in verb.children:
         if child.dep_ in _OBJECT_DEPS:
+            strays = _stray_of_objects(child, verb) if copula else []
             for obj in _with_conjuncts(child):
+                if obj in strays:
+                    continue
                 yield (f"{base} {_determiner(obj)}".strip() if copula else base), obj
                 name = _named(obj)
                 if name is not obj:  # "was the violinist Jan Dvorsky"
@@ -248,6 +264,9 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                 object_noun = object_noun or f" {_attribute_words(obj)}"
                 for prep, target in _prepositional_objects(obj):
                     yield f"{base} {noun} {prep}", target
+                if obj is child:
+                    for stray in _and_named(strays):
+                        yield f"{base} {noun} of", stray
         elif child.dep_ == "acomp":
             for prep, obj in _prepositional_objects(child):
                 yield f"{base} {child.lower_} {prep}", obj
@@ -255,18 +274,41 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
         yield f"{base}{object_noun if prep == 'by' else ''} {prep}", obj
 
 
+def _stray_of_objects(attribute: Token, copula: Token) -> list[Token]:
+    """Names the parse coordinates with a copula's attribute, or with the copula, that are
+    a second object of the attribute's "of": "He was the son of the merchant Thomas Halden
+    and his wife Anne Cole" is read as "was the son of ..." and "was his wife Anne Cole";
+    "the daughter of Thomas Halden, a merchant, and Anne Cole" as "was ... and Anne Cole".
+    A name (or a noun a name follows) with no preposition of its own, after an attribute
+    that has an "of": she is the daughter of both, not either of them."""
+    if attribute.pos_ != "NOUN" or not any(
+            c.dep_ == "prep" and c.lower_ == "of" for c in attribute.children):
+        return []
+    coordinated = [c for c in (*attribute.conjuncts, *copula.children)
+                   if c.dep_ == "conj" and c.i > attribute.i]
+    return [c for c in coordinated
+            if not any(g.dep_ in _PREPOSITION_DEPS or g.dep_ in SUBJECT_DEPS
+                       for g in c.children)
+            and (c.pos_ == "PROPN" or (c.pos_ == "NOUN" and _named(c) is not c))]
+
+
 def _determiner(noun: Token) -> str:
     article = next((c.lower_ for c in noun.children if c.dep_ == "det"), "")
     return article if article in ARTICLES else ""
 
 
-def _appositions(doc: Doc) -> Iterator[tuple[Token, str, Token]]:
-    """(name, predicate, object) of "X, the son of Y," appositions."""
+def _appositions(doc: Doc, rules: Rules) -> Iterator[tuple[Token, str, Token]]:
+    """(name, predicate, object) of "X, the son of Y," appositions; one to a common noun that
+    is a copula's attribute is the copula's subject's ("X was a Welsh prince, son of Y": X,
+    but "His brother is Kim Jong-un, now the leader of ...": Kim Jong-un)."""
     for token in doc:
         if token.dep_ == "appos" and token.pos_ == "NOUN":
             words = _attribute_words(token)
+            described = (_copula_subjects(token.head, rules) if token.head.dep_ == "attr"
+                         and token.head.pos_ == "NOUN" else [token.head])
             for prep, obj in _prepositional_objects(token):
-                yield token.head, f"{words} {prep}", obj
+                for subject in described:
+                    yield subject, f"{words} {prep}", obj
 
 
 # ---------------------------------------------------------------------------- triplets
@@ -293,7 +335,7 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
                 yield from ((source, f"{prefix}{predicate}{suffix}", target)
                             for source, prefix in subjects)
     yield from _named_relatives(doc, by_token)
-    for subject, predicate, obj in _appositions(doc):
+    for subject, predicate, obj in _appositions(doc, rules):
         named = by_token.get(subject.i)
         if named is not None:
             for described, suffix in _object_mentions(obj, by_token):

@@ -333,6 +333,40 @@ def test_a_relative_named_by_an_apposition_is_the_subject(
     assert ("Apink", "is a", "South Korean girl group") in triplets
 
 
+@pytest.mark.parametrize("parents", [
+    "the merchant Thomas Halden and his wife Anne Cole",
+    "Thomas Halden, a merchant, and Anne Cole",
+    "merchant Thomas Halden and actress Anne Cole",
+])
+def test_a_second_parent_the_parse_hangs_elsewhere(
+        extractor: SpacyTripletExtractor, parents: str) -> None:
+    """The parse hangs the second parent on "son" or on "was" ("was his wife Anne Cole",
+    "was ... and Anne Cole"): it is a second object of "son of", and not what he is."""
+    triplets, _ = extract(
+        extractor, f"Paul Halden (1801 – 1870) was an English poet. He was the son of {parents}.",
+        title="Paul Halden")
+    found = {o for s, p, o in triplets if s == "Paul Halden" and p == "was the son of"}
+    assert {"Thomas Halden", "Anne Cole"} <= found
+    assert not any(o == "Anne Cole" and "son" not in p and p != "co-occurs with"
+                   for _, p, o in triplets)
+
+
+def test_an_apposition_to_the_subjects_type_and_names_in_brackets(
+        extractor: SpacyTripletExtractor) -> None:
+    """"X was a Welsh prince, son of Y": X is the son, not "Welsh prince"; places in the
+    brackets after the subject are not the subject's conjuncts."""
+    triplets, _ = extract(
+        extractor, "Owain ap Rhys (died 1197) was a Welsh prince, son of Rhys ap Gruffydd.",
+        title="Owain ap Rhys")
+    assert ("Owain ap Rhys", "son of", "Rhys ap Gruffydd") in triplets
+    triplets, _ = extract(
+        extractor, "Ali Şen (1918 in Adana, Adana Vilayet, Ottoman Empire – 15 December 1989 "
+        "in Istanbul, Turkey) was a Turkish actor, father of the actor Şener Şen. He played "
+        "many roles.", title="Ali Şen")
+    assert ("Ali Şen", "father of", "Şener Şen") in triplets
+    assert {s for s, p, _ in triplets if p in ("was a", "father of")} == {"Ali Şen"}
+
+
 def test_nobles_keep_their_title_and_others_their_of(
         extractor: SpacyTripletExtractor) -> None:
     title = "Ulrich, Duke of Mecklenburg"

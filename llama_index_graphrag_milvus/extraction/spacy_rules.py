@@ -104,8 +104,15 @@ def _parallel(conj: Token, pobj: Token) -> bool:
 
 def _and_named(nouns: list[Token]) -> list[Token]:
     """The nouns, each followed by the name it is followed by when it has one (see
-    :func:`_named`): "married to the politician Jules Ferrand" is married to both."""
-    return list(dict.fromkeys(t for noun in nouns for t in (noun, _named(noun))))
+    :func:`_named`), and that name's conjuncts: "married to the politician Jules Ferrand" is
+    married to both; "born to Irish immigrants Patrick Harlan and Mary Doyle" to all
+    three."""
+    return list(dict.fromkeys(t for noun in nouns for t in (noun, *_names_after(noun))))
+
+
+def _names_after(noun: Token) -> list[Token]:
+    name = _named(noun)
+    return [] if name is noun else _with_conjuncts(name)
 
 
 def _named(noun: Token) -> Token:
@@ -125,8 +132,7 @@ def _copula_subjects(noun: Token, rules: Rules) -> list[Token]:
     """The subjects of the copula a noun is the attribute of ("X is a film ..."), the name an
     apposition describes ("X, a film ..."), else the noun itself."""
     if noun.dep_ == "attr" and lemma(noun.head, rules) == "be":
-        found = [s for c in noun.head.children if c.dep_ in SUBJECT_DEPS
-                 for s in _with_conjuncts(c)] or _bare_subject(noun.head)
+        found = _clause_subjects(noun.head) or _bare_subject(noun.head)
         if found:
             return found
     if noun.dep_ == "appos":
@@ -142,7 +148,7 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
     subject is ("X is a film directed by Y": X)."""
     head = verb
     while True:
-        found = [s for c in head.children if c.dep_ in SUBJECT_DEPS for s in _with_conjuncts(c)]
+        found = _clause_subjects(head)
         if found or head.dep_ != "conj":
             break
         head = head.head
@@ -157,10 +163,22 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
             found = _copula_subjects(head.head, rules)
         elif head.dep_ == "advcl" and head.head.pos_ in ("VERB", "AUX"):
             # "Born in Brno, he studied ...": the participle's subject is the clause's
-            found = [s for c in head.head.children if c.dep_ in SUBJECT_DEPS
-                     for s in _with_conjuncts(c)]
+            found = _clause_subjects(head.head)
     if not found and lemma(head, rules) == "be":
         found = _bare_subject(head)
+    return found
+
+
+def _clause_subjects(verb: Token) -> list[Token]:
+    """The subject tokens of a verb's own clause, with their conjuncts. "Ma Huan (born 1962)
+    is a Chinese politician": the parse makes "born" the clause's subject and the name a
+    modifier of "born"; the name before the brackets is the subject."""
+    found = [s for c in verb.children if c.dep_ in SUBJECT_DEPS for s in _with_conjuncts(c)]
+    if not found:
+        for clause in verb.children:
+            if clause.dep_ == "csubj" and _in_brackets(clause):
+                found = [c for c in clause.children if c.pos_ == "PROPN" and c.i < clause.i
+                         and not _in_brackets(c)][-1:]
     return found
 
 
@@ -214,13 +232,24 @@ def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[s
         if prep.dep_ in _PREPOSITION_DEPS:
             for pobj in prep.children:
                 if pobj.dep_ == "pobj":
-                    for obj in _and_named(_with_conjuncts(pobj)):
+                    for obj in _and_named([*_with_conjuncts(pobj), *_late_names(head, pobj)]):
                         inner = list(_prepositional_objects(obj, False)) if (
                             nested and obj.pos_ == "NOUN") else []
                         if not any(word == "of" for word, _ in inner):
                             yield prep.lower_, obj
                         for word, target in inner:  # "in the city of", "as a defender for"
                             yield f"{prep.lower_} {_attribute_words(obj)} {word}", target
+
+
+def _late_names(noun: Token, pobj: Token) -> list[Token]:
+    """Names the parse hangs on a common noun right after its preposition's object, no comma
+    between: "The daughter of poet Kaifi Azmi and stage actress Shaukat Azmi" is read as
+    "daughter of poet" with "Kaifi Azmi" and "Shaukat Azmi" on "daughter": they are the
+    poet's name and a second object. Not after a comma ("the capital of France, Paris")."""
+    if noun.pos_ != "NOUN":
+        return []
+    return [t for child in noun.children if child.dep_ == "appos" and child.pos_ == "PROPN"
+            and child.left_edge.i == pobj.right_edge.i + 1 for t in _with_conjuncts(child)]
 
 
 def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
@@ -292,6 +321,15 @@ def _stray_of_objects(attribute: Token, copula: Token) -> list[Token]:
             and (c.pos_ == "PROPN" or (c.pos_ == "NOUN" and _named(c) is not c))]
 
 
+def _fronted(noun: Token) -> bool:
+    """Whether a noun phrase opens its sentence and a comma ends it before the clause goes
+    on ("The daughter of a poet, she ...")."""
+    after = noun.right_edge.i + 1
+    return (noun.dep_ in ("dep", "npadvmod") and noun.left_edge.i == noun.sent.start
+            and noun.head.pos_ in ("VERB", "AUX") and after < len(noun.doc)
+            and noun.doc[after].text == "," and noun.head.i > after)
+
+
 def _determiner(noun: Token) -> str:
     article = next((c.lower_ for c in noun.children if c.dep_ == "det"), "")
     return article if article in ARTICLES else ""
@@ -300,15 +338,23 @@ def _determiner(noun: Token) -> str:
 def _appositions(doc: Doc, rules: Rules) -> Iterator[tuple[Token, str, Token]]:
     """(name, predicate, object) of "X, the son of Y," appositions; one to a common noun that
     is a copula's attribute is the copula's subject's ("X was a Welsh prince, son of Y": X,
-    but "His brother is Kim Jong-un, now the leader of ...": Kim Jong-un)."""
+    but "His brother is Kim Jong-un, now the leader of ...": Kim Jong-un); a noun phrase
+    that opens a sentence before a comma is the clause's subject's ("The daughter of A and
+    B, she is ...")."""
     for token in doc:
-        if token.dep_ == "appos" and token.pos_ == "NOUN":
-            words = _attribute_words(token)
+        if token.pos_ != "NOUN":
+            continue
+        if token.dep_ == "appos":
             described = (_copula_subjects(token.head, rules) if token.head.dep_ == "attr"
                          and token.head.pos_ == "NOUN" else [token.head])
-            for prep, obj in _prepositional_objects(token):
-                for subject in described:
-                    yield subject, f"{words} {prep}", obj
+        elif _fronted(token):
+            described = _clause_subjects(token.head)
+        else:
+            continue
+        words = _attribute_words(token)
+        for prep, obj in _prepositional_objects(token):
+            for subject in described:
+                yield subject, f"{words} {prep}", obj
 
 
 # ---------------------------------------------------------------------------- triplets

@@ -351,6 +351,39 @@ def test_a_second_parent_the_parse_hangs_elsewhere(
                    for _, p, o in triplets)
 
 
+def test_parents_in_a_fronted_phrase_and_after_a_description(
+        extractor: SpacyTripletExtractor) -> None:
+    """"The daughter of poet A and stage actress B, she is ...": the parse hangs both names on
+    "daughter"; both are her parents, hers (the clause's subject). "born to Irish immigrants
+    A and B": the names after the description, both."""
+    triplets, _ = extract(
+        extractor, "Shabana Azmi (born 18 September 1950) is an Indian actress. The daughter "
+        "of poet Kaifi Azmi and stage actress Shaukat Azmi, she is an alumna of the Film "
+        "Institute.", title="Shabana Azmi")
+    parents = {o for s, p, o in triplets if s == "Shabana Azmi" and p == "the daughter of"}
+    assert {"Kaifi Azmi", "Shaukat Azmi"} <= parents
+    triplets, _ = extract(
+        extractor, "George Harlan (March 3, 1890 – June 5, 1960) was an American film "
+        "director. He was born in Chicago to Irish immigrants Patrick Harlan and Mary Doyle.",
+        title="George Harlan")
+    assert {"Patrick Harlan", "Mary Doyle"} <= {
+        o for s, p, o in triplets if s == "George Harlan" and p == "was born to"}
+    # an apposition after a comma names the noun, not a second object of its "of"
+    triplets, _ = extract(extractor, "Lena Ek was a painter. She moved to the capital of "
+                          "France, Paris, in 1950.", title="Lena Ek")
+    assert not any(p.endswith("capital of") and o == "Paris" for _, p, o in triplets)
+
+
+def test_a_name_before_brackets_the_parse_reads_as_a_modifier_is_the_subject(
+        extractor: SpacyTripletExtractor) -> None:
+    """The parse makes "born" in "Ma Huan (born 1962) is ..." the clause's subject."""
+    triplets, _ = extract(
+        extractor, "Ma Huan (born 1962) is a Chinese politician, currently serving as the "
+        "mayor of Harbin.", title="Ma Huan (politician)")
+    assert ("Ma Huan", "is a", "Chinese politician") in triplets
+    assert ("Ma Huan", "serving as the mayor of", "Harbin") in triplets
+
+
 def test_an_apposition_to_the_subjects_type_and_names_in_brackets(
         extractor: SpacyTripletExtractor) -> None:
     """"X was a Welsh prince, son of Y": X is the son, not "Welsh prince"; places in the

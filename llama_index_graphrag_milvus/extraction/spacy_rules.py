@@ -33,6 +33,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from llama_index_graphrag_milvus.extraction.spacy_coordination import (
+    PREPOSITION_DEPS,
+    and_named,
+    in_brackets,
+    late_names,
+    named,
+    splits_a_name,
+    stray_of_objects,
+    with_conjuncts,
+    with_name_conjuncts,
+)
 from llama_index_graphrag_milvus.extraction.spacy_mentions import (
     ARTICLES,
     SUBJECT_DEPS,
@@ -53,7 +64,6 @@ if TYPE_CHECKING:
     from spacy.tokens import Doc, Token
 
 _OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
-_PREPOSITION_DEPS = frozenset({"prep", "agent", "dative"})
 _RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
 _MAX_BARE_SUBJECT = 12
 
@@ -67,65 +77,6 @@ class Extraction:
 
 
 # ---------------------------------------------------------------------------- the parse
-
-
-def _with_conjuncts(token: Token) -> list[Token]:
-    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"), not those
-    deeper in brackets than it is (see :func:`_in_brackets`). A noun the
-    parse coordinates with a preposition's object but that has the same preposition itself
-    is coordinated with the phrase instead: in "with music by Ron Goodwin and cinematography
-    by Geoffrey Faithfull" the parse hangs "cinematography" on Goodwin; it goes with "music"."""
-    own = [token, *(c for c in token.conjuncts if not _parallel(c, token)
-                    and _in_brackets(c) <= _in_brackets(token))]
-    if token.pos_ != "NOUN":
-        return own
-    return own + [c for prep in token.children if prep.dep_ in _PREPOSITION_DEPS
-                  for pobj in prep.children if pobj.dep_ == "pobj"
-                  for c in pobj.conjuncts if _parallel(c, pobj)]
-
-
-def _in_brackets(token: Token) -> int:
-    """How many brackets of its sentence are open at a token: a conjunct inside brackets is
-    not one of a name outside them ("Ali Şen (1918 in Adana, Adana Vilayet, Ottoman Empire
-    – 1989) was a Turkish actor": the places are not actors)."""
-    depth = 0
-    for t in token.doc[token.sent.start:token.i]:
-        depth += (t.text == "(") - (t.text == ")")
-    return max(depth, 0)
-
-
-def _parallel(conj: Token, pobj: Token) -> bool:
-    """Whether ``conj``, coordinated with the object of a noun's preposition, is a common noun
-    with that same preposition of its own (see :func:`_with_conjuncts`)."""
-    return (conj.pos_ == "NOUN" and pobj.dep_ == "pobj" and pobj.head.head.pos_ == "NOUN"
-            and any(c.dep_ in _PREPOSITION_DEPS and c.lower_ == pobj.head.lower_
-                    for c in conj.children))
-
-
-def _and_named(nouns: list[Token]) -> list[Token]:
-    """The nouns, each followed by the name it is followed by when it has one (see
-    :func:`_named`), and that name's conjuncts: "married to the politician Jules Ferrand" is
-    married to both; "born to Irish immigrants Patrick Harlan and Mary Doyle" to all
-    three."""
-    return list(dict.fromkeys(t for noun in nouns for t in (noun, *_names_after(noun))))
-
-
-def _names_after(noun: Token) -> list[Token]:
-    name = _named(noun)
-    return [] if name is noun else _with_conjuncts(name)
-
-
-def _named(noun: Token) -> Token:
-    """The name that directly follows a common noun ("the politician Jules Ferrand": Jules
-    Ferrand), else the noun; not a name after a comma ("Ratnagiri district, Konkan,
-    Maharashtra state, India" is a list of places, not the district's name). The parse
-    sometimes makes the name the noun's object ("and actress Anne Cole")."""
-    if noun.pos_ == "NOUN":
-        for child in noun.children:
-            if (child.dep_ in ("appos", "dobj") and child.pos_ == "PROPN"
-                    and child.left_edge.i == noun.i + 1):
-                return child
-    return noun
 
 
 def _copula_subjects(noun: Token, rules: Rules) -> list[Token]:
@@ -173,12 +124,12 @@ def _clause_subjects(verb: Token) -> list[Token]:
     """The subject tokens of a verb's own clause, with their conjuncts. "Ma Huan (born 1962)
     is a Chinese politician": the parse makes "born" the clause's subject and the name a
     modifier of "born"; the name before the brackets is the subject."""
-    found = [s for c in verb.children if c.dep_ in SUBJECT_DEPS for s in _with_conjuncts(c)]
+    found = [s for c in verb.children if c.dep_ in SUBJECT_DEPS for s in with_conjuncts(c)]
     if not found:
         for clause in verb.children:
-            if clause.dep_ == "csubj" and _in_brackets(clause):
+            if clause.dep_ == "csubj" and in_brackets(clause):
                 found = [c for c in clause.children if c.pos_ == "PROPN" and c.i < clause.i
-                         and not _in_brackets(c)][-1:]
+                         and not in_brackets(c)][-1:]
     return found
 
 
@@ -229,27 +180,16 @@ def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[s
     common-noun object with an "of", the objects of that "of" instead ("in the city of"
     Italica)."""
     for prep in head.children:
-        if prep.dep_ in _PREPOSITION_DEPS:
+        if prep.dep_ in PREPOSITION_DEPS:
             for pobj in prep.children:
                 if pobj.dep_ == "pobj":
-                    for obj in _and_named([*_with_conjuncts(pobj), *_late_names(head, pobj)]):
+                    for obj in and_named([*with_conjuncts(pobj), *late_names(head, pobj)]):
                         inner = list(_prepositional_objects(obj, False)) if (
                             nested and obj.pos_ == "NOUN") else []
                         if not any(word == "of" for word, _ in inner):
                             yield prep.lower_, obj
                         for word, target in inner:  # "in the city of", "as a defender for"
                             yield f"{prep.lower_} {_attribute_words(obj)} {word}", target
-
-
-def _late_names(noun: Token, pobj: Token) -> list[Token]:
-    """Names the parse hangs on a common noun right after its preposition's object, no comma
-    between: "The daughter of poet Kaifi Azmi and stage actress Shaukat Azmi" is read as
-    "daughter of poet" with "Kaifi Azmi" and "Shaukat Azmi" on "daughter": they are the
-    poet's name and a second object. Not after a comma ("the capital of France, Paris")."""
-    if noun.pos_ != "NOUN":
-        return []
-    return [t for child in noun.children if child.dep_ == "appos" and child.pos_ == "PROPN"
-            and child.left_edge.i == pobj.right_edge.i + 1 for t in _with_conjuncts(child)]
 
 
 def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
@@ -278,12 +218,12 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
     object_noun = ""
     for child in verb.children:
         if child.dep_ in _OBJECT_DEPS:
-            strays = _stray_of_objects(child, verb) if copula else []
-            for obj in _with_conjuncts(child):
+            strays = stray_of_objects(child, verb) if copula else []
+            for obj in with_conjuncts(child):
                 if obj in strays:
                     continue
                 yield (f"{base} {_determiner(obj)}".strip() if copula else base), obj
-                name = _named(obj)
+                name = named(obj)
                 if name is not obj:  # "was the violinist Jan Dvorsky"
                     yield f"{base} {_attribute_words(obj)}", name
                 if obj.pos_ != "NOUN":
@@ -294,31 +234,13 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                 for prep, target in _prepositional_objects(obj):
                     yield f"{base} {noun} {prep}", target
                 if obj is child:
-                    for stray in _and_named(strays):
+                    for stray in and_named(strays):
                         yield f"{base} {noun} of", stray
         elif child.dep_ == "acomp":
             for prep, obj in _prepositional_objects(child):
                 yield f"{base} {child.lower_} {prep}", obj
     for prep, obj in _prepositional_objects(verb):
         yield f"{base}{object_noun if prep == 'by' else ''} {prep}", obj
-
-
-def _stray_of_objects(attribute: Token, copula: Token) -> list[Token]:
-    """Names the parse coordinates with a copula's attribute, or with the copula, that are
-    a second object of the attribute's "of": "He was the son of the merchant Thomas Halden
-    and his wife Anne Cole" is read as "was the son of ..." and "was his wife Anne Cole";
-    "the daughter of Thomas Halden, a merchant, and Anne Cole" as "was ... and Anne Cole".
-    A name (or a noun a name follows) with no preposition of its own, after an attribute
-    that has an "of": she is the daughter of both, not either of them."""
-    if attribute.pos_ != "NOUN" or not any(
-            c.dep_ == "prep" and c.lower_ == "of" for c in attribute.children):
-        return []
-    coordinated = [c for c in (*attribute.conjuncts, *copula.children)
-                   if c.dep_ == "conj" and c.i > attribute.i]
-    return [c for c in coordinated
-            if not any(g.dep_ in _PREPOSITION_DEPS or g.dep_ in SUBJECT_DEPS
-                       for g in c.children)
-            and (c.pos_ == "PROPN" or (c.pos_ == "NOUN" and _named(c) is not c))]
 
 
 def _fronted(noun: Token) -> bool:
@@ -370,12 +292,12 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
             continue
         owner = facets_of if _passive_with_agent(verb) else None
         subjects = [found for found in (_subject_mention(s, by_token, owner) for s in
-                                        _with_name_conjuncts(_subjects(verb, rules), by_token))
+                                        with_name_conjuncts(_subjects(verb, rules), by_token))
                     if found is not None]
         if not subjects:
             continue
         for predicate, obj in _objects(verb, rules):
-            if _splits_a_name(obj, by_token):
+            if splits_a_name(obj, by_token):
                 continue
             for target, suffix in _object_mentions(obj, by_token):
                 yield from ((source, f"{prefix}{predicate}{suffix}", target)
@@ -390,46 +312,6 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
 
 def _mentions_of(tokens: list[Token], by_token: dict[int, Mention]) -> Iterator[Mention]:
     return (by_token[t.i] for t in tokens if t.i in by_token)
-
-
-def _with_name_conjuncts(tokens: list[Token], by_token: dict[int, Mention]) -> list[Token]:
-    """The tokens, each followed by the nouns coordinated with a word inside its mention.
-    The parse hangs "and Ferdinand II of Aragon" on "Castile" in "the daughter of Isabella
-    I of Castile and Ferdinand II of Aragon", where "Isabella I of Castile" is one name:
-    both are her parents. The other way round too: in "educated at Eton College and Trinity
-    College" the parse makes "Eton College" a modifier of the second "College", with
-    "Trinity" its conjunct: Eton College is coordinated with the name "Trinity" starts."""
-    found: list[Token] = []
-    for token in tokens:
-        found.append(token)
-        mention = by_token.get(token.i)
-        if mention is None or mention.start < 0:
-            continue
-        for inner in token.doc[mention.start:mention.end]:
-            if inner.i != token.i:  # the token's own conjuncts are in the list already
-                found.extend(t for child in inner.children if child.dep_ == "conj"
-                             and not mention.start <= child.i < mention.end
-                             for t in _and_named(_with_conjuncts(child)))
-            head = inner.head
-            if (inner.dep_ == "conj" and token.left_edge.i <= head.i < mention.start
-                    and head.i in by_token):
-                found.append(head)
-    return list(dict.fromkeys(found))
-
-
-def _splits_a_name(obj: Token, by_token: dict[int, Mention]) -> bool:
-    """Whether an object token is the end of a name whose first words the parse put in
-    another phrase: "the eldest son of John Ashby, 1st Baron Ashby" is read as "son of John
-    Ashby" and a second attribute "1st Baron Ashby", which is not what the subject is; nor
-    is what the parse coordinates with it ("and his wife Lady Mary Grey")."""
-    while True:
-        mention = by_token.get(obj.i)
-        if (mention is not None and 0 <= mention.start < obj.left_edge.i
-                and not obj.doc[mention.start].is_ancestor(obj)):  # not "between 1991 and"
-            return True
-        if obj.dep_ != "conj":
-            return False
-        obj = obj.head
 
 
 def _subject_mention(subject: Token, by_token: dict[int, Mention],
@@ -492,7 +374,8 @@ def _facet(subject: Token, mention: Mention | None) -> bool:
 def _object_mentions(obj: Token, by_token: dict[int, Mention]
                      ) -> list[tuple[Mention, str]]:
     """The mentions an object token stands for, with the words its predicate ends with: its
-    own and those of the names coordinated inside it (see :func:`_with_name_conjuncts`); a
+    own and those of the names coordinated inside it (see
+    :func:`~llama_index_graphrag_milvus.extraction.spacy_coordination.with_name_conjuncts`); a
     common noun that a specific entity written as a name or a description owns is the
     owner's ("acted as the film's technical advisor": "act as technical advisor of" the
     film). Not one a pronoun owns: "his", "its", "their" in an object are too often
@@ -500,7 +383,7 @@ def _object_mentions(obj: Token, by_token: dict[int, Mention]
     owned = _owner(obj, by_token.get(obj.i), by_token, pronouns=False)
     if owned is not None:
         return [(owned[0], f" {owned[1]} of")]
-    return [(m, "") for m in _mentions_of(_with_name_conjuncts([obj], by_token), by_token)]
+    return [(m, "") for m in _mentions_of(with_name_conjuncts([obj], by_token), by_token)]
 
 
 def _owner(noun: Token, mention: Mention | None, by_token: dict[int, Mention],

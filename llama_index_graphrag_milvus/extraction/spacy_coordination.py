@@ -1,0 +1,147 @@
+"""What the parse coordinates, and where the small model's parse hangs a conjunct or a name
+on the wrong word: the repairs the rules of
+:mod:`~llama_index_graphrag_milvus.extraction.spacy_rules` read coordinations through.
+
+Pure functions over spaCy tokens (and, for names, the mentions by token), tested through the
+rules (``tests/extraction/test_spacy_rules.py``).
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from llama_index_graphrag_milvus.extraction.spacy_mentions import SUBJECT_DEPS, Mention
+
+if TYPE_CHECKING:
+    from spacy.tokens import Token
+
+PREPOSITION_DEPS = frozenset({"prep", "agent", "dative"})
+"""Dependencies of a preposition on its head ("in" Basel, "by" X, "to" Y)."""
+
+
+def with_conjuncts(token: Token) -> list[Token]:
+    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"), not those
+    deeper in brackets than it is (see :func:`in_brackets`). A noun the parse coordinates
+    with a preposition's object but that has the same preposition itself is coordinated with
+    the phrase instead: in "with music by Ron Goodwin and cinematography by Geoffrey
+    Faithfull" the parse hangs "cinematography" on Goodwin; it goes with "music"."""
+    own = [token, *(c for c in token.conjuncts if not _parallel(c, token)
+                    and in_brackets(c) <= in_brackets(token))]
+    if token.pos_ != "NOUN":
+        return own
+    return own + [c for prep in token.children if prep.dep_ in PREPOSITION_DEPS
+                  for pobj in prep.children if pobj.dep_ == "pobj"
+                  for c in pobj.conjuncts if _parallel(c, pobj)]
+
+
+def in_brackets(token: Token) -> int:
+    """How many brackets of its sentence are open at a token: a conjunct inside brackets is
+    not one of a name outside them ("Ali Şen (1918 in Adana, Adana Vilayet, Ottoman Empire
+    – 1989) was a Turkish actor": the places are not actors)."""
+    depth = 0
+    for t in token.doc[token.sent.start:token.i]:
+        depth += (t.text == "(") - (t.text == ")")
+    return max(depth, 0)
+
+
+def _parallel(conj: Token, pobj: Token) -> bool:
+    """Whether ``conj``, coordinated with the object of a noun's preposition, is a common noun
+    with that same preposition of its own (see :func:`with_conjuncts`)."""
+    return (conj.pos_ == "NOUN" and pobj.dep_ == "pobj" and pobj.head.head.pos_ == "NOUN"
+            and any(c.dep_ in PREPOSITION_DEPS and c.lower_ == pobj.head.lower_
+                    for c in conj.children))
+
+
+def and_named(nouns: list[Token]) -> list[Token]:
+    """The nouns, each followed by the name it is followed by when it has one (see
+    :func:`named`), and that name's conjuncts: "married to the politician Jules Ferrand" is
+    married to both; "born to Irish immigrants Patrick Harlan and Mary Doyle" to all
+    three."""
+    return list(dict.fromkeys(t for noun in nouns for t in (noun, *_names_after(noun))))
+
+
+def _names_after(noun: Token) -> list[Token]:
+    name = named(noun)
+    return [] if name is noun else with_conjuncts(name)
+
+
+def named(noun: Token) -> Token:
+    """The name that directly follows a common noun ("the politician Jules Ferrand": Jules
+    Ferrand), else the noun; not a name after a comma ("Ratnagiri district, Konkan,
+    Maharashtra state, India" is a list of places, not the district's name). The parse
+    sometimes makes the name the noun's object ("and actress Anne Cole")."""
+    if noun.pos_ == "NOUN":
+        for child in noun.children:
+            if (child.dep_ in ("appos", "dobj") and child.pos_ == "PROPN"
+                    and child.left_edge.i == noun.i + 1):
+                return child
+    return noun
+
+
+def late_names(noun: Token, pobj: Token) -> list[Token]:
+    """Names the parse hangs on a common noun right after its preposition's object, no comma
+    between: "The daughter of poet Kaifi Azmi and stage actress Shaukat Azmi" is read as
+    "daughter of poet" with "Kaifi Azmi" and "Shaukat Azmi" on "daughter": they are the
+    poet's name and a second object. Not after a comma ("the capital of France, Paris")."""
+    if noun.pos_ != "NOUN":
+        return []
+    return [t for child in noun.children if child.dep_ == "appos" and child.pos_ == "PROPN"
+            and child.left_edge.i == pobj.right_edge.i + 1 for t in with_conjuncts(child)]
+
+
+def stray_of_objects(attribute: Token, copula: Token) -> list[Token]:
+    """Names the parse coordinates with a copula's attribute, or with the copula, that are
+    a second object of the attribute's "of": "He was the son of the merchant Thomas Halden
+    and his wife Anne Cole" is read as "was the son of ..." and "was his wife Anne Cole";
+    "the daughter of Thomas Halden, a merchant, and Anne Cole" as "was ... and Anne Cole".
+    A name (or a noun a name follows) with no preposition of its own, after an attribute
+    that has an "of": she is the daughter of both, not either of them."""
+    if attribute.pos_ != "NOUN" or not any(
+            c.dep_ == "prep" and c.lower_ == "of" for c in attribute.children):
+        return []
+    coordinated = [c for c in (*attribute.conjuncts, *copula.children)
+                   if c.dep_ == "conj" and c.i > attribute.i]
+    return [c for c in coordinated
+            if not any(g.dep_ in PREPOSITION_DEPS or g.dep_ in SUBJECT_DEPS
+                       for g in c.children)
+            and (c.pos_ == "PROPN" or (c.pos_ == "NOUN" and named(c) is not c))]
+
+
+def with_name_conjuncts(tokens: list[Token], by_token: dict[int, Mention]) -> list[Token]:
+    """The tokens, each followed by the nouns coordinated with a word inside its mention.
+    The parse hangs "and Ferdinand II of Aragon" on "Castile" in "the daughter of Isabella
+    I of Castile and Ferdinand II of Aragon", where "Isabella I of Castile" is one name:
+    both are her parents. The other way round too: in "educated at Eton College and Trinity
+    College" the parse makes "Eton College" a modifier of the second "College", with
+    "Trinity" its conjunct: Eton College is coordinated with the name "Trinity" starts."""
+    found: list[Token] = []
+    for token in tokens:
+        found.append(token)
+        mention = by_token.get(token.i)
+        if mention is None or mention.start < 0:
+            continue
+        for inner in token.doc[mention.start:mention.end]:
+            if inner.i != token.i:  # the token's own conjuncts are in the list already
+                found.extend(t for child in inner.children if child.dep_ == "conj"
+                             and not mention.start <= child.i < mention.end
+                             for t in and_named(with_conjuncts(child)))
+            head = inner.head
+            if (inner.dep_ == "conj" and token.left_edge.i <= head.i < mention.start
+                    and head.i in by_token):
+                found.append(head)
+    return list(dict.fromkeys(found))
+
+
+def splits_a_name(obj: Token, by_token: dict[int, Mention]) -> bool:
+    """Whether an object token is the end of a name whose first words the parse put in
+    another phrase: "the eldest son of John Ashby, 1st Baron Ashby" is read as "son of John
+    Ashby" and a second attribute "1st Baron Ashby", which is not what the subject is; nor
+    is what the parse coordinates with it ("and his wife Lady Mary Grey")."""
+    while True:
+        mention = by_token.get(obj.i)
+        if (mention is not None and 0 <= mention.start < obj.left_edge.i
+                and not obj.doc[mention.start].is_ancestor(obj)):  # not "between 1991 and"
+            return True
+        if obj.dep_ != "conj":
+            return False
+        obj = obj.head

@@ -131,6 +131,19 @@ def _has_alnum(token: Token) -> bool:
     return any(c.isalnum() for c in token.text)
 
 
+def _name_start(chunk: Span) -> int:
+    """Where the name of a proper-noun chunk starts: after a possessive pronoun and the
+    common nouns that follow it ("her uncle Charles II, Archduke of Austria" is "Charles II,
+    Archduke of Austria"); a chunk without a possessive starts where it starts."""
+    doc = chunk.doc
+    if doc[chunk.start].tag_ != "PRP$":
+        return chunk.start
+    start = chunk.start + 1
+    while start < chunk.root.i and doc[start].pos_ == "NOUN" and doc[start].is_lower:
+        start += 1
+    return start
+
+
 def _strippable(token: Token, named: bool) -> bool:
     """A leading word a name loses: articles; for common-noun chunks also other determiners
     and possessive pronouns ("this", "his")."""
@@ -312,9 +325,10 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
                     # "December", "7 December" (of "7 December 1988"): a month is a proper
                     # noun but names a date, which the recognizer's date mention holds whole
                     continue
-                of_end, end = name_end(doc, chunk, chunk.root.ent_type_,
+                start = _name_start(chunk)
+                of_end, end = name_end(doc, doc[start:chunk.end], chunk.root.ent_type_,
                                        rules.max_entity_words)
-                mention = _make_mention(doc, chunk.start, end, chunk.root.i, "named",
+                mention = _make_mention(doc, start, end, chunk.root.i, "named",
                                         chunk.root.ent_type_, rules)
                 if mention is not None:  # "University of Copenhagen" before "Copenhagen"
                     (with_of if of_end > chunk.end else proper).append(mention)
@@ -388,19 +402,22 @@ def _first_sentence(doc: Doc) -> Span:
 
 
 _LIFE_SPAN = re.compile(r"\d{3,4}\s*[-–—]\s*\d{2,4}")
-"""Years of birth and death written as one token: "1890–1960"."""
+"""Years of birth and death: "1890–1960", "1551 – 1608"."""
+_LIFE_WORDS = frozenset({"born", "b.", "died", "d."})
 
 
 def _life_dates(doc: Doc, mention: Mention) -> bool:
-    """Whether a mention is followed by a person's dates: "(born 5 May 1980)", "(6 October
-    1919 – 26 March 1989)", "(1890–1960)"."""
+    """Whether a mention is followed by a person's dates: "(born 5 May 1980)", "(died
+    1197)", "(6 October 1919 – 26 March 1989)", "(1890–1960)", "(1551 – 1608)"."""
     if mention.end >= len(doc) or doc[mention.end].text != "(":
         return False
     for token in doc[mention.end + 1:mention.end + 16]:
         if token.text == ")":
             return False
-        if token.lower_ in ("born", "b.") or _LIFE_SPAN.fullmatch(token.text) or (
+        if token.lower_ in _LIFE_WORDS or _LIFE_SPAN.fullmatch(token.text) or (
                 token.ent_type_ in DATE_LABELS and token.like_num and len(token.text) == 4):
+            return True
+        if token.i + 2 < len(doc) and _LIFE_SPAN.fullmatch(doc[token.i:token.i + 3].text):
             return True
     return False
 

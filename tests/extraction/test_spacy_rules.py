@@ -384,6 +384,21 @@ def test_a_name_before_brackets_the_parse_reads_as_a_modifier_is_the_subject(
     assert ("Ma Huan", "serving as the mayor of", "Harbin") in triplets
 
 
+def test_years_apart_say_a_person_and_a_relative_is_named_without_the_possessive(
+        extractor: SpacyTripletExtractor) -> None:
+    """"(1551 – 1608)": years the recognizer does not take for dates still say a person, so
+    "she" is the topic, not the last name before it; "her uncle Charles II, Archduke of
+    Austria" is named as his page is titled."""
+    title = "Maria Anna of Bavaria"
+    triplets, _ = extract(
+        extractor, f"{title} (1551 – 1608) was a Duchess of Bavaria by birth and by marriage "
+        "Archduchess of Austria. She was the daughter of Albert V, Duke of Bavaria and "
+        "Archduchess Anna of Austria. She married her uncle Charles II, Archduke of Austria.",
+        title=title)
+    assert (title, "was the daughter of", "Albert V, Duke of Bavaria") in triplets
+    assert (title, "marry", "Charles II, Archduke of Austria") in triplets
+
+
 def test_an_apposition_to_the_subjects_type_and_names_in_brackets(
         extractor: SpacyTripletExtractor) -> None:
     """"X was a Welsh prince, son of Y": X is the son, not "Welsh prince"; places in the

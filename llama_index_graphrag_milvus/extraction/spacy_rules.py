@@ -149,8 +149,8 @@ def _copula_word(verb: Token) -> str:
     return verb.lower_ if verb.pos_ == "AUX" and verb.tag_ != "VB" else "is"
 
 
-def _verb_phrase(verb: Token, rules: Rules) -> tuple[str, list[Token]]:
-    """The predicate words of a verb, and its children. Active verbs are lemmatized ("study",
+def _verb_phrase(verb: Token, rules: Rules) -> str:
+    """The predicate words of a verb. Active verbs are lemmatized ("study",
     "give up"), copulas kept as written ("is", "was"); passives keep their auxiliary and
     participle as written ("was born"); negation is kept ("not study")."""
     children = list(verb.children)
@@ -165,7 +165,7 @@ def _verb_phrase(verb: Token, rules: Rules) -> tuple[str, list[Token]]:
     else:
         words = [*negated, lemma(verb, rules)]
     words += [c.lower_ for c in children if c.dep_ == "prt"]
-    return " ".join(words), children
+    return " ".join(words)
 
 
 def _attribute_words(noun: Token) -> str:
@@ -178,9 +178,13 @@ def _attribute_words(noun: Token) -> str:
 def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[str, Token]]:
     """(preposition, object) of each preposition of ``head`` ("in" Basel, "by" X); for a
     common-noun object with an "of", the objects of that "of" instead ("in the city of"
-    Italica)."""
+    Italica); a participle the parse reads as a preposition, with its own ("based on" a
+    play), as one."""
     for prep in head.children:
         if prep.dep_ in PREPOSITION_DEPS:
+            if prep.tag_ == "VBN" and not any(c.dep_ == "pobj" for c in prep.children):
+                for word, obj in _prepositional_objects(prep, nested):
+                    yield f"{prep.lower_} {word}", obj
             for pobj in prep.children:
                 if pobj.dep_ == "pobj":
                     for obj in and_named([*with_conjuncts(pobj), *late_names(head, pobj)]):
@@ -197,17 +201,20 @@ def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
     polonium, "is a" film), objects of its prepositions ("study under" Johann Bernoulli,
     "was born in" Basel), objects of the prepositions of a noun object or attribute ("is a
     student of" Johann Bernoulli) and of an adjective complement ("was married to" Y)."""
-    base, children = _verb_phrase(verb, rules)
+    base = _verb_phrase(verb, rules)
     copula = lemma(verb, rules) == "be"
     found = False
     for predicate, obj in _own_objects(verb, base, copula, rules):
         found = True
         yield predicate, obj
-    if not found:  # "was born and raised in Basel": born in Basel too
-        for conj in children:
-            if conj.dep_ == "conj" and conj.pos_ == "VERB":
-                for prep, obj in _prepositional_objects(conj):
-                    yield f"{base} {prep}", obj
+    if not found:  # "was born and raised in Basel", "written, produced and directed by"
+        for conj in verb.conjuncts:
+            shared = list(_prepositional_objects(conj)) if (
+                conj.i > verb.i and conj.pos_ == "VERB") else []
+            for prep, obj in shared:
+                yield f"{base} {prep}", obj
+            if shared:
+                break
 
 
 def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
@@ -288,7 +295,7 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
     of ``facets_of`` (the topic, when not a person) where a passive names their author (see
     :func:`_facet`)."""
     for verb in doc:
-        if verb.pos_ not in ("VERB", "AUX"):
+        if verb.pos_ not in ("VERB", "AUX") or not any(c.isalpha() for c in verb.text):
             continue
         owner = facets_of if _passive_with_agent(verb) else None
         subjects = [found for found in (_subject_mention(s, by_token, owner) for s in

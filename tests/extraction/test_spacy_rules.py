@@ -177,6 +177,26 @@ def test_nouns_coordinated_each_with_its_own_preposition(
     assert not any(o == "cinematography" and "music" in p for _, p, o in triplets)
 
 
+def test_credits_shared_by_coordinated_participles_and_a_source(
+        extractor: SpacyTripletExtractor) -> None:
+    """"written, produced and directed by X": X wrote it too (the agent is on the last
+    participle); "based on a play by Y", which the parse reads as a preposition "based";
+    "born and raised in A but has lived in B": born in A, not B."""
+    triplets, _ = extract(
+        extractor, "Sunset Alley is a 1987 Hong Kong action film written, produced and "
+        "directed by Wong Jing. It was directed by Wong Jing, based on a play by Rodolfo "
+        "Usigli.", title="Sunset Alley")
+    for credit in ("written by", "produced by", "directed by"):
+        assert ("Sunset Alley", credit, "Wong Jing") in triplets
+    assert any(s == "Sunset Alley" and "based on" in p and o == "Rodolfo Usigli"
+               for s, p, o in triplets)
+    triplets, _ = extract(
+        extractor, "Maia Ek (born 5 May 1980) is a Swedish singer. She was born and raised in "
+        "Sollentuna, Sweden but has lived for many years in Gothenburg.", title="Maia Ek")
+    assert ("Maia Ek", "was born in", "Sollentuna") in triplets
+    assert ("Maia Ek", "was born in", "Gothenburg") not in triplets
+
+
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(
         extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "

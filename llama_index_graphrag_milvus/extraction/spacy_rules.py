@@ -137,10 +137,15 @@ def _bare_subject(copula: Token) -> list[Token]:
     """The subject the parse missed before a copula: the last word before it when the
     sentence starts with a few words, quoted or not, and nothing else ("\"Hello Again\" is
     a song", which the parser reads as an interjection); not after a parenthesis or a comma
-    ("Pliers (born ..., Kingston, Jamaica), is ...": Kingston is not the subject)."""
+    ("Pliers (born ..., Kingston, Jamaica), is ...": Kingston is not the subject). A title
+    of two or more capitalized words may hold any word ("Kiss Me Again is a 1931 film",
+    which the parser reads as a verb and its object); not "There are ..."."""
     before = [t for t in copula.doc[copula.sent.start:copula.i] if not t.is_quote]
-    if not before or len(before) > _MAX_BARE_SUBJECT or any(
-            t.is_punct or t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before):
+    if not before or len(before) > _MAX_BARE_SUBJECT or any(t.is_punct for t in before):
+        return []
+    if any(t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before) and (
+            len(before) < 2 or any(t.dep_ == "expl" or not t.text[:1].isupper()
+                                   for t in before)):
         return []
     return [before[-1]]
 

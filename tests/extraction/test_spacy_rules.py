@@ -197,6 +197,19 @@ def test_credits_shared_by_coordinated_participles_and_a_source(
     assert ("Maia Ek", "was born in", "Gothenburg") not in triplets
 
 
+@pytest.mark.parametrize("title", ["Kiss Me Again", "The Dark Knight Rises", "Starred Up"])
+def test_a_title_the_parser_reads_as_a_clause_is_the_subject(
+        extractor: SpacyTripletExtractor, title: str) -> None:
+    """A title of capitalized words that the parser reads as a verb and its object is still
+    the subject of "is a ... film directed by"; "There are ..." has no subject."""
+    triplets, _ = extract(
+        extractor, f"{title} is a 1931 American musical film directed by William A. Seiter. "
+        "There are three versions of the film.", title=title)
+    name = title.removeprefix("The ")
+    assert (name, "is a", "1931 American musical film") in triplets
+    assert (name, "directed by", "William A. Seiter") in triplets
+
+
 def test_a_person_topic_takes_he_and_she(extractor: SpacyTripletExtractor) -> None:
     triplets, kinds = extract(
         extractor, "Maia Hirasawa (born 5 May 1980) is a Swedish singer-songwriter. She was "

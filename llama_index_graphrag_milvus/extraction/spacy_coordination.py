@@ -67,13 +67,18 @@ def _names_after(noun: Token) -> list[Token]:
 
 def named(noun: Token) -> Token:
     """The name that directly follows a common noun ("the politician Jules Ferrand": Jules
-    Ferrand), else the noun; not a name after a comma ("Ratnagiri district, Konkan,
-    Maharashtra state, India" is a list of places, not the district's name). The parse
-    sometimes makes the name the noun's object ("and actress Anne Cole")."""
+    Ferrand), else the noun; after a comma only when something owns the noun ("for her
+    second album, Night Moves"): "Ratnagiri district, Konkan, Maharashtra state, India" is a
+    list of places, not the district's name. The parse sometimes makes the name the noun's
+    object ("and actress Anne Cole")."""
     if noun.pos_ == "NOUN":
+        start = noun.i + 1
+        if (start < len(noun.doc) and noun.doc[start].text == ","
+                and any(c.dep_ == "poss" for c in noun.children)):
+            start += 1
         for child in noun.children:
             if (child.dep_ in ("appos", "dobj") and child.pos_ == "PROPN"
-                    and child.left_edge.i == noun.i + 1):
+                    and child.left_edge.i == start):
                 return child
     return noun
 

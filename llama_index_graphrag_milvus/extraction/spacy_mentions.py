@@ -422,6 +422,30 @@ def _life_dates(doc: Doc, mention: Mention) -> bool:
     return False
 
 
+def _called_he_or_she(doc: Doc, mentions: Sequence[Mention], own: Sequence[Mention],
+                      first: Span) -> bool:
+    """Whether the passage calls its topic "he", "she", "his"... before it names any other
+    person or says "it": the first such pronoun that opens a sentence, or one in the first
+    sentence before any other name ("Paulo Reis is a Brazilian actor. He is married to ...",
+    "X is an actress who made her debut in ...": a person the recognizer did not label; not
+    "Addicted is Ace Young's second single, after his 2006 song"). Only asked when the first
+    sentence's subject names the topic."""
+    inside = {i for m in own for i in range(m.start, m.end)}  # "The Pale Horse and His Rider"
+    others = {m.start for m in mentions if m not in own and (
+        m.label == "PERSON" or _an_author(doc, m))}
+    names = {m.start for m in mentions if m not in own and m.specific}
+    named_before = False
+    for token in doc:
+        if token.i in others or token.lower_ in _THING_PRONOUNS:
+            return False
+        named_before = named_before or token.i in names
+        if (token.lower_ in _PERSON_PRONOUNS and token.pos_ == "PRON"
+                and token.i not in inside and (token.is_sent_start or (
+                    token.i < first.end and not named_before))):
+            return True
+    return False
+
+
 def short_names(name: str, person: bool) -> set[str]:
     """Keys of the shorter names of an entity: the last words of its name before a comma,
     and a person's first name.
@@ -478,8 +502,9 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
         name, key, label = subject.name, subject.key, subject.label
     else:
         return None
-    person = label == "PERSON" or any(_life_dates(doc, m) for m in mentions
-                                      if m.key == key or m is alias)
+    own = [m for m in mentions if m.key == key or m is alias]
+    person = (label == "PERSON" or any(_life_dates(doc, m) for m in own)
+              or (subject in own and _called_he_or_she(doc, mentions, own, first)))
     aliases = short_names(name, person)
     if alias is not None:
         aliases |= {alias.key} | short_names(alias.name, person)

@@ -66,6 +66,8 @@ if TYPE_CHECKING:
 _OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
 _RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
 _MAX_BARE_SUBJECT = 12
+_TO_ADJECTIVES = frozenset({"married", "engaged", "betrothed", "wed"})
+"""Adjectives whose "to" names a person (see :func:`_misread_to`)."""
 
 
 @dataclass(frozen=True)
@@ -177,7 +179,23 @@ def _attribute_words(noun: Token) -> str:
     """A noun phrase as a predicate part: its determiner, modifiers and head, as written
     ("a civil township", "the son")."""
     words = [t for t in noun.subtree if t.i <= noun.i and not t.is_punct]
-    return " ".join(t.lower_ if t.pos_ != "PROPN" else t.text for t in words)
+    return " ".join(t.lower_ if t.pos_ != "PROPN" else t.text for t in words) + _hyphened(noun)
+
+
+def _hyphened(word: Token) -> str:
+    """The rest of a word written with hyphens that the tokenizer split ("-in-law" of
+    "father-in-law", "-in-chief"), lowercased; "" for a word without."""
+    doc, end = word.doc, word.i
+    while end + 1 < len(doc) and not doc[end].whitespace_ and (
+            doc[end].tag_ == "HYPH" or doc[end + 1].tag_ == "HYPH"):
+        end += 1
+    return doc[word.i + 1:end + 1].text.lower() if end > word.i else ""
+
+
+def _in_a_word(token: Token) -> bool:
+    """Whether a token is inside a word written with hyphens ("in" of "father-in-law")."""
+    before = token.doc[token.i - 1] if token.i else None
+    return before is not None and before.tag_ == "HYPH" and not before.whitespace_
 
 
 def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[str, Token]]:
@@ -186,7 +204,7 @@ def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[s
     Italica); a participle the parse reads as a preposition, with its own ("based on" a
     play), as one."""
     for prep in head.children:
-        if prep.dep_ in PREPOSITION_DEPS:
+        if prep.dep_ in PREPOSITION_DEPS and not _in_a_word(prep):
             if prep.tag_ == "VBN" and not any(c.dep_ == "pobj" for c in prep.children):
                 for word, obj in _prepositional_objects(prep, nested):
                     yield f"{prep.lower_} {word}", obj
@@ -241,7 +259,7 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                 if obj.pos_ != "NOUN":
                     continue
                 # "the son of A and the grandson of B": each noun's own "of"
-                noun = _attribute_words(obj) if copula else lemma(obj, rules)
+                noun = _attribute_words(obj) if copula else lemma(obj, rules) + _hyphened(obj)
                 object_noun = object_noun or f" {_attribute_words(obj)}"
                 for prep, target in _prepositional_objects(obj):
                     yield f"{base} {noun} {prep}", target
@@ -251,8 +269,21 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
         elif child.dep_ == "acomp":
             for prep, obj in _prepositional_objects(child):
                 yield f"{base} {child.lower_} {prep}", obj
+            for name in _misread_to(child):
+                yield f"{base} {child.lower_} to", name
     for prep, obj in _prepositional_objects(verb):
         yield f"{base}{object_noun if prep == 'by' else ''} {prep}", obj
+
+
+def _misread_to(adjective: Token) -> list[Token]:
+    """Names after "married to" a noun the parse reads as an infinitive: "He is married to
+    actress Carla Dias" is parsed as "to actress" (a verb) with the name its object."""
+    if adjective.lower_ not in _TO_ADJECTIVES:
+        return []
+    return [t for verb in adjective.children if verb.dep_ == "xcomp" and verb.tag_ == "VB"
+            and any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
+            for obj in verb.children if obj.dep_ == "dobj" and obj.pos_ == "PROPN"
+            and obj.left_edge.i == verb.i + 1 for t in with_conjuncts(obj)]
 
 
 def _fronted(noun: Token) -> bool:
@@ -358,9 +389,12 @@ def _name_of(noun: Token, by_token: dict[int, Mention]) -> Mention | None:
 def _named_relatives(doc: Doc, by_token: dict[int, Mention]
                      ) -> Iterator[tuple[Mention, str, Mention]]:
     """(owner, noun, name) of a subject that names what its owner's noun is: "His son Paul
-    Stone is a painter" gives (the page's person, "son", Paul Stone)."""
+    Stone is a painter" gives (the page's person, "son", Paul Stone), "He and his wife, Carla
+    Dias, live in Rio" (the person, "wife", Carla Dias)."""
     for token in doc:
-        name = _name_of(token, by_token) if token.dep_ in SUBJECT_DEPS else None
+        subject = token.dep_ in SUBJECT_DEPS or (
+            token.dep_ == "conj" and token.head.dep_ in SUBJECT_DEPS)
+        name = _name_of(token, by_token) if subject else None
         owned = None if name is None else _owner(token, by_token.get(token.i), by_token,
                                                  pronouns=True)
         if name is not None and owned is not None:
@@ -418,7 +452,7 @@ def _noun_words(noun: Token, after: int) -> str:
     punctuation, determiners or possessive endings."""
     return " ".join(t.lower_ for t in noun.subtree
                     if after < t.i <= noun.i and not t.is_punct
-                    and t.dep_ not in ("det", "case"))
+                    and t.dep_ not in ("det", "case")) + _hyphened(noun)
 
 
 def _sentence_groups(doc: Doc, mentions: list[Mention]) -> Iterator[list[Mention]]:

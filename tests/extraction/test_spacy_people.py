@@ -1,0 +1,98 @@
+"""A person's page read by the LLM-free extractor: who "he" and "his" are when the recognizer
+does not label the person, spouses and in-laws, and names after a possessed noun.
+
+What an LLM extractor gets from each passage, checked sentence by sentence (spaCy's
+en_core_web_sm), as in ``test_spacy_rules.py``.
+"""
+
+from __future__ import annotations
+
+import pytest
+from llama_index.core.schema import TextNode
+
+from llama_index_graphrag_milvus import SpacyTripletExtractor
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
+
+CO = "co-occurs with"
+
+
+@pytest.fixture(scope="module")
+def extractor() -> SpacyTripletExtractor:
+    return SpacyTripletExtractor()
+
+
+def extract(extractor: SpacyTripletExtractor, text: str, title: str
+            ) -> list[tuple[str, str, str]]:
+    node = TextNode(text=text, metadata={"title": title})
+    extractor([node])
+    return [tuple(t) for t in node.metadata[TRIPLETS_KEY]]
+
+
+def test_a_topic_called_he_is_a_person_the_recognizer_did_not_label(
+        extractor: SpacyTripletExtractor) -> None:
+    """The recognizer labels neither Paulo Reis nor Frederick Hale a person; their pages call
+    them "he" and "his" before naming anyone else, so a later "he" or "his" is theirs, not
+    the last person named ("with whom he has two children": not Carla Dias's children;
+    "His stepmother": not John Marsh's)."""
+    triplets = extract(
+        extractor, "Paulo Reis is a Brazilian actor. He is married to actress Carla Dias, "
+        "with whom he has two children.", title="Paulo Reis")
+    assert ("Paulo Reis", "is married to", "Carla Dias") in triplets
+    assert ("Paulo Reis", "have", "two children") in triplets
+    assert not any(s == "Carla Dias" and p != CO for s, p, _ in triplets)
+    triplets = extract(
+        extractor, "Frederick Hale was an English cricketer. His father-in-law was the "
+        "politician John Marsh. His stepmother, Lady Anne Hale, was a noted hostess.",
+        title="Frederick Hale")
+    assert ("Frederick Hale", "stepmother", "Lady Anne Hale") in triplets
+    assert not any(s == "John Marsh" and p != CO for s, p, _ in triplets)
+
+
+@pytest.mark.parametrize(("title", "text"), [
+    # "his" is Ace Young's, named before it
+    ("Addicted (song)", "\"Addicted\" is Ace Young's second single, after his 2006 song "
+     "\"Scattered\". It was produced by Desmond Child."),
+    # "His" is in the title
+    ("The Pale Horse and His Rider", "\"The Pale Horse and His Rider\" is a hymn written by "
+     "Ervin Staggs. He wrote it in 1939 in Charleston."),
+])
+def test_a_work_is_not_made_a_person_by_someone_elses_pronoun(
+        extractor: SpacyTripletExtractor, title: str, text: str) -> None:
+    triplets = extract(extractor, text, title=title)
+    topic = "Addicted" if title.startswith("Addicted") else title.removeprefix("The ")
+    assert not any(s == topic and "write" in p for s, p, _ in triplets)
+    assert any(s == topic and p in ("was produced by", "written by") for s, p, _ in triplets)
+
+
+@pytest.mark.parametrize(("sentence", "expected"), [
+    ("He is married to actress Carla Dias.", ("Paulo Reis", "is married to", "Carla Dias")),
+    ("He was engaged to model Lisa Grant.", ("Paulo Reis", "was engaged to", "Lisa Grant")),
+    ("He and his wife, Carla Dias, live in Rio.", ("Paulo Reis", "wife", "Carla Dias")),
+    ("His father-in-law was the politician John Marsh.",
+     ("Paulo Reis", "father-in-law was the politician", "John Marsh")),
+    ("He was editor-in-chief of The Times.", ("Paulo Reis", "was editor-in-chief of", "Times")),
+])
+def test_spouses_and_words_written_with_hyphens(
+        extractor: SpacyTripletExtractor, sentence: str, expected: tuple[str, str, str]
+        ) -> None:
+    """"married to actress Carla Dias" is parsed as an infinitive ("to actress") with the
+    name its object; "father-in-law" and "editor-in-chief" are one word, not "father ... in
+    law"."""
+    triplets = extract(extractor, f"Paulo Reis is a Brazilian actor. {sentence}",
+                       title="Paulo Reis")
+    assert expected in triplets
+    assert not any(o in ("law", "chief") for _, _, o in triplets)
+
+
+def test_a_name_after_a_possessed_noun_and_a_comma_is_its_name(
+        extractor: SpacyTripletExtractor) -> None:
+    """"for her second studio album, Night Moves" names the album; a list of places after a
+    comma does not name the first ("in Ratnagiri district, Konkan, ...")."""
+    triplets = extract(
+        extractor, "\"Silver Rain\" is a song by Lisa Grant. It was recorded for her second "
+        "studio album, Night Moves (1998).", title="Silver Rain (song)")
+    assert ("Silver Rain", "was recorded for", "Night Moves") in triplets
+    triplets = extract(extractor, "Ratna is a village in Ratnagiri district, Konkan, "
+                       "Maharashtra state, India.", title="Ratna")
+    assert ("Ratna", "is a village in", "Ratnagiri district") in triplets
+    assert not any(o == "Konkan" and "district" in p for _, p, o in triplets)

@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from llama_index_graphrag_milvus.extraction.spacy_mentions import SUBJECT_DEPS, Mention
+from llama_index_graphrag_milvus.extraction.spacy_mentions import Mention
+from llama_index_graphrag_milvus.extraction.spacy_names import SUBJECT_DEPS
 
 if TYPE_CHECKING:
     from spacy.tokens import Token
@@ -31,7 +32,8 @@ def with_conjuncts(token: Token) -> list[Token]:
         return own
     return own + [c for prep in token.children if prep.dep_ in PREPOSITION_DEPS
                   for pobj in prep.children if pobj.dep_ == "pobj"
-                  for c in pobj.conjuncts if _parallel(c, pobj)]
+                  for c in dict.fromkeys((*pobj.conjuncts, *named(pobj).conjuncts))
+                  if _parallel(c, pobj)]
 
 
 def in_brackets(token: Token) -> int:
@@ -45,8 +47,11 @@ def in_brackets(token: Token) -> int:
 
 
 def _parallel(conj: Token, pobj: Token) -> bool:
-    """Whether ``conj``, coordinated with the object of a noun's preposition, is a common noun
-    with that same preposition of its own (see :func:`with_conjuncts`)."""
+    """Whether ``conj``, coordinated with the object of a noun's preposition (or with the
+    object's name: "the father of the painter Lisa Rieger and the grandfather of ..."), is a
+    common noun with that same preposition of its own (see :func:`with_conjuncts`)."""
+    if pobj.dep_ == "appos" and pobj.head.dep_ == "pobj":
+        pobj = pobj.head
     return (conj.pos_ == "NOUN" and pobj.dep_ == "pobj" and pobj.head.head.pos_ == "NOUN"
             and any(c.dep_ in PREPOSITION_DEPS and c.lower_ == pobj.head.lower_
                     for c in conj.children))

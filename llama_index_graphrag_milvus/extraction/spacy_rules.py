@@ -45,17 +45,15 @@ from llama_index_graphrag_milvus.extraction.spacy_coordination import (
     with_name_conjuncts,
 )
 from llama_index_graphrag_milvus.extraction.spacy_mentions import (
-    ARTICLES,
-    SUBJECT_DEPS,
     EntityKind,
     Mention,
     Rules,
     find_mentions,
-    find_topic,
     lemma,
-    resolve_references,
     split_title,
 )
+from llama_index_graphrag_milvus.extraction.spacy_names import ARTICLES, SUBJECT_DEPS
+from llama_index_graphrag_milvus.extraction.spacy_topic import find_topic, resolve_references
 from llama_index_graphrag_milvus.ids import clean_text, normalize_name
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.records import Triplet

@@ -96,3 +96,22 @@ def test_a_name_after_a_possessed_noun_and_a_comma_is_its_name(
                        "Maharashtra state, India.", title="Ratna")
     assert ("Ratna", "is a village in", "Ratnagiri district") in triplets
     assert not any(o == "Konkan" and "district" in p for _, p, o in triplets)
+
+
+def test_a_wife_or_a_daughter_is_a_person_and_each_kin_noun_keeps_its_of(
+        extractor: SpacyTripletExtractor) -> None:
+    """"Mary Vane was the second wife of Thomas Vane. She ...": only a person is a wife, so
+    "she" is Mary Vane, not the husband named before. "the father of the painter Lisa Rieger
+    and the grandfather of the composer Paul Rieger": the parse hangs "grandfather" on Lisa
+    Rieger's name; it is a second attribute, with its own "of"."""
+    triplets = extract(
+        extractor, "Mary Vane was the second wife of Thomas Vane. She is the mother of the "
+        "actor Henry Vane.", title="Mary Vane")
+    assert ("Mary Vane", "is the mother of", "Henry Vane") in triplets
+    assert not any(s == "Thomas Vane" for s, p, _ in triplets if p != CO)
+    triplets = extract(
+        extractor, "Anton Rieger was an Austrian architect. He was the father of the painter "
+        "Lisa Rieger and the grandfather of the composer Paul Rieger.", title="Anton Rieger")
+    assert ("Anton Rieger", "was the father of", "Lisa Rieger") in triplets
+    assert ("Anton Rieger", "was the grandfather of", "Paul Rieger") in triplets
+    assert not any("father of the grandfather" in p for _, p, _ in triplets)

@@ -21,19 +21,35 @@ PREPOSITION_DEPS = frozenset({"prep", "agent", "dative"})
 
 
 def with_conjuncts(token: Token) -> list[Token]:
-    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"), not those
-    deeper in brackets than it is (see :func:`in_brackets`). A noun the parse coordinates
-    with a preposition's object but that has the same preposition itself is coordinated with
-    the phrase instead: in "with music by Ron Goodwin and cinematography by Geoffrey
-    Faithfull" the parse hangs "cinematography" on Goodwin; it goes with "music"."""
+    """The token and the tokens coordinated with it ("Basel, Zurich and Geneva"; see
+    :func:`_listed`), not those deeper in brackets than it is (see :func:`in_brackets`). A
+    noun the parse coordinates with a preposition's object but that has the same preposition
+    itself is coordinated with the phrase instead: in "with music by Ron Goodwin and
+    cinematography by Geoffrey Faithfull" the parse hangs "cinematography" on Goodwin; it
+    goes with "music"."""
     own = [token, *(c for c in token.conjuncts if not _parallel(c, token)
-                    and in_brackets(c) <= in_brackets(token))]
+                    and in_brackets(c) <= in_brackets(token)), *_listed(token)]
     if token.pos_ != "NOUN":
         return own
     return own + [c for prep in token.children if prep.dep_ in PREPOSITION_DEPS
                   for pobj in prep.children if pobj.dep_ == "pobj"
                   for c in dict.fromkeys((*pobj.conjuncts, *named(pobj).conjuncts))
                   if _parallel(c, pobj)]
+
+
+def _listed(name: Token) -> list[Token]:
+    """Names the parse hangs on the first of a list as an apposition with its own conjuncts:
+    "stars John Saxon, Molly Bee and Rod McKuen" is read as "John Saxon" with "Molly Bee and
+    Rod McKuen" an apposition; names only ("born in Penshurst, Kent, eldest son of A and B"
+    is not a list), not "Paris, France" (no conjunct)."""
+    if name.pos_ != "PROPN":
+        return []
+    return [t for appos in name.children if appos.dep_ == "appos" and appos.pos_ == "PROPN"
+            and appos.i > name.i and appos.left_edge.i > 0
+            and appos.conjuncts and all(c.pos_ == "PROPN" for c in appos.conjuncts)
+            and name.doc[appos.left_edge.i - 1].text == ","
+            and in_brackets(appos) <= in_brackets(name)
+            for t in (appos, *appos.conjuncts)]
 
 
 def in_brackets(token: Token) -> int:

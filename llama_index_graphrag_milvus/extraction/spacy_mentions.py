@@ -17,6 +17,7 @@ from llama_index_graphrag_milvus.extraction.kinds import SPECIFIC_KINDS
 from llama_index_graphrag_milvus.extraction.spacy_names import (
     ARTICLES,
     DATE_LABELS,
+    PLACE_LABELS,
     is_proper,
     name_end,
     with_comma_title,
@@ -37,6 +38,8 @@ _FUNCTION_POS = frozenset({"PRON", "DET", "PUNCT", "SYM", "SPACE", "NUM", "PART"
                            "CCONJ", "SCONJ", "AUX"})
 _CONCEPT_LABELS = frozenset({"NORP"})
 """Named-entity labels of words that describe rather than name ("British", "Catholic")."""
+_NOT_DATED_LABELS = PLACE_LABELS | {"PERSON"}
+"""Names a number before them does not belong to: "1060 West Addison Street" is an address."""
 _OPENING_QUOTES = frozenset({'"', "``", "“", "‘‘"})
 _CLOSING_QUOTES = frozenset({'"', "''", "”", "’’"})
 _MAX_QUOTED_TOKENS = 12
@@ -133,6 +136,16 @@ def _name_start(chunk: Span) -> int:
     start = chunk.start + 1
     while start < chunk.root.i and doc[start].pos_ == "NOUN" and doc[start].is_lower:
         start += 1
+    return start
+
+
+def _with_year(doc: Doc, start: int, end: int) -> int:
+    """Where a name that a year opens starts: "the 1928 Summer Olympics", "the 2018 FIFA
+    World Cup" (the recognizer takes "Summer Olympics" alone, which names every games)."""
+    year = doc[start - 1] if start else None
+    if (year is not None and year.dep_ == "nummod" and start <= year.head.i < end
+            and year.text.isdigit() and 1000 <= int(year.text) <= 2099):
+        return start - 1
     return start
 
 
@@ -302,7 +315,9 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
                                 else "concept" if _describes(ent) else "named")
             end = (name_end(doc, ent, ent.label_, rules.max_entity_words)[1]
                    if kind == "named" else ent.end)
-            mention = _make_mention(doc, ent.start, end, ent.root.i, kind, ent.label_, rules)
+            start = (_with_year(doc, ent.start, end) if kind == "named"
+                     and ent.label_ not in _NOT_DATED_LABELS else ent.start)
+            mention = _make_mention(doc, start, end, ent.root.i, kind, ent.label_, rules)
             if mention is not None:
                 (named if kind == "named" else described).append(mention)
     with_of: list[Mention] = []

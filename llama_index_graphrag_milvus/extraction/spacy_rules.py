@@ -115,6 +115,9 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
         elif head.dep_ == "advcl" and head.head.pos_ in ("VERB", "AUX"):
             # "Born in Brno, he studied ...": the participle's subject is the clause's
             found = _clause_subjects(head.head)
+        elif head.dep_ == "pcomp" and head.head.head.pos_ in ("VERB", "AUX"):
+            # "She was known for playing Irma Bunt", "After leaving X, he joined Y"
+            found = _subjects(head.head.head, rules)
     if not found and lemma(head, rules) == "be":
         found = _bare_subject(head)
     return found

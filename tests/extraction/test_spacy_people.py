@@ -1,5 +1,6 @@
-"""A person's page read by the LLM-free extractor: who "he" and "his" are when the recognizer
-does not label the person, spouses and in-laws, and names after a possessed noun.
+"""Pages two-hop questions chain through, read by the LLM-free extractor: who "he" and "his"
+are when the recognizer does not label the person, spouses and in-laws, names after a
+possessed noun, what a person is known for, games named by their year, a film's cast.
 
 What an LLM extractor gets from each passage, checked sentence by sentence (spaCy's
 en_core_web_sm), as in ``test_spacy_rules.py``.
@@ -115,3 +116,36 @@ def test_a_wife_or_a_daughter_is_a_person_and_each_kin_noun_keeps_its_of(
     assert ("Anton Rieger", "was the father of", "Lisa Rieger") in triplets
     assert ("Anton Rieger", "was the grandfather of", "Paul Rieger") in triplets
     assert not any("father of the grandfather" in p for _, p, _ in triplets)
+
+
+def test_what_a_person_is_known_for_and_the_games_by_their_year(
+        extractor: SpacyTripletExtractor) -> None:
+    """"known for playing X": the gerund's subject is the sentence's; "at the 1928 Summer
+    Olympics" names those games (the recognizer takes "Summer Olympics" alone, which would
+    link every games); an address's number is not a year."""
+    triplets = extract(
+        extractor, "Ilse Steppat (30 November 1917 – 21 December 1969) was a German actress. "
+        "She was known for playing Irma Bunt in a James Bond film. She competed at the 1928 "
+        "Summer Olympics.", title="Ilse Steppat")
+    assert ("Ilse Steppat", "play", "Irma Bunt") in triplets
+    assert ("Ilse Steppat", "compete at", "1928 Summer Olympics") in triplets
+    assert not any(o == "Summer Olympics" for _, _, o in triplets)
+    triplets = extract(extractor, "Wrigley Field is a stadium. It is located at 1060 West "
+                       "Addison Street in Chicago.", title="Wrigley Field")
+    assert not any(o.startswith("1060 West") for _, _, o in triplets)
+
+
+def test_a_cast_the_parse_reads_as_an_apposition_is_a_list(
+        extractor: SpacyTripletExtractor) -> None:
+    """"The film stars A, B and C" is parsed as A with "B and C" an apposition: all three
+    star; "born in Penshurst, Kent, eldest son of A and B" is not a list of places."""
+    triplets = extract(
+        extractor, "Summer Love is a 1958 American comedy film directed by Charles Haas. The "
+        "film stars John Saxon, Molly Bee and Rod McKuen.", title="Summer Love (1958 film)")
+    assert {"John Saxon", "Molly Bee", "Rod McKuen"} <= {
+        o for s, p, o in triplets if s == "Summer Love" and p == "star"}
+    triplets = extract(
+        extractor, "Henry Stafford (18 September 1501 – 30 April 1563) was born in Penshurst, "
+        "Kent, eldest son of Edward Stafford and Eleanor Percy.", title="Henry Stafford")
+    assert not any(p.startswith("was born in") and o in ("Edward Stafford", "Eleanor Percy")
+                   for _, p, o in triplets)

@@ -77,6 +77,18 @@ def _with_of_phrase(doc: Doc, start: int, end: int, max_words: int) -> int:
     return end
 
 
+def _with_dashed(doc: Doc, end: int) -> int:
+    """The end of a name joined to the next by a dash without spaces ("Laxmikant–Pyarelal",
+    "Dallas–Fort Worth", "University of Wisconsin–Madison"), else ``end``."""
+    while (0 < end < len(doc) - 1 and doc[end].text in ("–", "-")
+           and not doc[end - 1].whitespace_ and not doc[end].whitespace_
+           and is_proper(doc[end - 1]) and is_proper(doc[end + 1])):
+        end += 2
+        while end < len(doc) and is_proper(doc[end]) and doc[end - 1].whitespace_:
+            end += 1
+    return end
+
+
 def _with_regnal_number(doc: Doc, end: int) -> int:
     """The end of a name continued by a regnal number the parse attaches to it ("Isabella
     I", "Beatrice I"), else ``end``; not "I" as a subject ("when Isabella I met ...")."""
@@ -158,12 +170,12 @@ def name_end(doc: Doc, span: Span, label: str, max_words: int) -> tuple[int, int
     number after them; a noble's with the title after a comma (see
     :func:`with_comma_title`). A person's name takes an "of" phrase only when it is one
     word (see :func:`_one_name`)."""
-    end = _with_regnal_number(doc, span.end)
+    end = _with_regnal_number(doc, _with_dashed(doc, span.end))
     titled = (end if label in PLACE_LABELS
               else with_comma_title(doc, span.start, end, max_words))
     if titled > end:
         return titled, titled
     if label == "PERSON" and not _one_name(doc, span.start, end):
         return end, end
-    of_end = _with_of_phrase(doc, span.start, end, max_words)
+    of_end = _with_dashed(doc, _with_of_phrase(doc, span.start, end, max_words))
     return of_end, _with_number(doc, of_end, label)

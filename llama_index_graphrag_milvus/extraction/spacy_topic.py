@@ -64,8 +64,10 @@ class Topic:
                                                    and mention.key in self.aliases)
 
 
-def _copula_types(doc: Doc, subject_tokens: set[int], rules: Rules) -> set[str]:
-    """Head nouns of "<subject> is a <noun>" for a subject among ``subject_tokens``."""
+def _copula_types(doc: Doc, subject_tokens: set[int], rules: Rules,
+                  compounds: bool = False) -> set[str]:
+    """Head nouns of "<subject> is a <noun>" for a subject among ``subject_tokens``, with
+    the nouns that form the head's compound when ``compounds`` ("film" of "film noir")."""
     nouns = set()
     for token in doc:
         if token.dep_ in SUBJECT_DEPS and token.i in subject_tokens:
@@ -74,6 +76,8 @@ def _copula_types(doc: Doc, subject_tokens: set[int], rules: Rules) -> set[str]:
                 for child in verb.children:
                     if child.dep_ == "attr" and child.pos_ == "NOUN":
                         nouns.add(lemma(child, rules))
+                        nouns.update(lemma(c, rules) for c in child.children if compounds
+                                     and c.dep_ == "compound" and c.pos_ == "NOUN")
     return nouns
 
 
@@ -198,7 +202,7 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
     naming = {i for m in mentions if m.key == key or m.key in aliases
               for i in range(m.start, m.end)}
     nouns = {w.casefold() for w in re.findall(r"[A-Za-z]+", name)}
-    nouns |= set(disambiguation.split()) | _copula_types(doc, naming, rules)
+    nouns |= set(disambiguation.split()) | _copula_types(doc, naming, rules, compounds=True)
     return Topic(mention, person, frozenset(aliases), frozenset(nouns),
                  alias.name if alias is not None else None)
 

@@ -149,3 +149,16 @@ def test_a_cast_the_parse_reads_as_an_apposition_is_a_list(
         "Kent, eldest son of Edward Stafford and Eleanor Percy.", title="Henry Stafford")
     assert not any(p.startswith("was born in") and o in ("Edward Stafford", "Eleanor Percy")
                    for _, p, o in triplets)
+
+
+def test_names_joined_by_a_dash_and_the_film_of_a_film_noir(
+        extractor: SpacyTripletExtractor) -> None:
+    """"Laxmikant–Pyarelal" (a duo), "University of Wisconsin–Madison" are one name each; a
+    "film noir" is called "the film"."""
+    triplets = extract(
+        extractor, "The Quiet Road is a 1938 American film noir directed by Paul Sloane. The "
+        "music was composed by Laxmikant–Pyarelal. The film was written by Ann Gray, who "
+        "studied at the University of Wisconsin–Madison.", title="The Quiet Road")
+    assert ("Quiet Road", "music was composed by", "Laxmikant–Pyarelal") in triplets
+    assert ("Quiet Road", "was written by", "Ann Gray") in triplets
+    assert ("Ann Gray", "study at", "University of Wisconsin–Madison") in triplets

@@ -53,7 +53,11 @@ from llama_index_graphrag_milvus.extraction.spacy_mentions import (
     split_title,
 )
 from llama_index_graphrag_milvus.extraction.spacy_names import ARTICLES, SUBJECT_DEPS
-from llama_index_graphrag_milvus.extraction.spacy_topic import find_topic, resolve_references
+from llama_index_graphrag_milvus.extraction.spacy_topic import (
+    KIN_NOUNS,
+    find_topic,
+    resolve_references,
+)
 from llama_index_graphrag_milvus.ids import clean_text, normalize_name
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 from llama_index_graphrag_milvus.records import Triplet
@@ -301,16 +305,27 @@ def _determiner(noun: Token) -> str:
     return article if article in ARTICLES else ""
 
 
+def _kin_after_a_place(noun: Token, rules: Rules) -> bool:
+    """"He was born in Linz, the son of a railway worker": an apposition that says whose
+    child someone is, after the place "born" names, is the subject's."""
+    pobj = noun.head
+    return (lemma(noun, rules) in KIN_NOUNS and pobj.dep_ == "pobj" and pobj.pos_ == "PROPN"
+            and pobj.head.head.lower_ == "born")
+
+
 def _appositions(doc: Doc, rules: Rules) -> Iterator[tuple[Token, str, Token]]:
     """(name, predicate, object) of "X, the son of Y," appositions; one to a common noun that
     is a copula's attribute is the copula's subject's ("X was a Welsh prince, son of Y": X,
     but "His brother is Kim Jong-un, now the leader of ...": Kim Jong-un); a noun phrase
     that opens a sentence before a comma is the clause's subject's ("The daughter of A and
-    B, she is ...")."""
+    B, she is ..."); one that says whose child someone is after a place is the verb's
+    subject's (see :func:`_kin_after_a_place`)."""
     for token in doc:
         if token.pos_ != "NOUN":
             continue
-        if token.dep_ == "appos":
+        if token.dep_ == "appos" and _kin_after_a_place(token, rules):
+            described = _subjects(token.head.head.head, rules)
+        elif token.dep_ == "appos":
             described = (_copula_subjects(token.head, rules) if token.head.dep_ == "attr"
                          and token.head.pos_ == "NOUN" else [token.head])
         elif _fronted(token):

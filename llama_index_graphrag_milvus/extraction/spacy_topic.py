@@ -36,7 +36,7 @@ _THING_PRONOUNS = frozenset({"it", "its", "itself"})
 _KIN = frozenset({"son", "daughter", "child", "children", "sons", "daughters", "grandson",
                   "granddaughter", "grandchildren", "twins"})
 """Nouns whose "their" on a person's page is the person and a spouse ("Their son ...")."""
-_KIN_NOUNS = _KIN | {"wife", "husband", "mother", "father", "brother", "sister", "widow",
+KIN_NOUNS = _KIN | {"wife", "husband", "mother", "father", "brother", "sister", "widow",
                      "consort", "queen", "king", "prince", "princess", "grandfather",
                      "grandmother", "uncle", "aunt", "nephew", "niece", "cousin"}
 """What only a person is ("Mary Vane was the second wife of ..."): a topic that is one is a
@@ -151,6 +151,21 @@ def short_names(name: str, person: bool) -> set[str]:
     return names
 
 
+def _known_as(doc: Doc, mentions: Sequence[Mention], subject: Mention) -> Mention | None:
+    """The name a participle after the subject says it goes by: "Yusuf Khan, better known
+    by his stage name Dilip Kumar, was ...", "X, known as Y, was ..."; not "known for"."""
+    for mention in mentions:
+        token = doc[mention.end - 1]
+        prep = token.head
+        while prep.dep_ in ("appos", "compound") and prep.head is not prep:
+            prep = prep.head.head if prep.head.dep_ == "pobj" else prep.head
+        if (mention.specific and token.dep_ in ("pobj", "appos") and prep.lower_ in ("as", "by")
+                and prep.head.lower_ in ("known", "called")
+                and subject.start <= prep.head.head.i < subject.end):
+            return mention
+    return None
+
+
 def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: Rules
                ) -> Topic | None:
     """The passage's main entity: the ``title`` (without its disambiguation) when given, else
@@ -191,10 +206,12 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
         name, key, label = subject.name, subject.key, subject.label
     else:
         return None
+    if alias is None and subject is not None and subject.key == key:
+        alias = _known_as(doc, mentions, subject)
     own = [m for m in mentions if m.key == key or m is alias]
     person = (label == "PERSON" or any(_life_dates(doc, m) for m in own) or (
         subject in own and (_called_he_or_she(doc, mentions, own, first) or bool(_copula_types(
-            doc, {i for m in own for i in range(m.start, m.end)}, rules) & _KIN_NOUNS))))
+            doc, {i for m in own for i in range(m.start, m.end)}, rules) & KIN_NOUNS))))
     aliases = short_names(name, person)
     if alias is not None:
         aliases |= {alias.key} | short_names(alias.name, person)

@@ -162,3 +162,21 @@ def test_names_joined_by_a_dash_and_the_film_of_a_film_noir(
     assert ("Quiet Road", "music was composed by", "Laxmikant–Pyarelal") in triplets
     assert ("Quiet Road", "was written by", "Ann Gray") in triplets
     assert ("Ann Gray", "study at", "University of Wisconsin–Madison") in triplets
+
+
+def test_a_stage_name_is_the_persons_and_so_is_the_child_after_the_birthplace(
+        extractor: SpacyTripletExtractor) -> None:
+    """"Yusuf Khan, better known by his stage name Dilip Kumar, was ...": "Kumar was born in
+    Peshawar" is Yusuf Khan's. "born in Linz, the son of a railway worker": the son is the
+    person, not Linz."""
+    triplets = extract(
+        extractor, "Yusuf Khan, better known by his stage name Dilip Kumar, was an Indian "
+        "actor. Kumar was born in Peshawar, British India.", title="Yusuf Khan (actor)")
+    assert ("Yusuf Khan", "also known as", "Dilip Kumar") in triplets
+    assert ("Yusuf Khan", "was born in", "Peshawar") in triplets
+    triplets = extract(
+        extractor, "Karl Weber (1890 – 1955) was an Austrian conductor. Weber was born in "
+        "Linz, the son of the painter Franz Weber.", title="Karl Weber (conductor)")
+    assert any(s == "Karl Weber" and p.endswith("son of") and o == "Franz Weber"
+               for s, p, o in triplets)
+    assert not any(s == "Linz" for s, p, _ in triplets if p != CO)

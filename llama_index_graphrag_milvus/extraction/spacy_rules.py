@@ -356,6 +356,8 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
         if not subjects:
             continue
         for predicate, obj in _objects(verb, rules):
+            if obj.tag_ in _RELATIVE_PRONOUN_TAGS and verb.dep_ == "relcl":
+                obj = verb.head  # "the architect Max Berg, whom she married": Max Berg
             if splits_a_name(obj, by_token):
                 continue
             for target, suffix in _object_mentions(obj, by_token):

@@ -180,3 +180,15 @@ def test_a_stage_name_is_the_persons_and_so_is_the_child_after_the_birthplace(
     assert any(s == "Karl Weber" and p.endswith("son of") and o == "Franz Weber"
                for s, p, o in triplets)
     assert not any(s == "Linz" for s, p, _ in triplets if p != CO)
+
+
+def test_the_object_of_a_relative_clause_is_the_noun_it_describes(
+        extractor: SpacyTripletExtractor) -> None:
+    """"the architect Max Berg, whom she married in 1925": she married Max Berg; "the film
+    Red Sky, which he also wrote": he wrote Red Sky."""
+    triplets = extract(
+        extractor, "Rosa Berg (1899–1980) was a German painter. Her husband was the architect "
+        "Max Berg, whom she married in 1925. She designed the house Villa Rot, which she "
+        "also built.", title="Rosa Berg")
+    assert ("Rosa Berg", "marry", "Max Berg") in triplets
+    assert ("Rosa Berg", "build", "Villa Rot") in triplets

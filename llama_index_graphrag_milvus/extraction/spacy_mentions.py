@@ -18,6 +18,7 @@ from llama_index_graphrag_milvus.extraction.spacy_names import (
     ARTICLES,
     DATE_LABELS,
     PLACE_LABELS,
+    SUBJECT_DEPS,
     is_proper,
     name_end,
     with_comma_title,
@@ -230,7 +231,7 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
     with a comma that the text never writes whole is written by its head, as the title
     writes it: "Johnnycake" names the passage "Johnnycake, West Virginia". A noble's title
     after it is the topic's too ("Margaret Vane, Countess of Ardmore" in "Margaret
-    Vane")."""
+    Vane"), and so is the longer name the text opens with (see :func:`_opening_name_end`)."""
     if not title:
         return
     spans = list(_written(doc, title, rules, casefold=True))
@@ -240,8 +241,20 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
         spans = [replace(m, name=title, key=key)
                  for m in _written(doc, head, rules, casefold=False)]
     for mention in spans:  # "Margaret Vane, Countess of Ardmore (1702–1761)": the title
-        yield replace(mention, end=with_comma_title(doc, mention.start, mention.end,
-                                                    rules.max_entity_words))
+        yield replace(mention, end=_opening_name_end(doc, mention.start, with_comma_title(
+            doc, mention.start, mention.end, rules.max_entity_words)))
+
+
+def _opening_name_end(doc: Doc, start: int, end: int) -> int:
+    """The end of the longer name a title opens when that name is the subject the text
+    starts with ("Abd al-Aziz ibn Musa was the first governor of ..." in the passage "Abd
+    al-Aziz"), else ``end``: the subject is the topic, not a name beside it."""
+    if start != next((t.i for t in doc if t.is_alpha), -1) or end >= len(doc):
+        return end
+    ent_end = end
+    while ent_end < len(doc) and doc[ent_end].ent_iob_ == "I":
+        ent_end += 1
+    return ent_end if ent_end > end and doc[ent_end - 1].dep_ in SUBJECT_DEPS else end
 
 
 def comma_head(title: str) -> str | None:

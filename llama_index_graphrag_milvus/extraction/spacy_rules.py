@@ -52,7 +52,11 @@ from llama_index_graphrag_milvus.extraction.spacy_mentions import (
     lemma,
     split_title,
 )
-from llama_index_graphrag_milvus.extraction.spacy_names import ARTICLES, SUBJECT_DEPS
+from llama_index_graphrag_milvus.extraction.spacy_names import (
+    ARTICLES,
+    PLACE_LABELS,
+    SUBJECT_DEPS,
+)
 from llama_index_graphrag_milvus.extraction.spacy_topic import (
     KIN_NOUNS,
     find_topic,
@@ -68,6 +72,9 @@ if TYPE_CHECKING:
 _OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
 _RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
 _MAX_BARE_SUBJECT = 12
+_WHERE_LABELS = PLACE_LABELS | {"ORG"}
+"""What a "where" clause's antecedent is named as when it is a place ("Brighton, where",
+"Yale, where"): not "a situation where", "the team, where"."""
 _TO_ADJECTIVES = frozenset({"married", "engaged", "betrothed", "wed"})
 """Adjectives whose "to" names a person (see :func:`_misread_to`)."""
 
@@ -249,7 +256,8 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                  ) -> Iterator[tuple[str, Token]]:
     """(predicate, object token) of a verb's own children (see :func:`_objects`). An agent
     the parse hangs on the verb beside its object is the object's: "had musical score by"
-    Ilaiyaraaja, not "have by"."""
+    Ilaiyaraaja, not "have by". A "where" clause is in the place it describes ("died in
+    Brighton, where she is buried": "is buried in" Brighton)."""
     object_noun = ""
     for child in verb.children:
         if child.dep_ in _OBJECT_DEPS:
@@ -278,6 +286,9 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                 yield f"{base} {child.lower_} to", name
     for prep, obj in _prepositional_objects(verb):
         yield f"{base}{object_noun if prep == 'by' else ''} {prep}", obj
+    if (verb.dep_ == "relcl" and verb.head.ent_type_ in _WHERE_LABELS
+            and any(c.lower_ == "where" for c in verb.children)):
+        yield f"{base} in", verb.head  # "She died in Brighton, where she is buried"
 
 
 def _misread_to(adjective: Token) -> list[Token]:

@@ -192,3 +192,19 @@ def test_the_object_of_a_relative_clause_is_the_noun_it_describes(
         "also built.", title="Rosa Berg")
     assert ("Rosa Berg", "marry", "Max Berg") in triplets
     assert ("Rosa Berg", "build", "Villa Rot") in triplets
+
+
+def test_a_longer_name_the_page_opens_with_and_where_a_person_is_buried(
+        extractor: SpacyTripletExtractor) -> None:
+    """The page "Abd al-Aziz" opens with "Abd al-Aziz ibn Musa was ...": the longer name is
+    the topic, so its facts are the page's. "died in Brighton, where she is buried": buried
+    in Brighton; "a team where" is not a place."""
+    triplets = extract(
+        extractor, "Abd al-Aziz ibn Musa was the first governor of al-Andalus. He was the son "
+        "of Musa ibn Nusayr.", title="Abd al-Aziz")
+    assert ("Abd al-Aziz", "was the first governor of", "al-Andalus") in triplets
+    triplets = extract(
+        extractor, "Sophie Ellis was an English singer. She died in 1950 in Brighton, where "
+        "she is buried. She sang in a choir, where she met her husband.", title="Sophie Ellis")
+    assert ("Sophie Ellis", "is buried in", "Brighton") in triplets
+    assert not any(p == "meet in" for _, p, _ in triplets)

@@ -41,12 +41,6 @@ LOGGER = "llama_index_graphrag_milvus.extraction.spacy_extractor"
 CO = "co-occurs with"
 
 
-@pytest.fixture(scope="module")
-def extractor() -> SpacyTripletExtractor:
-    """The default extractor (loads en_core_web_sm by name). Do not change its fields."""
-    return SpacyTripletExtractor()
-
-
 def triplets_of(extractor: SpacyTripletExtractor, text: str) -> list[tuple[str, str, str]]:
     node = TextNode(text=text)
     extractor([node])

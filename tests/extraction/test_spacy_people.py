@@ -9,24 +9,11 @@ en_core_web_sm), as in ``test_spacy_rules.py``.
 from __future__ import annotations
 
 import pytest
-from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import SpacyTripletExtractor
-from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
+from tests.support.passages import extract
 
 CO = "co-occurs with"
-
-
-@pytest.fixture(scope="module")
-def extractor() -> SpacyTripletExtractor:
-    return SpacyTripletExtractor()
-
-
-def extract(extractor: SpacyTripletExtractor, text: str, title: str
-            ) -> list[tuple[str, str, str]]:
-    node = TextNode(text=text, metadata={"title": title})
-    extractor([node])
-    return [tuple(t) for t in node.metadata[TRIPLETS_KEY]]
 
 
 def test_a_topic_called_he_is_a_person_the_recognizer_did_not_label(
@@ -35,13 +22,13 @@ def test_a_topic_called_he_is_a_person_the_recognizer_did_not_label(
     them "he" and "his" before naming anyone else, so a later "he" or "his" is theirs, not
     the last person named ("with whom he has two children": not Carla Dias's children;
     "His stepmother": not John Marsh's)."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Paulo Reis is a Brazilian actor. He is married to actress Carla Dias, "
         "with whom he has two children.", title="Paulo Reis")
     assert ("Paulo Reis", "is married to", "Carla Dias") in triplets
     assert ("Paulo Reis", "have", "two children") in triplets
     assert not any(s == "Carla Dias" and p != CO for s, p, _ in triplets)
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Frederick Hale was an English cricketer. His father-in-law was the "
         "politician John Marsh. His stepmother, Lady Anne Hale, was a noted hostess.",
         title="Frederick Hale")
@@ -59,7 +46,7 @@ def test_a_topic_called_he_is_a_person_the_recognizer_did_not_label(
 ])
 def test_a_work_is_not_made_a_person_by_someone_elses_pronoun(
         extractor: SpacyTripletExtractor, title: str, text: str) -> None:
-    triplets = extract(extractor, text, title=title)
+    triplets, _ = extract(extractor, text, title=title)
     topic = "Addicted" if title.startswith("Addicted") else title.removeprefix("The ")
     assert not any(s == topic and "write" in p for s, p, _ in triplets)
     assert any(s == topic and p in ("was produced by", "written by") for s, p, _ in triplets)
@@ -79,7 +66,7 @@ def test_spouses_and_words_written_with_hyphens(
     """"married to actress Carla Dias" is parsed as an infinitive ("to actress") with the
     name its object; "father-in-law" and "editor-in-chief" are one word, not "father ... in
     law"."""
-    triplets = extract(extractor, f"Paulo Reis is a Brazilian actor. {sentence}",
+    triplets, _ = extract(extractor, f"Paulo Reis is a Brazilian actor. {sentence}",
                        title="Paulo Reis")
     assert expected in triplets
     assert not any(o in ("law", "chief") for _, _, o in triplets)
@@ -89,11 +76,11 @@ def test_a_name_after_a_possessed_noun_and_a_comma_is_its_name(
         extractor: SpacyTripletExtractor) -> None:
     """"for her second studio album, Night Moves" names the album; a list of places after a
     comma does not name the first ("in Ratnagiri district, Konkan, ...")."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "\"Silver Rain\" is a song by Lisa Grant. It was recorded for her second "
         "studio album, Night Moves (1998).", title="Silver Rain (song)")
     assert ("Silver Rain", "was recorded for", "Night Moves") in triplets
-    triplets = extract(extractor, "Ratna is a village in Ratnagiri district, Konkan, "
+    triplets, _ = extract(extractor, "Ratna is a village in Ratnagiri district, Konkan, "
                        "Maharashtra state, India.", title="Ratna")
     assert ("Ratna", "is a village in", "Ratnagiri district") in triplets
     assert not any(o == "Konkan" and "district" in p for _, p, o in triplets)
@@ -105,12 +92,12 @@ def test_a_wife_or_a_daughter_is_a_person_and_each_kin_noun_keeps_its_of(
     "she" is Mary Vane, not the husband named before. "the father of the painter Lisa Rieger
     and the grandfather of the composer Paul Rieger": the parse hangs "grandfather" on Lisa
     Rieger's name; it is a second attribute, with its own "of"."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Mary Vane was the second wife of Thomas Vane. She is the mother of the "
         "actor Henry Vane.", title="Mary Vane")
     assert ("Mary Vane", "is the mother of", "Henry Vane") in triplets
     assert not any(s == "Thomas Vane" for s, p, _ in triplets if p != CO)
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Anton Rieger was an Austrian architect. He was the father of the painter "
         "Lisa Rieger and the grandfather of the composer Paul Rieger.", title="Anton Rieger")
     assert ("Anton Rieger", "was the father of", "Lisa Rieger") in triplets
@@ -123,14 +110,14 @@ def test_what_a_person_is_known_for_and_the_games_by_their_year(
     """"known for playing X": the gerund's subject is the sentence's; "at the 1928 Summer
     Olympics" names those games (the recognizer takes "Summer Olympics" alone, which would
     link every games); an address's number is not a year."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Ilse Steppat (30 November 1917 – 21 December 1969) was a German actress. "
         "She was known for playing Irma Bunt in a James Bond film. She competed at the 1928 "
         "Summer Olympics.", title="Ilse Steppat")
     assert ("Ilse Steppat", "play", "Irma Bunt") in triplets
     assert ("Ilse Steppat", "compete at", "1928 Summer Olympics") in triplets
     assert not any(o == "Summer Olympics" for _, _, o in triplets)
-    triplets = extract(extractor, "Wrigley Field is a stadium. It is located at 1060 West "
+    triplets, _ = extract(extractor, "Wrigley Field is a stadium. It is located at 1060 West "
                        "Addison Street in Chicago.", title="Wrigley Field")
     assert not any(o.startswith("1060 West") for _, _, o in triplets)
 
@@ -139,12 +126,12 @@ def test_a_cast_the_parse_reads_as_an_apposition_is_a_list(
         extractor: SpacyTripletExtractor) -> None:
     """"The film stars A, B and C" is parsed as A with "B and C" an apposition: all three
     star; "born in Penshurst, Kent, eldest son of A and B" is not a list of places."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Summer Love is a 1958 American comedy film directed by Charles Haas. The "
         "film stars John Saxon, Molly Bee and Rod McKuen.", title="Summer Love (1958 film)")
     assert {"John Saxon", "Molly Bee", "Rod McKuen"} <= {
         o for s, p, o in triplets if s == "Summer Love" and p == "star"}
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Henry Stafford (18 September 1501 – 30 April 1563) was born in Penshurst, "
         "Kent, eldest son of Edward Stafford and Eleanor Percy.", title="Henry Stafford")
     assert not any(p.startswith("was born in") and o in ("Edward Stafford", "Eleanor Percy")
@@ -155,7 +142,7 @@ def test_names_joined_by_a_dash_and_the_film_of_a_film_noir(
         extractor: SpacyTripletExtractor) -> None:
     """"Laxmikant–Pyarelal" (a duo), "University of Wisconsin–Madison" are one name each; a
     "film noir" is called "the film"."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "The Quiet Road is a 1938 American film noir directed by Paul Sloane. The "
         "music was composed by Laxmikant–Pyarelal. The film was written by Ann Gray, who "
         "studied at the University of Wisconsin–Madison.", title="The Quiet Road")
@@ -169,12 +156,12 @@ def test_a_stage_name_is_the_persons_and_so_is_the_child_after_the_birthplace(
     """"Yusuf Khan, better known by his stage name Dilip Kumar, was ...": "Kumar was born in
     Peshawar" is Yusuf Khan's. "born in Linz, the son of a railway worker": the son is the
     person, not Linz."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Yusuf Khan, better known by his stage name Dilip Kumar, was an Indian "
         "actor. Kumar was born in Peshawar, British India.", title="Yusuf Khan (actor)")
     assert ("Yusuf Khan", "also known as", "Dilip Kumar") in triplets
     assert ("Yusuf Khan", "was born in", "Peshawar") in triplets
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Karl Weber (1890 – 1955) was an Austrian conductor. Weber was born in "
         "Linz, the son of the painter Franz Weber.", title="Karl Weber (conductor)")
     assert any(s == "Karl Weber" and p.endswith("son of") and o == "Franz Weber"
@@ -186,7 +173,7 @@ def test_the_object_of_a_relative_clause_is_the_noun_it_describes(
         extractor: SpacyTripletExtractor) -> None:
     """"the architect Max Berg, whom she married in 1925": she married Max Berg; "the film
     Red Sky, which he also wrote": he wrote Red Sky."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Rosa Berg (1899–1980) was a German painter. Her husband was the architect "
         "Max Berg, whom she married in 1925. She designed the house Villa Rot, which she "
         "also built.", title="Rosa Berg")
@@ -199,11 +186,11 @@ def test_a_longer_name_the_page_opens_with_and_where_a_person_is_buried(
     """The page "Abd al-Aziz" opens with "Abd al-Aziz ibn Musa was ...": the longer name is
     the topic, so its facts are the page's. "died in Brighton, where she is buried": buried
     in Brighton; "a team where" is not a place."""
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Abd al-Aziz ibn Musa was the first governor of al-Andalus. He was the son "
         "of Musa ibn Nusayr.", title="Abd al-Aziz")
     assert ("Abd al-Aziz", "was the first governor of", "al-Andalus") in triplets
-    triplets = extract(
+    triplets, _ = extract(
         extractor, "Sophie Ellis was an English singer. She died in 1950 in Brighton, where "
         "she is buried. She sang in a choir, where she met her husband.", title="Sophie Ellis")
     assert ("Sophie Ellis", "is buried in", "Brighton") in triplets

@@ -13,21 +13,10 @@ from llama_index.core.schema import TextNode
 
 from llama_index_graphrag_milvus import SpacyTripletExtractor
 from llama_index_graphrag_milvus.extraction.spacy_rules import split_title
-from llama_index_graphrag_milvus.metadata import ENTITY_KINDS_KEY, TRIPLETS_KEY
+from llama_index_graphrag_milvus.metadata import TRIPLETS_KEY
+from tests.support.passages import extract
 
 CO = "co-occurs with"
-
-
-@pytest.fixture(scope="module")
-def extractor() -> SpacyTripletExtractor:
-    return SpacyTripletExtractor()
-
-
-def extract(extractor: SpacyTripletExtractor, text: str, title: str | None = None
-            ) -> tuple[list[tuple[str, str, str]], dict[str, str]]:
-    node = TextNode(text=text, metadata={} if title is None else {"title": title})
-    extractor([node])
-    return [tuple(t) for t in node.metadata[TRIPLETS_KEY]], node.metadata[ENTITY_KINDS_KEY]
 
 
 def test_a_copular_sentence_gives_its_facts_to_its_subject(

@@ -171,3 +171,39 @@ def splits_a_name(obj: Token, by_token: dict[int, Mention]) -> bool:
         if obj.dep_ != "conj":
             return False
         obj = obj.head
+
+
+_FINITE_TAGS = frozenset({"VBD", "VBZ"})
+_MODIFIER_DEPS = frozenset({"amod", "compound", "nmod", "poss"})
+
+
+def _phrase_head(token: Token) -> Token:
+    """The head of the noun phrase a modifier is in ("Begum Noor" for "actress")."""
+    while token.dep_ in _MODIFIER_DEPS and token.head.i != token.i:
+        token = token.head
+    return token
+
+
+def read_as_modifier(verb: Token) -> tuple[Token, Token] | None:
+    """A finite verb the parse hangs on the noun phrase after it as a modifier: the head of
+    that phrase (the verb's object) and the verb's subject, or ``None``. "Khan married
+    actress Begum Noor in 1958" is read as one phrase ("married" modifying "actress"), "It
+    was directed by X and stars A and B" as "directed by X and A" with "stars" modifying A.
+    The tagger still tags such a verb as one in the past or the present ("married",
+    "stars"), which a modifier is not. The subject is a name or a pronoun right before a
+    verb in the past, in the same phrase or hung on the verb; or, after "and", the verb the
+    phrase is coordinated with, whose subjects are the verb's. Not "the Hindi films Amar
+    Deep and Rakhi" (a plural read as a verb in the present)."""
+    if verb.tag_ not in _FINITE_TAGS or verb.dep_ not in _MODIFIER_DEPS or verb.i == 0:
+        return None
+    head = _phrase_head(verb)
+    if head.i <= verb.i or head.pos_ not in ("NOUN", "PROPN"):
+        return None
+    before = verb.doc[verb.i - 1]
+    if (verb.tag_ == "VBD" and before.pos_ in ("PROPN", "PRON")
+            and (before.head.i == verb.i or _phrase_head(before).i == head.i)):
+        return head, before
+    if (before.dep_ == "cc" and head.dep_ == "conj" and head.head.pos_ in ("VERB", "AUX")
+            and head.head.i < verb.i):
+        return head, head.head
+    return None

@@ -29,6 +29,9 @@ _TITLES = frozenset({
     "Archbishop", "Abbot", "Abbess", "Sultan", "Emir", "Shah", "Caliph", "Khan", "Regent"})
 """Titles before a person's name ("Duke Ulrich", "Queen Isabella"): not part of the name
 when counting its words."""
+_BARONETS = frozenset({"Baronet", "Baronetess"})
+"""A title that ends a name after its ordinal, with no place ("Sir John Tallis, 1st
+Baronet")."""
 _ORDINAL = re.compile(r"\d+(?:st|nd|rd|th)")
 
 
@@ -117,13 +120,16 @@ def _one_name(doc: Doc, start: int, end: int) -> bool:
 def with_comma_title(doc: Doc, start: int, end: int, max_words: int) -> int:
     """The end of a name continued by ", <title> of <place>" or ", <ordinal> <title>
     <place>", the way encyclopedias name nobles ("Albert VII, Duke of Mecklenburg", "Charles
-    Howard, 11th Duke of Norfolk", "Henry Nevill, 6th Baron Bergavenny"), within
+    Howard, 11th Duke of Norfolk", "Henry Nevill, 6th Baron Bergavenny", "Sir John Tallis,
+    1st Baronet"), within
     ``max_words`` words, else ``end``. Only titles stand between the comma and the place:
     "Michael Kirby, Lady Kennedy of The Shaws" is a list of two names."""
     if end + 3 >= len(doc) or doc[end].text != ",":
         return end
     ordinal = _ORDINAL.fullmatch(doc[end + 1].text) is not None
     position = end + 2 if ordinal else end + 1
+    if ordinal and doc[position].text in _BARONETS:  # "Sir John Tallis, 1st Baronet"
+        return position + 1 if written_words(doc, start, position + 1) <= max_words else end
     title_end = position
     while title_end < len(doc) and doc[title_end].text in _TITLES:
         title_end += 1

@@ -39,6 +39,7 @@ from llama_index_graphrag_milvus.extraction.spacy_coordination import (
     in_brackets,
     late_names,
     named,
+    read_as_modifier,
     splits_a_name,
     stray_of_objects,
     with_conjuncts,
@@ -108,6 +109,10 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
     clause describes; a participle that modifies a noun ("a film directed by", "a film
     starring") has that noun as subject, or the copula's subject when the noun is what the
     subject is ("X is a film directed by Y": X)."""
+    misread = read_as_modifier(verb)
+    if misread is not None:  # "Khan married actress Begum Noor": Khan
+        subject = misread[1]
+        return _subjects(subject, rules) if subject.pos_ in ("VERB", "AUX") else [subject]
     head = verb
     while True:
         found = _clause_subjects(head)
@@ -214,21 +219,23 @@ def _prepositional_objects(head: Token, nested: bool = True) -> Iterator[tuple[s
     """(preposition, object) of each preposition of ``head`` ("in" Basel, "by" X); for a
     common-noun object with an "of", the objects of that "of" instead ("in the city of"
     Italica); a participle the parse reads as a preposition, with its own ("based on" a
-    play), as one."""
-    for prep in head.children:
-        if prep.dep_ in PREPOSITION_DEPS and not _in_a_word(prep):
-            if prep.tag_ == "VBN" and not any(c.dep_ == "pobj" for c in prep.children):
-                for word, obj in _prepositional_objects(prep, nested):
-                    yield f"{prep.lower_} {word}", obj
-            for pobj in prep.children:
-                if pobj.dep_ == "pobj":
-                    for obj in and_named([*with_conjuncts(pobj), *late_names(head, pobj)]):
-                        inner = list(_prepositional_objects(obj, False)) if (
-                            nested and obj.pos_ == "NOUN") else []
-                        if not any(word == "of" for word, _ in inner):
-                            yield prep.lower_, obj
-                        for word, target in inner:  # "in the city of", "as a defender for"
-                            yield f"{prep.lower_} {_attribute_words(obj)} {word}", target
+    play), as one; a preposition coordinated with one of them as well ("first to A and
+    then to B")."""
+    for prep in [p for first in head.children
+                 if first.dep_ in PREPOSITION_DEPS and not _in_a_word(first)
+                 for p in (first, *(c for c in first.conjuncts if c.pos_ == "ADP"))]:
+        if prep.tag_ == "VBN" and not any(c.dep_ == "pobj" for c in prep.children):
+            for word, obj in _prepositional_objects(prep, nested):
+                yield f"{prep.lower_} {word}", obj
+        for pobj in prep.children:
+            if pobj.dep_ == "pobj":
+                for obj in and_named([*with_conjuncts(pobj), *late_names(head, pobj)]):
+                    inner = list(_prepositional_objects(obj, False)) if (
+                        nested and obj.pos_ == "NOUN") else []
+                    if not any(word == "of" for word, _ in inner):
+                        yield prep.lower_, obj
+                    for word, target in inner:  # "in the city of", "as a defender for"
+                        yield f"{prep.lower_} {_attribute_words(obj)} {word}", target
 
 
 def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
@@ -237,6 +244,10 @@ def _objects(verb: Token, rules: Rules) -> Iterator[tuple[str, Token]]:
     "was born in" Basel), objects of the prepositions of a noun object or attribute ("is a
     student of" Johann Bernoulli) and of an adjective complement ("was married to" Y)."""
     base = _verb_phrase(verb, rules)
+    misread = read_as_modifier(verb)
+    if misread is not None:  # "Khan married actress Begum Noor": Begum Noor
+        yield from ((base, obj) for obj in with_conjuncts(misread[0]))
+        return
     copula = lemma(verb, rules) == "be"
     found = False
     for predicate, obj in _own_objects(verb, base, copula, rules):
@@ -260,7 +271,7 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
     Brighton, where she is buried": "is buried in" Brighton)."""
     object_noun = ""
     for child in verb.children:
-        if child.dep_ in _OBJECT_DEPS:
+        if child.dep_ in _OBJECT_DEPS or (copula and _second_attribute(child)):
             strays = stray_of_objects(child, verb) if copula else []
             for obj in with_conjuncts(child):
                 if obj in strays:
@@ -289,6 +300,16 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
     if (verb.dep_ == "relcl" and verb.head.ent_type_ in _WHERE_LABELS
             and any(c.lower_ == "where" for c in verb.children)):
         yield f"{base} in", verb.head  # "She died in Brighton, where she is buried"
+
+
+def _second_attribute(noun: Token) -> bool:
+    """A copula's second attribute that the parse coordinates with the copula rather than
+    with its first: "She was the daughter of A and B, and the wife of C" ("wife" a conjunct
+    of "was"). A determined noun with an "of" and no subject of its own."""
+    return (noun.dep_ == "conj" and noun.pos_ == "NOUN" and noun.i > noun.head.i
+            and any(c.dep_ == "det" for c in noun.children)
+            and any(c.dep_ == "prep" and c.lower_ == "of" for c in noun.children)
+            and not any(c.dep_ in SUBJECT_DEPS for c in noun.children))
 
 
 def _misread_to(adjective: Token) -> list[Token]:
@@ -368,7 +389,9 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
             continue
         for predicate, obj in _objects(verb, rules):
             if obj.tag_ in _RELATIVE_PRONOUN_TAGS and verb.dep_ == "relcl":
-                obj = verb.head  # "the architect Max Berg, whom she married": Max Berg
+                # "the architect Max Berg, whom she married": Max Berg; "the soprano Maria
+                # Held, with whom he had two sons": Maria Held
+                obj = named(verb.head)
             if splits_a_name(obj, by_token):
                 continue
             for target, suffix in _object_mentions(obj, by_token):
@@ -376,10 +399,10 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
                             for source, prefix in subjects)
     yield from _named_relatives(doc, by_token)
     for subject, predicate, obj in _appositions(doc, rules):
-        named = by_token.get(subject.i)
-        if named is not None:
+        described_one = by_token.get(subject.i)
+        if described_one is not None:
             for described, suffix in _object_mentions(obj, by_token):
-                yield named, f"{predicate}{suffix}", described
+                yield described_one, f"{predicate}{suffix}", described
 
 
 def _mentions_of(tokens: list[Token], by_token: dict[int, Mention]) -> Iterator[Mention]:

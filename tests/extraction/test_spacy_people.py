@@ -1,6 +1,7 @@
 """Pages two-hop questions chain through, read by the LLM-free extractor: who "he" and "his"
 are when the recognizer does not label the person, spouses and in-laws, names after a
-possessed noun, what a person is known for, games named by their year, a film's cast.
+possessed noun, what a person is known for, games named by their year, a film's cast, verbs
+the parse reads as modifiers, second spouses and attributes, baronets.
 
 What an LLM extractor gets from each passage, checked sentence by sentence (spaCy's
 en_core_web_sm), as in ``test_spacy_rules.py``.
@@ -195,3 +196,62 @@ def test_a_longer_name_the_page_opens_with_and_where_a_person_is_buried(
         "she is buried. She sang in a choir, where she met her husband.", title="Sophie Ellis")
     assert ("Sophie Ellis", "is buried in", "Brighton") in triplets
     assert not any(p == "meet in" for _, p, _ in triplets)
+
+
+@pytest.mark.parametrize(("title", "text", "expected"), [
+    # parsed as one noun phrase: "married" modifying "actress", "Khan" modifying "Noor"
+    ("Rashid Khan (actor)", "Rashid Khan (1922–1998) was an Indian film actor. Khan married "
+     "actress Begum Noor in 1958. He died in Mumbai.",
+     [("Rashid Khan", "marry", "Begum Noor")]),
+    # "stars" read as a modifier of "Carla Neri", coordinated with "directed"
+    ("Red Orchard", "Red Orchard is a 1961 Italian drama film. It was directed by Paolo "
+     "Venti and stars Carla Neri and Bruno Sala.",
+     [("Red Orchard", "star", "Carla Neri"), ("Red Orchard", "star", "Bruno Sala")]),
+])
+def test_a_verb_the_parse_reads_as_a_modifier_keeps_its_subject_and_object(
+        extractor: SpacyTripletExtractor, title: str, text: str,
+        expected: list[tuple[str, str, str]]) -> None:
+    triplets, _ = extract(extractor, text, title=title)
+    for triplet in expected:
+        assert triplet in triplets
+
+
+def test_a_plural_read_as_a_verb_is_not_one(extractor: SpacyTripletExtractor) -> None:
+    """"the Hindi films Amar Deep and Rakhi": "films" is tagged a verb in the present, but a
+    name before a plural is not its subject."""
+    triplets, _ = extract(
+        extractor, "Puthiya Paravai is the third production of Sivaji Films after the Hindi "
+        "films Amar Deep (1958) and Rakhi (1962).", title="Puthiya Paravai")
+    assert not any(s == "Hindi" and p != CO for s, p, _ in triplets)
+
+
+@pytest.mark.parametrize(("title", "text", "expected"), [
+    # the second "to" is coordinated with the first
+    ("Hugo Stern", "Hugo Stern (1850–1919) was a German banker. He married twice, first to "
+     "Clara Weiss and then to Ida Roth.",
+     [("Hugo Stern", "marry to", "Clara Weiss"), ("Hugo Stern", "marry to", "Ida Roth")]),
+    # "the wife" is coordinated with the copula, not with "the daughter"
+    ("Marguerite of Vaudémont", "Marguerite of Vaudémont (1463–1521) was a French "
+     "noblewoman. She was the daughter of Frederick II of Vaudémont and Yolande of Anjou, and "
+     "the wife of René II, Duke of Lorraine.",
+     [("Marguerite of Vaudémont", "was the daughter of", "Yolande of Anjou"),
+      ("Marguerite of Vaudémont", "was the wife of", "René II, Duke of Lorraine")]),
+    # "with whom": the soprano's name, not "soprano"
+    ("Otto Brenner", "Otto Brenner (1880–1944) was an Austrian conductor. In 1910 he married "
+     "the soprano Maria Held, with whom he had two sons.",
+     [("Otto Brenner", "marry the soprano", "Maria Held"),
+      ("Otto Brenner", "have with", "Maria Held")]),
+    # a baronet's name ends with the ordinal and "Baronet", no place after it
+    ("Edward Tallis", "Sir Edward Tallis, 2nd Baronet (1650–1712) was an English politician. "
+     "He was the eldest son of Sir John Tallis, 1st Baronet, and succeeded his father in 1680.",
+     [("Sir Edward Tallis, 2nd Baronet", "was the eldest son of",
+       "Sir John Tallis, 1st Baronet")]),
+])
+def test_a_second_spouse_a_second_attribute_and_a_baronet(
+        extractor: SpacyTripletExtractor, title: str, text: str,
+        expected: list[tuple[str, str, str]]) -> None:
+    triplets, _ = extract(extractor, text, title=title)
+    for triplet in expected:
+        assert triplet in triplets
+    assert not any(o in ("1st Baronet", "soprano") and p.startswith(("was the eldest", "have"))
+                   for _, p, o in triplets)

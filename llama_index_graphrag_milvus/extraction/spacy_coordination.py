@@ -1,6 +1,6 @@
-"""What the parse coordinates, and where the small model's parse hangs a conjunct or a name
-on the wrong word: the repairs the rules of
-:mod:`~llama_index_graphrag_milvus.extraction.spacy_rules` read coordinations through.
+"""What the parse coordinates, and where the small model's parse hangs a conjunct, a name or
+a verb on the wrong word or tags a word as the wrong part of speech: the repairs the rules
+of :mod:`~llama_index_graphrag_milvus.extraction.spacy_rules` read the parse through.
 
 Pure functions over spaCy tokens (and, for names, the mentions by token), tested through the
 rules (``tests/extraction/test_spacy_rules.py``).
@@ -207,3 +207,56 @@ def read_as_modifier(verb: Token) -> tuple[Token, Token] | None:
             and head.head.i < verb.i):
         return head, head.head
     return None
+
+
+_TO_ADJECTIVES = frozenset({"married", "engaged", "betrothed", "wed"})
+"""Adjectives whose "to" names a person (see :func:`misread_to`)."""
+
+
+def passive_with_agent(verb: Token, passive: bool = True) -> bool:
+    """"was composed by", "were designed by": a passive that names who did it (without its
+    auxiliary when not ``passive``: "produced by")."""
+    children = [c.dep_ for c in verb.children]
+    return (not passive or "auxpass" in children) and "agent" in children
+
+
+def credit_before(participle: Token) -> Token | None:
+    """The participle of a list of credits that the parse hangs the next one on: in "a film
+    directed by Harold Byrne, produced by Sam Wirth and written by Ellen Cray", "produced"
+    modifies Byrne; the film was produced by Sam Wirth. A participle with its own "by" after
+    a comma that follows another's "by" and its object."""
+    pobj = participle.head
+    if (participle.dep_ == "acl" and passive_with_agent(participle, passive=False)
+            and pobj.dep_ == "pobj" and pobj.head.dep_ == "agent"
+            and participle.i > 0 and participle.doc[participle.i - 1].text == ","):
+        return pobj.head.head
+    return None
+
+
+def noun_tagged_adjective(attribute: Token) -> bool:
+    """An attribute the tagger takes for an adjective but that a determiner and a
+    preposition show is a noun: "is the debut single by Kid Orion"."""
+    return (attribute.pos_ == "ADJ" and attribute.dep_ == "attr"
+            and any(c.dep_ == "det" for c in attribute.children)
+            and any(c.dep_ == "prep" for c in attribute.children))
+
+
+def second_attribute(noun: Token) -> bool:
+    """A copula's second attribute that the parse coordinates with the copula rather than
+    with its first: "She was the daughter of A and B, and the wife of C" ("wife" a conjunct
+    of "was"). A determined noun with an "of" and no subject of its own."""
+    return (noun.dep_ == "conj" and noun.pos_ == "NOUN" and noun.i > noun.head.i
+            and any(c.dep_ == "det" for c in noun.children)
+            and any(c.dep_ == "prep" and c.lower_ == "of" for c in noun.children)
+            and not any(c.dep_ in SUBJECT_DEPS for c in noun.children))
+
+
+def misread_to(adjective: Token) -> list[Token]:
+    """Names after "married to" a noun the parse reads as an infinitive: "He is married to
+    actress Carla Dias" is parsed as "to actress" (a verb) with the name its object."""
+    if adjective.lower_ not in _TO_ADJECTIVES:
+        return []
+    return [t for verb in adjective.children if verb.dep_ == "xcomp" and verb.tag_ == "VB"
+            and any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
+            for obj in verb.children if obj.dep_ == "dobj" and obj.pos_ == "PROPN"
+            and obj.left_edge.i == verb.i + 1 for t in with_conjuncts(obj)]

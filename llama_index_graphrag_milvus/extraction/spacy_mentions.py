@@ -140,6 +140,19 @@ def _name_start(chunk: Span) -> int:
     return start
 
 
+def _unrecognized_owner(chunk: Span) -> Token | None:
+    """The last word of the proper name that opens a common-noun chunk as its owner when
+    the recognizer did not label it ("Grieve" of "Grieve's father"; "Euler" of "Euler's
+    teacher" is a named entity already), or ``None``."""
+    doc = chunk.doc
+    owner = next((t for t in chunk if t.dep_ == "poss"), None)
+    if (owner is None or owner.i + 2 >= chunk.end or doc[owner.i + 1].tag_ != "POS"
+            or not all(is_proper(t) and not t.ent_type_
+                       for t in doc[chunk.start:owner.i + 1])):
+        return None
+    return owner
+
+
 def _with_year(doc: Doc, start: int, end: int) -> int:
     """Where a name that a year opens starts: "the 1928 Summer Olympics", "the 2018 FIFA
     World Cup" (the recognizer takes "Summer Olympics" alone, which names every games)."""
@@ -355,7 +368,13 @@ def find_mentions(doc: Doc, rules: Rules, title: str | None = None) -> list[Ment
             elif chunk.root.ent_type_ not in DATE_LABELS:
                 modified = any(c.dep_ == "compound" and is_proper(c)
                                for c in chunk.root.children)
-                mention = _make_mention(doc, chunk.start, chunk.end, chunk.root.i,
+                owner = _unrecognized_owner(chunk)
+                if owner is not None:  # "Grieve's father": Grieve, and "father"
+                    proper.extend(m for m in [_make_mention(
+                        doc, chunk.start, owner.i + 1, owner.i, "named", "", rules)]
+                        if m is not None)
+                start = chunk.start if owner is None else owner.i + 2
+                mention = _make_mention(doc, start, chunk.end, chunk.root.i,
                                         "named" if modified else "concept", "", rules)
                 if mention is not None:
                     common.append(mention)

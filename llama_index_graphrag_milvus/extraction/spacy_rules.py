@@ -36,10 +36,15 @@ from typing import TYPE_CHECKING
 from llama_index_graphrag_milvus.extraction.spacy_coordination import (
     PREPOSITION_DEPS,
     and_named,
+    credit_before,
     in_brackets,
     late_names,
+    misread_to,
     named,
+    noun_tagged_adjective,
+    passive_with_agent,
     read_as_modifier,
+    second_attribute,
     splits_a_name,
     stray_of_objects,
     with_conjuncts,
@@ -76,8 +81,6 @@ _MAX_BARE_SUBJECT = 12
 _WHERE_LABELS = PLACE_LABELS | {"ORG"}
 """What a "where" clause's antecedent is named as when it is a place ("Brighton, where",
 "Yale, where"): not "a situation where", "the team, where"."""
-_TO_ADJECTIVES = frozenset({"married", "engaged", "betrothed", "wed"})
-"""Adjectives whose "to" names a person (see :func:`_misread_to`)."""
 
 
 @dataclass(frozen=True)
@@ -126,7 +129,10 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
         found = [t for s in found
                  for t in (meant if s.tag_ in _RELATIVE_PRONOUN_TAGS else [s])]
     if not found and head.tag_ in ("VBN", "VBG"):
-        if head.dep_ == "acl":
+        credit = credit_before(head)
+        if credit is not None:
+            found = _subjects(credit, rules)
+        elif head.dep_ == "acl":
             found = _copula_subjects(head.head, rules)
         elif head.dep_ == "advcl" and head.head.pos_ in ("VERB", "AUX"):
             # "Born in Brno, he studied ...": the participle's subject is the clause's
@@ -137,6 +143,8 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
     if not found and lemma(head, rules) == "be":
         found = _bare_subject(head)
     return found
+
+
 
 
 def _clause_subjects(verb: Token) -> list[Token]:
@@ -271,7 +279,7 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
     Brighton, where she is buried": "is buried in" Brighton)."""
     object_noun = ""
     for child in verb.children:
-        if child.dep_ in _OBJECT_DEPS or (copula and _second_attribute(child)):
+        if child.dep_ in _OBJECT_DEPS or (copula and second_attribute(child)):
             strays = stray_of_objects(child, verb) if copula else []
             for obj in with_conjuncts(child):
                 if obj in strays:
@@ -280,7 +288,7 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
                 name = named(obj)
                 if name is not obj:  # "was the violinist Jan Dvorsky"
                     yield f"{base} {_attribute_words(obj)}", name
-                if obj.pos_ != "NOUN":
+                if obj.pos_ != "NOUN" and not noun_tagged_adjective(obj):
                     continue
                 # "the son of A and the grandson of B": each noun's own "of"
                 noun = _attribute_words(obj) if copula else lemma(obj, rules) + _hyphened(obj)
@@ -293,7 +301,7 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
         elif child.dep_ == "acomp":
             for prep, obj in _prepositional_objects(child):
                 yield f"{base} {child.lower_} {prep}", obj
-            for name in _misread_to(child):
+            for name in misread_to(child):
                 yield f"{base} {child.lower_} to", name
     for prep, obj in _prepositional_objects(verb):
         yield f"{base}{object_noun if prep == 'by' else ''} {prep}", obj
@@ -302,25 +310,10 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
         yield f"{base} in", verb.head  # "She died in Brighton, where she is buried"
 
 
-def _second_attribute(noun: Token) -> bool:
-    """A copula's second attribute that the parse coordinates with the copula rather than
-    with its first: "She was the daughter of A and B, and the wife of C" ("wife" a conjunct
-    of "was"). A determined noun with an "of" and no subject of its own."""
-    return (noun.dep_ == "conj" and noun.pos_ == "NOUN" and noun.i > noun.head.i
-            and any(c.dep_ == "det" for c in noun.children)
-            and any(c.dep_ == "prep" and c.lower_ == "of" for c in noun.children)
-            and not any(c.dep_ in SUBJECT_DEPS for c in noun.children))
 
 
-def _misread_to(adjective: Token) -> list[Token]:
-    """Names after "married to" a noun the parse reads as an infinitive: "He is married to
-    actress Carla Dias" is parsed as "to actress" (a verb) with the name its object."""
-    if adjective.lower_ not in _TO_ADJECTIVES:
-        return []
-    return [t for verb in adjective.children if verb.dep_ == "xcomp" and verb.tag_ == "VB"
-            and any(c.dep_ == "aux" and c.lower_ == "to" for c in verb.children)
-            for obj in verb.children if obj.dep_ == "dobj" and obj.pos_ == "PROPN"
-            and obj.left_edge.i == verb.i + 1 for t in with_conjuncts(obj)]
+
+
 
 
 def _fronted(noun: Token) -> bool:
@@ -381,7 +374,7 @@ def _parse_triplets(doc: Doc, by_token: dict[int, Mention], rules: Rules,
     for verb in doc:
         if verb.pos_ not in ("VERB", "AUX") or not any(c.isalpha() for c in verb.text):
             continue
-        owner = facets_of if _passive_with_agent(verb) else None
+        owner = facets_of if passive_with_agent(verb) else None
         subjects = [found for found in (_subject_mention(s, by_token, owner) for s in
                                         with_name_conjuncts(_subjects(verb, rules), by_token))
                     if found is not None]
@@ -453,10 +446,6 @@ def _named_relatives(doc: Doc, by_token: dict[int, Mention]
             yield owned[0], owned[1], name
 
 
-def _passive_with_agent(verb: Token) -> bool:
-    """"was composed by", "were designed by": a passive that names who did it."""
-    children = [c.dep_ for c in verb.children]
-    return "auxpass" in children and "agent" in children
 
 
 def _facet(subject: Token, mention: Mention | None) -> bool:

@@ -41,6 +41,23 @@ KIN_NOUNS = _KIN | {"wife", "husband", "mother", "father", "brother", "sister", 
                      "grandmother", "uncle", "aunt", "nephew", "niece", "cousin"}
 """What only a person is ("Mary Vane was the second wife of ..."): a topic that is one is a
 person."""
+_OCCUPATIONS = frozenset({
+    "actor", "actress", "singer", "songwriter", "musician", "composer", "pianist",
+    "violinist", "guitarist", "drummer", "rapper", "dancer", "comedian", "painter",
+    "sculptor", "architect", "photographer", "illustrator", "cartoonist", "writer", "author",
+    "novelist", "poet", "playwright", "screenwriter", "journalist", "filmmaker",
+    "politician", "diplomat", "statesman", "lawyer", "physician", "surgeon", "scientist",
+    "physicist", "chemist", "biologist", "mathematician", "astronomer", "engineer",
+    "inventor", "economist", "philosopher", "historian", "theologian", "priest", "bishop",
+    "cardinal", "monk", "nun", "soldier", "officer", "admiral", "footballer", "cricketer",
+    "athlete", "boxer", "wrestler", "swimmer", "cyclist", "businessman", "businesswoman",
+    "entrepreneur", "banker", "merchant", "nobleman", "noblewoman", "aristocrat", "courtier",
+    "emperor", "empress", "duke", "duchess", "countess", "activist", "professor",
+    "explorer", "astronaut", "socialite", "heiress", "philanthropist", "industrialist"})
+"""What only a person is by trade ("Walter Grieve was an English stage actor"): a topic that
+is one is a person. Not nouns that also name things ("model", "coach", "conductor",
+"player", "host")."""
+_PERSON_NOUNS = KIN_NOUNS | _OCCUPATIONS
 _DEMONSTRATIVES = frozenset({"the", "this", "that"})
 
 
@@ -211,7 +228,7 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
     own = [m for m in mentions if m.key == key or m is alias]
     person = (label == "PERSON" or any(_life_dates(doc, m) for m in own) or (
         subject in own and (_called_he_or_she(doc, mentions, own, first) or bool(_copula_types(
-            doc, {i for m in own for i in range(m.start, m.end)}, rules) & KIN_NOUNS))))
+            doc, {i for m in own for i in range(m.start, m.end)}, rules) & _PERSON_NOUNS))))
     aliases = short_names(name, person)
     if alias is not None:
         aliases |= {alias.key} | short_names(alias.name, person)

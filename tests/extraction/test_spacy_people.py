@@ -255,3 +255,37 @@ def test_a_second_spouse_a_second_attribute_and_a_baronet(
         assert triplet in triplets
     assert not any(o in ("1st Baronet", "soprano") and p.startswith(("was the eldest", "have"))
                    for _, p, o in triplets)
+
+
+@pytest.mark.parametrize(("title", "text", "expected", "wrong_subject"), [
+    # "produced" and "written" are hung on Harold Byrne by the parse
+    ("The Tin Crown", "The Tin Crown is a 1926 American silent comedy film directed by Harold "
+     "Byrne, produced by Sam Wirth and written by Ellen Cray.",
+     [("Tin Crown", "produced by", "Sam Wirth"), ("Tin Crown", "written by", "Ellen Cray")],
+     "Harold Byrne"),
+    # "single" is tagged an adjective
+    ("Borrowed Time (song)", "\"Borrowed Time\" is the debut single by American rapper Kid "
+     "Orion, featuring vocals from Dana Rue.",
+     [("Borrowed Time", "is the debut single by", "Kid Orion")], "Kid Orion"),
+])
+def test_credits_the_parse_hangs_on_a_name_and_a_noun_tagged_an_adjective(
+        extractor: SpacyTripletExtractor, title: str, text: str,
+        expected: list[tuple[str, str, str]], wrong_subject: str) -> None:
+    triplets, _ = extract(extractor, text, title=title)
+    for triplet in expected:
+        assert triplet in triplets
+    assert not any(s == wrong_subject and p != CO for s, p, _ in triplets)
+
+
+def test_a_page_that_says_what_the_person_does_is_a_persons(
+        extractor: SpacyTripletExtractor) -> None:
+    """"Walter Grieve was an English stage actor": his page, so the "he" after his parents'
+    names is his, and "Grieve's father" (a name the recognizer did not label, before "'s")
+    is his father."""
+    triplets, _ = extract(
+        extractor, "Walter Grieve was an English stage actor. Born to Thomas Grieve and Mary "
+        "Ashdown, he grew up in Leeds. Grieve's father was the painter Thomas Grieve.",
+        title="Walter Grieve")
+    assert ("Walter Grieve", "grow up in", "Leeds") in triplets
+    assert ("Walter Grieve", "father was the painter", "Thomas Grieve") in triplets
+    assert not any(s == "Mary Ashdown" and p != CO for s, p, _ in triplets)

@@ -28,7 +28,7 @@ from llama_index_graphrag_milvus.ids import clean_text, normalize_name
 from llama_index_graphrag_milvus.limits import ENTITY_NAME_MAX_BYTES
 
 if TYPE_CHECKING:
-    from spacy.tokens import Doc, Span
+    from spacy.tokens import Doc, Span, Token
 
 _NOT_AUTHOR_LABELS = PLACE_LABELS | DATE_LABELS | {"EVENT"}
 _PERSON_PRONOUNS = frozenset({"he", "she", "him", "his", "her", "hers", "himself", "herself"})
@@ -251,7 +251,8 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
     works in Kannada films. He is the son of ..."), else to the last person named before
     them. A name after "by" counts as a person whatever the recognizer took it for ("a
     1998 film by Theresa Connelly. She ...": her, not the film). On a person's page "their"
-    before a child ("Their son, Peter Stone, ...") is the person's, with a spouse's."""
+    before a child ("Their son, Peter Stone, ...") is the person's, with a spouse's, and so is
+    "they" that has children ("They had three children, including ...")."""
     resolved: list[Mention] = []
     last_person: Mention | None = None
     by_start = {m.start: m for m in mentions}
@@ -280,13 +281,22 @@ def resolve_references(doc: Doc, mentions: Sequence[Mention], topic: Topic | Non
                     topic.person or last_person is None) else last_person)
             elif word in _THING_PRONOUNS and topic is not None and not topic.person:
                 target = topic.mention
-            elif (word == "their" and topic is not None and topic.person
-                  and token.head.lower_ in _KIN):
+            elif (word in ("their", "they") and topic is not None and topic.person
+                  and _of_their_children(token)):
                 target = topic.mention
             if target is not None:
                 resolved.append(target.over(position, position + 1))
         position += 1
     return resolved
+
+
+def _of_their_children(pronoun: Token) -> bool:
+    """"Their son ..." ("their" owns a child), "They had three children" ("they" has them):
+    on a person's page the couple is the person, with a spouse."""
+    if pronoun.lower_ == "their":
+        return pronoun.head.lower_ in _KIN
+    return pronoun.dep_ in SUBJECT_DEPS and any(
+        c.dep_ == "dobj" and c.lower_ in _KIN for c in pronoun.head.children)
 
 
 def _an_author(doc: Doc, mention: Mention) -> bool:

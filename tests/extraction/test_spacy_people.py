@@ -289,3 +289,12 @@ def test_a_page_that_says_what_the_person_does_is_a_persons(
     assert ("Walter Grieve", "grow up in", "Leeds") in triplets
     assert ("Walter Grieve", "father was the painter", "Thomas Grieve") in triplets
     assert not any(s == "Mary Ashdown" and p != CO for s, p, _ in triplets)
+
+
+def test_they_who_have_children_on_a_persons_page_are_the_person(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(
+        extractor, "Elsa Brandt was a German painter. In 1921 she married Franz Kolb, a "
+        "lawyer. They had three children, including the sculptor Lena Kolb.",
+        title="Elsa Brandt")
+    assert ("Elsa Brandt", "have child including", "Lena Kolb") in triplets

@@ -344,7 +344,9 @@ def _appositions(doc: Doc, rules: Rules) -> Iterator[tuple[Token, str, Token]]:
     but "His brother is Kim Jong-un, now the leader of ...": Kim Jong-un); a noun phrase
     that opens a sentence before a comma is the clause's subject's ("The daughter of A and
     B, she is ..."); one that says whose child someone is after a place is the verb's
-    subject's (see :func:`_kin_after_a_place`)."""
+    subject's (see :func:`_kin_after_a_place`). A noun with the same preposition that the
+    parse hangs on the apposition's object is the same name's too ("the wife of the painter
+    A and mother of the actress B": "mother" hung on A)."""
     for token in doc:
         if token.pos_ != "NOUN":
             continue
@@ -357,10 +359,15 @@ def _appositions(doc: Doc, rules: Rules) -> Iterator[tuple[Token, str, Token]]:
             described = _clause_subjects(token.head)
         else:
             continue
-        words = _attribute_words(token)
-        for prep, obj in _prepositional_objects(token):
-            for subject in described:
-                yield subject, f"{words} {prep}", obj
+        # "the wife of the painter A and mother of the actress B": "mother" too, which the
+        # parse hangs on A (not the apposition's own conjuncts: "gold in A, B and C")
+        conjuncts = {c.i for c in token.conjuncts}
+        for noun in (n for n in with_conjuncts(token)
+                     if n.i == token.i or (n.pos_ == "NOUN" and n.i not in conjuncts)):
+            words = _attribute_words(noun)
+            for prep, obj in _prepositional_objects(noun):
+                for subject in described:
+                    yield subject, f"{words} {prep}", obj
 
 
 # ---------------------------------------------------------------------------- triplets

@@ -298,3 +298,15 @@ def test_they_who_have_children_on_a_persons_page_are_the_person(
         "lawyer. They had three children, including the sculptor Lena Kolb.",
         title="Elsa Brandt")
     assert ("Elsa Brandt", "have child including", "Lena Kolb") in triplets
+
+
+def test_a_second_description_the_parse_hangs_on_the_first_ones_name(
+        extractor: SpacyTripletExtractor) -> None:
+    """"the wife of the painter Arthur Keller and mother of the actress June Keller": the
+    parse hangs "mother" on Arthur Keller; she is the mother."""
+    triplets, _ = extract(
+        extractor, "Ruth Keller (1890–1970) was an American novelist, the wife of the painter "
+        "Arthur Keller and mother of the actress June Keller.", title="Ruth Keller")
+    assert ("Ruth Keller", "the wife of", "Arthur Keller") in triplets
+    assert ("Ruth Keller", "mother of", "June Keller") in triplets
+    assert not any(s == "Arthur Keller" and p != CO for s, p, _ in triplets)

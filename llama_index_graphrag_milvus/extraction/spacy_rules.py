@@ -442,14 +442,15 @@ def _named_relatives(doc: Doc, by_token: dict[int, Mention]
                      ) -> Iterator[tuple[Mention, str, Mention]]:
     """(owner, noun, name) of a subject that names what its owner's noun is: "His son Paul
     Stone is a painter" gives (the page's person, "son", Paul Stone), "He and his wife, Carla
-    Dias, live in Rio" (the person, "wife", Carla Dias)."""
+    Dias, live in Rio" (the person, "wife", Carla Dias); elsewhere in a sentence, a relative
+    of the page's person ("films directed by her husband, Aldo Fermi")."""
     for token in doc:
         subject = token.dep_ in SUBJECT_DEPS or (
             token.dep_ == "conj" and token.head.dep_ in SUBJECT_DEPS)
-        name = _name_of(token, by_token) if subject else None
+        name = _name_of(token, by_token) if subject or token.lower_ in KIN_NOUNS else None
         owned = None if name is None else _owner(token, by_token.get(token.i), by_token,
                                                  pronouns=True)
-        if name is not None and owned is not None:
+        if name is not None and owned is not None and (subject or owned[0].kind == "title"):
             yield owned[0], owned[1], name
 
 

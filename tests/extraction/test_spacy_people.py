@@ -310,3 +310,11 @@ def test_a_second_description_the_parse_hangs_on_the_first_ones_name(
     assert ("Ruth Keller", "the wife of", "Arthur Keller") in triplets
     assert ("Ruth Keller", "mother of", "June Keller") in triplets
     assert not any(s == "Arthur Keller" and p != CO for s, p, _ in triplets)
+
+
+def test_a_relative_of_the_pages_person_named_anywhere_in_a_sentence(
+        extractor: SpacyTripletExtractor) -> None:
+    triplets, _ = extract(
+        extractor, "Carla Monti was an Italian actress, best known for her roles in films "
+        "directed by her husband, Aldo Fermi.", title="Carla Monti")
+    assert ("Carla Monti", "husband", "Aldo Fermi") in triplets

@@ -244,11 +244,16 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
     with a comma that the text never writes whole is written by its head, as the title
     writes it: "Johnnycake" names the passage "Johnnycake, West Virginia". A noble's title
     after it is the topic's too ("Margaret Vane, Countess of Ardmore" in "Margaret
-    Vane"), and so is the longer name the text opens with (see :func:`_opening_name_end`)."""
+    Vane"), and so is the longer name the text opens with (see :func:`_opening_name_end`),
+    or, where the text never writes the title, the full name it opens with (see
+    :func:`_opening_full_name`)."""
     if not title:
         return
     spans = list(_written(doc, title, rules, casefold=True))
     head = comma_head(title)
+    if not spans:  # 'Sergio Leonel "Kun" Agüero' in the passage "Sergio Agüero"
+        spans = [replace(m, name=title, key=normalize_name(title))
+                 for m in _opening_full_name(doc, title, rules)]
     if not spans and head is not None:
         key = normalize_name(title)
         spans = [replace(m, name=title, key=key)
@@ -256,6 +261,37 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
     for mention in spans:  # "Margaret Vane, Countess of Ardmore (1702–1761)": the title
         yield replace(mention, end=_opening_name_end(doc, mention.start, with_comma_title(
             doc, mention.start, mention.end, rules.max_entity_words)))
+
+
+_GENERATIONS = frozenset({"Jr", "Sr", "II", "III", "IV"})
+"""What follows a person's name after a comma ("Lon Chaney, Jr.")."""
+
+
+def _opening_full_name(doc: Doc, title: str, rules: Rules) -> list[Mention]:
+    """The name the text opens with as its subject when it writes the title's words in
+    order among its own, ending with the title's last word: a person's full name with
+    middle names or a quoted nickname ('Nicholas Lofton "Nick" Hexum' in the passage "Nick
+    Hexum", 'Sergio Leonel "Kun" Agüero' in "Sergio Agüero"); none otherwise."""
+    words = [w.casefold() for w in title.split()]
+    start = next((t.i for t in doc if t.is_alpha), None)
+    if start is None or len(words) < 2:
+        return []
+    end = start
+    while end < len(doc) and (is_proper(doc[end]) or doc[end].is_quote or (
+            doc[end].text[:1].isupper() and doc[end].text.casefold() in words)):
+        end += 1  # a word of the title the tagger takes for a common noun too ("Agüero")
+    name = [t.text.casefold() for t in doc[start:end] if not t.is_quote]
+    if (not name or name[-1] != words[-1] or len(name) > rules.max_entity_words
+            or not any(t.dep_ in SUBJECT_DEPS for t in doc[start:end])):
+        return []
+    found = iter(name)
+    if not all(word in found for word in words):  # the title's words in order
+        return []
+    if (end + 1 < len(doc) and doc[end].text == ","
+            and doc[end + 1].text.rstrip(".") in _GENERATIONS):
+        end += 2  # "George William Wilson, Sr. (February 3, 1914 – ...)"
+    mention = _make_mention(doc, start, end, end - 1, "title", "", rules)
+    return [] if mention is None else [mention]
 
 
 def _opening_name_end(doc: Doc, start: int, end: int) -> int:

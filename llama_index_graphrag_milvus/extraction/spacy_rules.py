@@ -78,6 +78,9 @@ if TYPE_CHECKING:
 _OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
 _RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
 _MAX_BARE_SUBJECT = 12
+_TITLE_SMALL_WORDS = frozenset({"a", "an", "the", "and", "or", "of", "on", "in", "at", "to",
+                                "for", "with", "from", "by", "as", "into", "upon"})
+"""Words a title writes in lowercase between capitalized ones ("Walking on Glass")."""
 _WHERE_LABELS = PLACE_LABELS | {"ORG"}
 """What a "where" clause's antecedent is named as when it is a place ("Brighton, where",
 "Yale, where"): not "a situation where", "the team, where"."""
@@ -166,15 +169,26 @@ def _bare_subject(copula: Token) -> list[Token]:
     a song", which the parser reads as an interjection); not after a parenthesis or a comma
     ("Pliers (born ..., Kingston, Jamaica), is ...": Kingston is not the subject). A title
     of two or more capitalized words may hold any word ("Kiss Me Again is a 1931 film",
-    which the parser reads as a verb and its object); not "There are ..."."""
+    which the parser reads as a verb and its object), and, opening the text, short
+    lowercase words between them (see :func:`_title_cased`); not "There are ..."."""
     before = [t for t in copula.doc[copula.sent.start:copula.i] if not t.is_quote]
     if not before or len(before) > _MAX_BARE_SUBJECT or any(t.is_punct for t in before):
         return []
     if any(t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before) and (
-            len(before) < 2 or any(t.dep_ == "expl" or not t.text[:1].isupper()
-                                   for t in before)):
+            len(before) < 2 or any(t.dep_ == "expl" for t in before)
+            or not _title_cased(before, opening=copula.sent.start == 0)):
         return []
     return [before[-1]]
+
+
+def _title_cased(words: list[Token], opening: bool) -> bool:
+    """Whether words are capitalized as a title is: every one, or, in the sentence that
+    opens the text, every one but short function words between the first and the last
+    ("Walking on Glass is the second novel by ...")."""
+    if not opening:
+        return all(t.text[:1].isupper() for t in words)
+    return (words[0].text[:1].isupper() and words[-1].text[:1].isupper()
+            and all(t.text[:1].isupper() or t.lower_ in _TITLE_SMALL_WORDS for t in words))
 
 
 def _copula_word(verb: Token) -> str:
@@ -450,8 +464,16 @@ def _named_relatives(doc: Doc, by_token: dict[int, Mention]
         name = _name_of(token, by_token) if subject or token.lower_ in KIN_NOUNS else None
         owned = None if name is None else _owner(token, by_token.get(token.i), by_token,
                                                  pronouns=True)
-        if name is not None and owned is not None and (subject or owned[0].kind == "title"):
+        if name is not None and owned is not None and (
+                subject or (owned[0].kind == "title" and not _named_before(token, by_token))):
             yield owned[0], owned[1], name
+
+
+def _named_before(noun: Token, by_token: dict[int, Mention]) -> bool:
+    """Whether the sentence names someone or something other than its topic before a noun
+    ("the son of the merchant Thomas Halden and his wife Anne Cole": his, Halden's)."""
+    return any(m is not None and m.specific and m.kind != "title"
+               for m in (by_token.get(i) for i in range(noun.sent.start, noun.i)))
 
 
 

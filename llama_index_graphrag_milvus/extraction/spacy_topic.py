@@ -112,12 +112,27 @@ _LIFE_SPAN = re.compile(r"\d{3,4}\s*[-–—]\s*\d{2,4}")
 _LIFE_WORDS = frozenset({"born", "b.", "died", "d."})
 
 
+def _written_otherwise(doc: Doc, subject: Mention) -> Mention | None:
+    """The topic's name as the text writes it when the title names it otherwise: the full
+    name a passage opens with ('Nicholas Lofton "Nick" Hexum' in the passage "Nick Hexum";
+    see :mod:`~llama_index_graphrag_milvus.extraction.spacy_mentions`), one of its other
+    names."""
+    words = [t.text for t in doc[subject.start:subject.end] if not t.is_quote]
+    name = clean_text(" ".join(words).replace(" ,", ","))
+    key = normalize_name(name)
+    if subject.start < 0 or not key or key == subject.key:
+        return None
+    return Mention(name, key, "named", -1, -1)
+
+
 def _life_dates(doc: Doc, mention: Mention) -> bool:
     """Whether a mention is followed by a person's dates: "(born 5 May 1980)", "(died
-    1197)", "(6 October 1919 – 26 March 1989)", "(1890–1960)", "(1551 – 1608)"."""
-    if mention.end >= len(doc) or doc[mention.end].text != "(":
+    1197)", "(6 October 1919 – 26 March 1989)", "(1890–1960)", "(1551 – 1608)"; after the
+    period of an abbreviation that ends the name too ("Wilson, Sr. (1914 – 1978)")."""
+    opened = mention.end + (mention.end < len(doc) and doc[mention.end].text == ".")
+    if opened >= len(doc) or doc[opened].text != "(":
         return False
-    for token in doc[mention.end + 1:mention.end + 16]:
+    for token in doc[opened + 1:opened + 16]:
         if token.text == ")":
             return False
         if token.lower_ in _LIFE_WORDS or _LIFE_SPAN.fullmatch(token.text) or (
@@ -224,7 +239,7 @@ def find_topic(doc: Doc, mentions: Sequence[Mention], title: str | None, rules: 
     else:
         return None
     if alias is None and subject is not None and subject.key == key:
-        alias = _known_as(doc, mentions, subject)
+        alias = _known_as(doc, mentions, subject) or _written_otherwise(doc, subject)
     own = [m for m in mentions if m.key == key or m is alias]
     person = (label == "PERSON" or any(_life_dates(doc, m) for m in own) or (
         subject in own and (_called_he_or_she(doc, mentions, own, first) or bool(_copula_types(

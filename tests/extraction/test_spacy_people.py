@@ -318,3 +318,42 @@ def test_a_relative_of_the_pages_person_named_anywhere_in_a_sentence(
         extractor, "Carla Monti was an Italian actress, best known for her roles in films "
         "directed by her husband, Aldo Fermi.", title="Carla Monti")
     assert ("Carla Monti", "husband", "Aldo Fermi") in triplets
+
+
+@pytest.mark.parametrize(("title", "text", "alias"), [
+    ("Nick Hexum", 'Nicholas Lofton "Nick" Hexum (born April 12, 1970) is an American singer, '
+     "songwriter and rapper. He was born in Madison.", "Nicholas Lofton Nick Hexum"),
+    ("Sergio Agüero", 'Sergio Leonel "Kun" Agüero (born 2 June 1988) is an Argentine '
+     "professional footballer. He was born in Madison.", "Sergio Leonel Kun Agüero"),
+    ("Paul Keating", "Paul John Keating (born 18 January 1944) is an Australian former "
+     "politician. He was born in Madison.", "Paul John Keating"),
+])
+def test_a_page_that_opens_with_the_full_name_its_title_shortens(
+        extractor: SpacyTripletExtractor, title: str, text: str, alias: str) -> None:
+    """The text never writes the title whole: the full name it opens with, which holds the
+    title's words in order and ends with its last, is the topic, and another of its names."""
+    triplets, _ = extract(extractor, text, title=title)
+    assert (title, "was born in", "Madison") in triplets
+    assert (title, "also known as", alias) in triplets
+
+
+def test_a_generation_after_the_full_name_and_the_dates_after_it(
+        extractor: SpacyTripletExtractor) -> None:
+    """"George William Wilson, Sr. (February 3, 1914 – November 23, 1978)": the dates make
+    him a person, so the later "He" is his, not the last team named."""
+    triplets, _ = extract(
+        extractor, "George William Wilson, Sr. (February 3, 1914 – November 23, 1978) was a "
+        "coach for the Miami Dolphins. He went undrafted in 1937, before being signed by the "
+        "Chicago Bears.", title="George Wilson (American football coach)")
+    assert ("George Wilson", "go undrafted in", "1937") in triplets
+    assert not any(s == "Miami Dolphins" and p != CO for s, p, _ in triplets)
+
+
+def test_a_title_with_short_lowercase_words_opening_the_text_is_its_subject(
+        extractor: SpacyTripletExtractor) -> None:
+    """"Walking on Glass is the second novel by Iain Banks": the parse reads "Walking" as a
+    clause; a title-cased run opening the text is the copula's subject."""
+    triplets, _ = extract(
+        extractor, "Walking on Glass is the second novel by Scottish writer Iain Banks, "
+        "published in 1985.", title="Walking on Glass")
+    assert ("Walking on Glass", "is the second novel by", "Iain Banks") in triplets

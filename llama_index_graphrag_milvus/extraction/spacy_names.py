@@ -185,3 +185,18 @@ def name_end(doc: Doc, span: Span, label: str, max_words: int) -> tuple[int, int
         return end, end
     of_end = _with_dashed(doc, _with_of_phrase(doc, span.start, end, max_words))
     return of_end, _with_number(doc, of_end, label)
+
+
+_TITLE_SMALL_WORDS = frozenset({"a", "an", "the", "and", "or", "of", "on", "in", "at", "to",
+                                "for", "with", "from", "by", "as", "into", "upon"})
+"""Words a title writes in lowercase between capitalized ones ("Walking on Glass")."""
+
+
+def title_cased(words: list[Token], opening: bool) -> bool:
+    """Whether words are capitalized as a title is: every one, or, in the sentence that
+    opens the text, every one but short function words between the first and the last
+    ("Walking on Glass is the second novel by ...")."""
+    if not opening:
+        return all(t.text[:1].isupper() for t in words)
+    return (words[0].text[:1].isupper() and words[-1].text[:1].isupper()
+            and all(t.text[:1].isupper() or t.lower_ in _TITLE_SMALL_WORDS for t in words))

@@ -62,6 +62,7 @@ from llama_index_graphrag_milvus.extraction.spacy_names import (
     ARTICLES,
     PLACE_LABELS,
     SUBJECT_DEPS,
+    title_cased,
 )
 from llama_index_graphrag_milvus.extraction.spacy_topic import (
     KIN_NOUNS,
@@ -78,9 +79,6 @@ if TYPE_CHECKING:
 _OBJECT_DEPS = frozenset({"dobj", "attr", "oprd"})
 _RELATIVE_PRONOUN_TAGS = frozenset({"WDT", "WP"})
 _MAX_BARE_SUBJECT = 12
-_TITLE_SMALL_WORDS = frozenset({"a", "an", "the", "and", "or", "of", "on", "in", "at", "to",
-                                "for", "with", "from", "by", "as", "into", "upon"})
-"""Words a title writes in lowercase between capitalized ones ("Walking on Glass")."""
 _WHERE_LABELS = PLACE_LABELS | {"ORG"}
 """What a "where" clause's antecedent is named as when it is a place ("Brighton, where",
 "Yale, where"): not "a situation where", "the team, where"."""
@@ -148,8 +146,6 @@ def _subjects(verb: Token, rules: Rules) -> list[Token]:
     return found
 
 
-
-
 def _clause_subjects(verb: Token) -> list[Token]:
     """The subject tokens of a verb's own clause, with their conjuncts. "Ma Huan (born 1962)
     is a Chinese politician": the parse makes "born" the clause's subject and the name a
@@ -170,25 +166,17 @@ def _bare_subject(copula: Token) -> list[Token]:
     ("Pliers (born ..., Kingston, Jamaica), is ...": Kingston is not the subject). A title
     of two or more capitalized words may hold any word ("Kiss Me Again is a 1931 film",
     which the parser reads as a verb and its object), and, opening the text, short
-    lowercase words between them (see :func:`_title_cased`); not "There are ..."."""
+    lowercase words between them (see
+    :func:`~llama_index_graphrag_milvus.extraction.spacy_names.title_cased`); not "There
+    are ..."."""
     before = [t for t in copula.doc[copula.sent.start:copula.i] if not t.is_quote]
     if not before or len(before) > _MAX_BARE_SUBJECT or any(t.is_punct for t in before):
         return []
     if any(t.pos_ in ("VERB", "AUX", "PRON", "ADP") for t in before) and (
             len(before) < 2 or any(t.dep_ == "expl" for t in before)
-            or not _title_cased(before, opening=copula.sent.start == 0)):
+            or not title_cased(before, opening=copula.sent.start == 0)):
         return []
     return [before[-1]]
-
-
-def _title_cased(words: list[Token], opening: bool) -> bool:
-    """Whether words are capitalized as a title is: every one, or, in the sentence that
-    opens the text, every one but short function words between the first and the last
-    ("Walking on Glass is the second novel by ...")."""
-    if not opening:
-        return all(t.text[:1].isupper() for t in words)
-    return (words[0].text[:1].isupper() and words[-1].text[:1].isupper()
-            and all(t.text[:1].isupper() or t.lower_ in _TITLE_SMALL_WORDS for t in words))
 
 
 def _copula_word(verb: Token) -> str:
@@ -322,12 +310,6 @@ def _own_objects(verb: Token, base: str, copula: bool, rules: Rules
     if (verb.dep_ == "relcl" and verb.head.ent_type_ in _WHERE_LABELS
             and any(c.lower_ == "where" for c in verb.children)):
         yield f"{base} in", verb.head  # "She died in Brighton, where she is buried"
-
-
-
-
-
-
 
 
 def _fronted(noun: Token) -> bool:
@@ -474,8 +456,6 @@ def _named_before(noun: Token, by_token: dict[int, Mention]) -> bool:
     ("the son of the merchant Thomas Halden and his wife Anne Cole": his, Halden's)."""
     return any(m is not None and m.specific and m.kind != "title"
                for m in (by_token.get(i) for i in range(noun.sent.start, noun.i)))
-
-
 
 
 def _facet(subject: Token, mention: Mention | None) -> bool:

@@ -113,16 +113,16 @@ _LIFE_WORDS = frozenset({"born", "b.", "died", "d."})
 
 
 def _written_otherwise(doc: Doc, subject: Mention) -> Mention | None:
-    """The topic's name as the text writes it when the title names it otherwise: the full
-    name a passage opens with ('Nicholas Lofton "Nick" Hexum' in the passage "Nick Hexum";
-    see :mod:`~llama_index_graphrag_milvus.extraction.spacy_mentions`), one of its other
-    names."""
+    """The topic's name as the text writes it, as another of its names, when the title
+    names it otherwise: the full name a passage opens with ('Nicholas Lofton "Nick" Hexum'
+    in the passage "Nick Hexum"; see
+    :mod:`~llama_index_graphrag_milvus.extraction.spacy_mentions`)."""
+    if subject.start < 0:
+        return None
     words = [t.text for t in doc[subject.start:subject.end] if not t.is_quote]
     name = clean_text(" ".join(words).replace(" ,", ","))
     key = normalize_name(name)
-    if subject.start < 0 or not key or key == subject.key:
-        return None
-    return Mention(name, key, "named", -1, -1)
+    return Mention(name, key, "named", -1, -1) if key and key != subject.key else None
 
 
 def _life_dates(doc: Doc, mention: Mention) -> bool:

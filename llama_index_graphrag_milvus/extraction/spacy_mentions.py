@@ -263,6 +263,11 @@ def _title_spans(doc: Doc, title: str | None, rules: Rules) -> Iterator[Mention]
             doc, mention.start, mention.end, rules.max_entity_words)))
 
 
+def _first_word(doc: Doc) -> int | None:
+    """Where the text opens: its first word (past quotes and brackets), or ``None``."""
+    return next((t.i for t in doc if t.is_alpha), None)
+
+
 _GENERATIONS = frozenset({"Jr", "Sr", "II", "III", "IV"})
 """What follows a person's name after a comma ("Lon Chaney, Jr.")."""
 
@@ -273,7 +278,7 @@ def _opening_full_name(doc: Doc, title: str, rules: Rules) -> list[Mention]:
     middle names or a quoted nickname ('Nicholas Lofton "Nick" Hexum' in the passage "Nick
     Hexum", 'Sergio Leonel "Kun" Agüero' in "Sergio Agüero"); none otherwise."""
     words = [w.casefold() for w in title.split()]
-    start = next((t.i for t in doc if t.is_alpha), None)
+    start = _first_word(doc)
     if start is None or len(words) < 2:
         return []
     end = start
@@ -298,7 +303,7 @@ def _opening_name_end(doc: Doc, start: int, end: int) -> int:
     """The end of the longer name a title opens when that name is the subject the text
     starts with ("Abd al-Aziz ibn Musa was the first governor of ..." in the passage "Abd
     al-Aziz"), else ``end``: the subject is the topic, not a name beside it."""
-    if start != next((t.i for t in doc if t.is_alpha), -1) or end >= len(doc):
+    if start != _first_word(doc) or end >= len(doc):
         return end
     ent_end = end
     while ent_end < len(doc) and doc[ent_end].ent_iob_ == "I":
